@@ -1,0 +1,46 @@
+"""The data directory and its DuckDB database.
+
+Contract: `Database(data_dir)` creates the directory if needed, opens (or creates) the database file
+`heron.duckdb` inside it and, on the first start only, loads the demo tables. Each client session
+gets its own DuckDB connection from `connect()`: connections share the catalog and data but have
+their own transaction. The DuckDB catalog is named `heron` (after the file), which matches the
+database name clients connect to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from catalog import demo
+
+DATABASE_FILE = "heron.duckdb"
+
+
+class Database:
+    """One open data directory; thread-safe to `connect()` from any thread."""
+
+    def __init__(self, data_dir: str | Path, *, load_demo: bool = True) -> None:
+        self.data_dir = Path(data_dir).expanduser().resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.data_dir / DATABASE_FILE
+        first_start = not self.path.exists()
+        self._root = duckdb.connect(str(self.path))
+        if first_start and load_demo:
+            demo.load(self._root)
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A new connection to the same database, for one session."""
+        return self._root.cursor()
+
+    def close(self) -> None:
+        # CHECKPOINT folds the write-ahead log into the file so the next start opens quickly.
+        self._root.execute("CHECKPOINT")
+        self._root.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

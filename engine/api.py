@@ -1,0 +1,95 @@
+"""The engine's public contract: what callers send, what they get back, and how it fails.
+
+Pure Python (no torch): the server and planner import this module to type their calls, and the
+resident engine process pickles these dataclasses across its pipe.
+
+Contract:
+- ``Engine.answer_bool(prompts)`` returns one boolean per prompt, in order, plus the probability
+  of TRUE and the call's ``Metrics``. An empty sequence yields empty answers.
+- ``Engine.count_tokens(texts)`` counts tokens exactly as the engine tokenizes prompt parts
+  (no special tokens), for the planner's cost model.
+- Every failure the user should see is an ``EngineError`` whose message is shown to SQL users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.prompts import Prompt
+
+# The model `heron serve` uses when none is named: small enough to run on any CPU.
+DEFAULT_MODEL = "smollm2-135m"
+
+
+class EngineError(Exception):
+    """A failure of the engine; the message is shown to SQL users, so it says what to fix."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What model the engine runs, for EXPLAIN output and `SHOW`-style introspection."""
+
+    name: str
+    architecture: str
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    num_params: int
+    dtype: str
+    device: str
+
+
+@dataclass
+class Metrics:
+    """Work accounting of one or more engine calls.
+
+    ``input_tokens`` is the sum of full prompt lengths; ``fresh_tokens`` the tokens actually run
+    through the model; ``cached_tokens = input_tokens - fresh_tokens`` the prefix tokens whose KV
+    was reused (within the call, or from the cache of earlier calls).
+    """
+
+    prompts: int = 0
+    input_tokens: int = 0
+    fresh_tokens: int = 0
+    cached_tokens: int = 0
+    seconds: float = 0.0
+
+    def __add__(self, other: Metrics) -> Metrics:
+        return Metrics(
+            prompts=self.prompts + other.prompts,
+            input_tokens=self.input_tokens + other.input_tokens,
+            fresh_tokens=self.fresh_tokens + other.fresh_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            seconds=self.seconds + other.seconds,
+        )
+
+    def merge(self, other: Metrics) -> None:
+        """Accumulate ``other`` into this instance (for operators summing over many calls)."""
+        self.prompts += other.prompts
+        self.input_tokens += other.input_tokens
+        self.fresh_tokens += other.fresh_tokens
+        self.cached_tokens += other.cached_tokens
+        self.seconds += other.seconds
+
+
+@dataclass(frozen=True)
+class BoolAnswers:
+    """Answers of a TRUE/FALSE batch: ``answers[i]`` and ``p_true[i]`` belong to prompt ``i``."""
+
+    answers: tuple[bool, ...]
+    p_true: tuple[float, ...]
+    metrics: Metrics
+
+
+class Engine(Protocol):
+    """What the planner drives: the in-process ``LocalEngine`` or the resident ``EngineProcess``."""
+
+    info: ModelInfo
+
+    def answer_bool(self, prompts: Sequence[Prompt]) -> BoolAnswers: ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+    def close(self) -> None: ...

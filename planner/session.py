@@ -1,0 +1,63 @@
+"""One session's planner: prepare, describe and execute statements, AI or not.
+
+Contract: see the package docstring. A `Plan` is immutable and may be executed many times with
+different parameters (extended-protocol prepared statements).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from planner import statement
+from planner.errors import SqlError
+from planner.statement import Column, Prepared, Result
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    prepared: Prepared
+    ai: Any = None  # planner.ai.AiStatement when the statement calls AI functions
+
+    @property
+    def param_count(self) -> int:
+        return self.prepared.param_count
+
+    @property
+    def returns_rows(self) -> bool:
+        return self.prepared.returns_rows
+
+
+class Planner:
+    def __init__(self, con: duckdb.DuckDBPyConnection, engine: Any = None) -> None:
+        self.con = con
+        self.engine = engine  # engine.api.Engine, or None when no model is loaded
+
+    def prepare(self, sql: str) -> Plan:
+        from planner import ai
+
+        prepared = statement.prepare(self.con, sql)
+        return Plan(prepared, ai.analyze(prepared))
+
+    def describe(self, plan: Plan) -> tuple[Column, ...] | None:
+        if plan.ai is not None:
+            from planner import ai
+
+            return ai.describe(self, plan)
+        return statement.describe(self.con, plan.prepared)
+
+    def execute(self, plan: Plan, params: Sequence[Any] = ()) -> Result:
+        if plan.ai is not None:
+            from planner import ai
+
+            if self.engine is None:
+                raise SqlError("55000", "AI functions need a model; start heron serve with --model")
+            return ai.execute(self, plan, params)
+        return statement.run(self.con, plan.prepared, params)
+
+    def interrupt(self) -> None:
+        """Cancel the running statement (called from another thread)."""
+        self.con.interrupt()

@@ -1,0 +1,197 @@
+"""Statements: splitting a query string, classifying each statement, running it, tagging the result.
+
+Contract: `split(sql)` cuts a query string at top-level semicolons (quotes, dollar quotes, quoted
+identifiers and comments respected) and drops empty statements. `prepare(sql)` classifies one
+statement without running it. `run(con, prepared, params)` executes it on a DuckDB connection and
+returns a `Result`: the rows as an Arrow table (for statements that return rows) and the command tag
+PostgreSQL would send ("SELECT 3", "INSERT 0 2", "CREATE TABLE", ...). `describe` reports the
+result columns without executing anything that has effects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import TokenError
+from sqlglot.tokens import TokenType
+
+from planner.errors import SqlError, from_duckdb
+
+_TOKENIZER = Postgres().tokenizer_class
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: pa.DataType
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    command_tag: str
+    columns: tuple[Column, ...] | None  # None: the statement returns no rows
+    table: pa.Table | None
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One classified statement: what it is, how many parameters it takes, whether it has rows."""
+
+    sql: str
+    kind: str  # DuckDB's statement type name: SELECT, INSERT, CREATE, TRANSACTION, ...
+    verb: str  # the leading keywords, upper case: "SELECT", "CREATE TABLE", "BEGIN", ...
+    param_count: int
+    returns_rows: bool
+
+
+def split(sql: str) -> list[str]:
+    """The statements of a query string, in order, without their semicolons."""
+    try:
+        tokens = _TOKENIZER().tokenize(sql)
+    except TokenError as exc:
+        raise SqlError("42601", f"syntax error: {exc}") from None
+    statements, start = [], None
+    end = 0
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                statements.append(sql[start : end + 1])
+            start = None
+        else:
+            if start is None:
+                start = token.start
+            end = token.end
+    if start is not None:
+        statements.append(sql[start : end + 1])
+    return statements
+
+
+_VERB = re.compile(r"\s*(\w+)" + r"(?:\s+(\w+))?" * 4)
+_ROW_KINDS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "RELATION"}
+_TWO_WORD_VERBS = {"CREATE", "DROP", "ALTER"}
+_CREATE_MODIFIERS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "UNLOGGED", "PERSISTENT"}
+
+
+def prepare(con: duckdb.DuckDBPyConnection, sql: str) -> Prepared:
+    try:
+        parsed = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    if len(parsed) != 1:
+        raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
+    statement = parsed[0]
+    kind = statement.type.name
+    verb = _verb(sql)
+    returns_rows = kind in _ROW_KINDS or (
+        kind in {"INSERT", "UPDATE", "DELETE", "MERGE_INTO"} and _has_returning(sql)
+    )
+    return Prepared(sql, kind, verb, len(statement.named_parameters), returns_rows)
+
+
+def _verb(sql: str) -> str:
+    words = [w.upper() for w in (_VERB.match(sql) or _VERB.match("_")).groups() if w]
+    if not words:
+        return ""
+    if words[0] in _TWO_WORD_VERBS:
+        rest = [w for w in words[1:] if w not in _CREATE_MODIFIERS]
+        return f"{words[0]} {rest[0]}" if rest else words[0]
+    return words[0]
+
+
+def _has_returning(sql: str) -> bool:
+    try:
+        tokens = _TOKENIZER().tokenize(sql)
+    except TokenError:
+        return False
+    return any(t.token_type == TokenType.RETURNING for t in tokens)
+
+
+def describe(
+    con: duckdb.DuckDBPyConnection, prepared: Prepared, sql: str | None = None
+) -> tuple[Column, ...] | None:
+    """Result columns of a row-returning statement, found by binding (not running) it."""
+    if not prepared.returns_rows:
+        return None
+    if prepared.kind not in {"SELECT", "RELATION"}:
+        return None  # known only by running it; the server describes the portal after Execute
+    try:
+        relation = con.sql(sql or prepared.sql, params=[None] * prepared.param_count or None)
+        schema = relation.limit(0).to_arrow_table().schema
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    return tuple(Column(field.name, field.type) for field in schema)
+
+
+def run(
+    con: duckdb.DuckDBPyConnection,
+    prepared: Prepared,
+    params: Sequence[Any] = (),
+    sql: str | None = None,
+) -> Result:
+    """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement)."""
+    if len(params) != prepared.param_count:
+        raise SqlError(
+            "08P01",
+            f"bind message supplies {len(params)} parameters, "
+            f"but prepared statement requires {prepared.param_count}",
+        )
+    try:
+        relation = con.sql(sql or prepared.sql, params=list(params) or None)
+        table = relation.to_arrow_table() if relation is not None else None
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    if prepared.returns_rows and table is not None:
+        columns = tuple(Column(f.name, f.type) for f in table.schema)
+        return Result(_rows_tag(prepared, table.num_rows), columns, table)
+    count = _count(table)
+    return Result(_tag(prepared, count), None, None)
+
+
+def _count(table: pa.Table | None) -> int | None:
+    if table is None or table.num_columns != 1 or table.schema.names[0] != "Count":
+        return None
+    return int(table.column(0)[0].as_py()) if table.num_rows else 0
+
+
+def _rows_tag(prepared: Prepared, rows: int) -> str:
+    if prepared.kind == "INSERT":
+        return f"INSERT 0 {rows}"
+    if prepared.kind in {"UPDATE", "DELETE"}:
+        return f"{prepared.kind} {rows}"
+    return f"SELECT {rows}"
+
+
+def _tag(prepared: Prepared, count: int | None) -> str:
+    n = count or 0
+    if prepared.kind == "INSERT":
+        return f"INSERT 0 {n}"
+    if prepared.kind in {"UPDATE", "DELETE"}:
+        return f"{prepared.kind} {n}"
+    if prepared.kind == "MERGE_INTO":
+        return f"MERGE {n}"
+    if prepared.kind == "CREATE" and prepared.verb == "CREATE TABLE" and _is_ctas(prepared.sql):
+        return f"SELECT {n}"  # PostgreSQL tags CREATE TABLE AS with the row count
+    if prepared.kind == "TRANSACTION":
+        return _transaction_tag(prepared.verb)
+    if prepared.kind == "COPY":
+        return f"COPY {n}"
+    return prepared.verb
+
+
+def _is_ctas(sql: str) -> bool:
+    try:
+        tokens = _TOKENIZER().tokenize(sql)
+    except TokenError:
+        return False
+    return any(t.token_type == TokenType.ALIAS for t in tokens)
+
+
+def _transaction_tag(verb: str) -> str:
+    return {"BEGIN": "BEGIN", "START": "START TRANSACTION", "COMMIT": "COMMIT", "END": "COMMIT",
+            "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK"}.get(verb, verb)
