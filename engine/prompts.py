@@ -34,7 +34,7 @@ def filter_prompt(document: str, question: str) -> Prompt:
 
 
 def join_prompt(anchor: str, question: str, partner: str) -> Prompt:
-    """Prompt asking ``question`` about the pair (``anchor`` = DOCUMENT 0, ``partner`` = DOCUMENT 1).
+    """Prompt asking ``question`` about a pair: ``anchor`` is DOCUMENT 0, ``partner`` DOCUMENT 1.
 
     Everything up to the partner's text, heading included, belongs to the anchor's prefix, so each
     pair costs only the partner document plus the answer tail.

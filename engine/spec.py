@@ -103,8 +103,7 @@ def _rope_spec(config: dict[str, Any]) -> RopeSpec:
             low_freq_factor=float(params["low_freq_factor"]),
             high_freq_factor=float(params["high_freq_factor"]),
             original_max_position=int(
-                params.get("original_max_position_embeddings")
-                or config["max_position_embeddings"]
+                params.get("original_max_position_embeddings") or config["max_position_embeddings"]
             ),
         )
     raise EngineError(f"unsupported rope_type {kind!r}; supported: default, llama3")

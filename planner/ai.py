@@ -1,5 +1,487 @@
-"""AI statements (placeholder until the AI operators land)."""
+"""AI statements: planning AI operators, running them on the engine, rewriting for DuckDB.
+
+Contract: `analyze(prepared)` returns an `AiStatement` when a SELECT (or EXPLAIN [ANALYZE] of one)
+calls boolean AI functions, else None. `execute` evaluates each AI call as an operator:
+
+1. DuckDB computes the call's candidates: the distinct values of the prompt's fields over the
+   statement's FROM/JOIN with every ordinary predicate applied (pushed below the AI operator) and
+   the AI predicates not yet evaluated left out. Rows where a field is NULL get a NULL answer.
+2. The engine answers one document-first prompt per candidate (filter layout when the fields read
+   one table, join layout with a chosen anchor when they read two).
+3. The answers become an Arrow table and the call is replaced by a lookup into it, so later AI
+   operators see earlier ones as ordinary predicates (a cascade), and the final rewritten statement
+   runs in DuckDB with GROUP BY, ORDER BY, LIMIT, aggregates and window functions intact.
+
+AI predicates in WHERE and JOIN ... ON run first, in the order written; AI calls elsewhere (the
+SELECT list) run last, on the rows that survive them. EXPLAIN shows the AI operators with estimated
+prompt and token counts without running the engine; EXPLAIN ANALYZE runs the statement and shows
+actual counts beside the estimates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from planner import prompting, statement
+from planner.aicalls import MAYBE_AI, AiCall, Template, find_calls
+from planner.errors import SqlError, from_duckdb
+from planner.statement import Column, Prepared, Result
+
+if TYPE_CHECKING:
+    from planner.session import Plan, Planner
+
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
+ARG = "__heron_arg"
+ANSWER = "__heron_answer"
+LOOKUP_ALIAS = "__heron_ai"
+PLAN_COLUMN = Column("QUERY PLAN", pa.string())
 
 
-def analyze(prepared):  # noqa: ANN001, ANN201
-    return None
+@dataclass(frozen=True, slots=True)
+class AiStatement:
+    tree: exp.Select  # the SELECT as parsed (parameters not yet bound)
+    explain: bool = False
+    analyze: bool = False
+
+
+@dataclass
+class OperatorStats:
+    """One AI operator's plan and, after running, its actual work."""
+
+    kind: str  # "AI Filter", "AI Join", "AI Column"
+    function: str
+    question: str
+    fields: str
+    candidates: int = 0
+    anchor: str = ""
+    est_input_tokens: int = 0
+    est_fresh_tokens: int = 0
+    prompts: int = 0
+    input_tokens: int = 0
+    fresh_tokens: int = 0
+    cached_tokens: int = 0
+    seconds: float = 0.0
+    passed: int = 0
+
+
+@dataclass
+class _Operator:
+    call: AiCall
+    sources: tuple[str | None, ...]  # the table alias each field reads (None: a constant)
+    stats: OperatorStats = field(init=False)
+
+    @property
+    def tables(self) -> list[str]:
+        return sorted({s for s in self.sources if s is not None})
+
+
+def analyze(prepared: Prepared) -> AiStatement | None:
+    if not MAYBE_AI.search(prepared.sql):
+        return None
+    match = _EXPLAIN.match(prepared.sql)
+    body = prepared.sql[match.end():] if match else prepared.sql
+    try:
+        tree = sqlglot.parse_one(body, read="postgres")
+    except ParseError as exc:
+        raise SqlError("42601", f"syntax error: {exc.errors[0]['description'] if exc.errors else exc}"
+                       ) from None
+    calls = find_calls(tree)
+    if not calls:
+        return None
+    if not isinstance(tree, exp.Select):
+        raise SqlError("0A000", "AI functions are supported in SELECT statements only",
+                       hint="Compute AI answers in a SELECT, e.g. CREATE TABLE t AS SELECT ...")
+    for call in calls:
+        if call.node.find_ancestor(exp.Select) is not tree:
+            raise SqlError("0A000", "AI functions inside subqueries or CTEs are not supported yet",
+                           hint="Move the AI function to the outermost SELECT.")
+    return AiStatement(tree, explain=match is not None, analyze=bool(match and match["analyze"]))
+
+
+# -- describe ------------------------------------------------------------------------------
+
+
+def describe(planner: Planner, plan: Plan) -> tuple[Column, ...]:
+    ai: AiStatement = plan.ai
+    if ai.explain:
+        return (PLAN_COLUMN,)
+    tree = ai.tree.copy()
+    operators = _operators(planner.con, tree)
+    names = []
+    try:
+        for index, op in enumerate(operators):
+            empty = pa.table({f"{ARG}{i}": pa.array([], pa.string())
+                              for i in range(len(op.call.template.fields))}
+                             | {ANSWER: pa.array([], pa.bool_())})
+            names.append(_register(planner.con, empty, index))
+            op.call.node.replace(_lookup(names[-1], op.call.template))
+        columns = statement.describe(planner.con, plan.prepared, tree.sql(dialect="duckdb"))
+    finally:
+        _unregister(planner.con, names)
+    return columns or ()
+
+
+# -- execute -------------------------------------------------------------------------------
+
+
+def execute(planner: Planner, plan: Plan, params: Sequence[Any]) -> Result:
+    ai: AiStatement = plan.ai
+    if len(params) != plan.param_count:
+        raise SqlError("08P01", f"bind message supplies {len(params)} parameters, "
+                                f"but prepared statement requires {plan.param_count}")
+    tree = _bind(ai.tree.copy(), params)
+    operators = _operators(planner.con, tree)
+    if ai.explain and not ai.analyze:
+        lines = _explain(planner, tree, operators, actual=False)
+        return _plan_result(lines)
+    started = time.perf_counter()
+    names: list[str] = []
+    try:
+        for index, op in enumerate(operators):
+            answers = _run_operator(planner, tree, operators[index:], op)
+            if answers is None:
+                continue
+            names.append(_register(planner.con, answers, index))
+            op.call.node.replace(_lookup(names[-1], op.call.template))
+        final = tree.sql(dialect="duckdb")
+        prepared = dataclasses.replace(plan.prepared, param_count=0, sql=final)
+        result = statement.run(planner.con, prepared)
+    finally:
+        _unregister(planner.con, names)
+    planner.last_ai_stats = [op.stats for op in operators]
+    if not ai.analyze:
+        return result
+    rows = result.table.num_rows if result.table is not None else 0
+    lines = _explain(planner, tree, operators, actual=True)
+    lines.append(f"Result: {rows} rows in {time.perf_counter() - started:.3f} s")
+    return _plan_result(lines)
+
+
+def _plan_result(lines: list[str]) -> Result:
+    return Result("EXPLAIN", (PLAN_COLUMN,), pa.table({PLAN_COLUMN.name: lines}))
+
+
+def _operators(con: duckdb.DuckDBPyConnection, tree: exp.Select) -> list[_Operator]:
+    """The AI calls of a statement as operators, in evaluation order, fields qualified."""
+    calls = find_calls(tree)
+    columns = _source_columns(con, tree)
+    operators = []
+    for call in calls:
+        sources = tuple(_field_source(f, columns) for f in call.template.fields)
+        op = _Operator(call, sources)
+        if len(op.tables) > 2:
+            raise SqlError("0A000", f"{call.function} reads {len(op.tables)} tables "
+                           f"({', '.join(op.tables)}); at most two (a join) are supported")
+        kind = {0: "AI Filter", 1: "AI Filter", 2: "AI Join"}[len(op.tables)]
+        if _position(tree, call.node) == "select":
+            kind = "AI Column"
+        op.stats = OperatorStats(kind, call.function, _question_text(call.template, sources),
+                                 ", ".join(call.template.field_sql()))
+        operators.append(op)
+    return sorted(operators, key=lambda o: _position(tree, o.call.node) == "select")
+
+
+def _position(tree: exp.Select, node: exp.Expression) -> str:
+    """Where a call sits: "predicate" (WHERE, JOIN ON, HAVING) or "select" (anywhere else)."""
+    for ancestor in _ancestors(node):
+        if isinstance(ancestor, exp.Where | exp.Having) or (
+                isinstance(ancestor.parent, exp.Join) and ancestor.arg_key == "on"):
+            return "predicate"
+        if ancestor is tree:
+            break
+    return "select"
+
+
+def _ancestors(node: exp.Expression):  # noqa: ANN202
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def _question_text(template: Template, sources: tuple[str | None, ...], anchor: str = "") -> str:
+    """The question as the engine will see it, with {i} standing for constant values."""
+    tables = sorted({s for s in sources if s is not None}, key=lambda t: t != anchor)
+    if len(tables) == 2:
+        names = {i: f"DOCUMENT {tables.index(s)}" for i, s in enumerate(sources) if s}
+    else:
+        names = {i: "DOCUMENT" for i, s in enumerate(sources) if s}
+    placeholders = ["{" + str(i) + "}" for i in range(len(template.fields))]
+    return prompting.question(template, names, placeholders, drop_edges=len(names) == 1)
+
+
+# -- sources: which table each field reads ---------------------------------------------------
+
+
+def _source_columns(con: duckdb.DuckDBPyConnection, tree: exp.Select) -> dict[str, set[str]]:
+    """Column names (lower case) of every FROM/JOIN item, keyed by its alias (lower case)."""
+    items = []
+    if tree.args.get("from_") is not None or tree.args.get("from") is not None:
+        from_ = tree.args.get("from_") or tree.args.get("from")
+        items.append(from_.this)
+    items += [join.this for join in tree.args.get("joins") or []]
+    ctes = tree.args.get("with")
+    columns = {}
+    for item in items:
+        alias = item.alias_or_name.lower()
+        query = exp.select("*").from_(item.copy()).limit(0)
+        if ctes is not None:
+            query.set("with", ctes.copy())
+        try:
+            names = con.sql(query.sql(dialect="duckdb")).columns
+        except duckdb.Error as exc:
+            raise from_duckdb(exc) from None
+        columns[alias] = {n.lower() for n in names}
+    return columns
+
+
+def _field_source(field_: exp.Expression, columns: dict[str, set[str]]) -> str | None:
+    sources = set()
+    for column in field_.find_all(exp.Column):
+        if column.table:
+            alias = column.table.lower()
+            if alias not in columns:
+                raise SqlError("42P01", f'missing FROM-clause entry for table "{column.table}"')
+        else:
+            owners = [a for a, names in columns.items() if column.name.lower() in names]
+            if not owners:
+                raise SqlError("42703", f'column "{column.name}" does not exist')
+            if len(owners) > 1:
+                raise SqlError("42702", f'column reference "{column.name}" is ambiguous')
+            alias = owners[0]
+            column.set("table", exp.to_identifier(alias))
+        sources.add(alias)
+    if len(sources) > 1:
+        raise SqlError("0A000", f"prompt value {field_.sql()} mixes columns of several tables",
+                       hint="Pass each table's columns as separate prompt values.")
+    return sources.pop() if sources else None
+
+
+# -- one operator ----------------------------------------------------------------------------
+
+
+def _candidates_query(tree: exp.Select, pending: Sequence[_Operator], fields: Sequence[exp.Expression]
+                      ) -> exp.Select:
+    """Distinct field values over the statement's FROM/JOIN/WHERE, pending AI predicates left out."""
+    pending_nodes = [op.call.node for op in pending]
+    query = exp.select(*[exp.cast(f.copy(), "VARCHAR").as_(f"{ARG}{i}")
+                         for i, f in enumerate(fields)]).distinct()
+    for key in ("with", "from_", "from"):
+        if tree.args.get(key) is not None:
+            query.set(key, tree.args[key].copy())
+    joins = []
+    for join in tree.args.get("joins") or []:
+        copy = join.copy()
+        if join.args.get("on") is not None:
+            kept = _kept_conjuncts(join.args["on"], pending_nodes)
+            copy.set("on", exp.and_(*kept) if kept else exp.true())
+        joins.append(copy)
+    if joins:
+        query.set("joins", joins)
+    kept = _kept_conjuncts(tree.args["where"].this, pending_nodes) if tree.args.get("where") else []
+    kept += [exp.Not(this=exp.Is(this=f.copy(), expression=exp.null())) for f in fields]
+    return query.where(exp.and_(*kept)) if kept else query
+
+
+def _kept_conjuncts(condition: exp.Expression, pending: Sequence[exp.Expression]
+                    ) -> list[exp.Expression]:
+    return [c.copy() for c in condition.flatten() if not any(
+        node is p for node in c.walk() for p in pending)] if isinstance(condition, exp.And) else (
+        [] if any(node is p for node in condition.walk() for p in pending) else [condition.copy()])
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, query: exp.Expression) -> pa.Table:
+    try:
+        return con.sql(query.sql(dialect="duckdb")).to_arrow_table()
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+
+
+def _run_operator(planner: Planner, tree: exp.Select, pending: Sequence[_Operator], op: _Operator
+                  ) -> pa.Table | None:
+    template = op.call.template
+    if not template.fields:  # a constant question: one prompt, answer inlined
+        prompt = prompting.row_prompt(template, (), ())
+        answer = _ask(planner, op, [prompt]).answers[0]
+        op.call.node.replace(exp.true() if answer else exp.false())
+        return None
+    candidates = _fetch(planner.con, _candidates_query(tree, pending, template.fields))
+    values = [candidates.column(i).to_pylist() for i in range(candidates.num_columns)]
+    rows = list(zip(*values, strict=True))
+    op.stats.candidates = len(rows)
+    prompts = _prompts(op, rows)
+    answers = _ask(planner, op, prompts)
+    op.stats.passed = sum(answers.answers)
+    return candidates.append_column(ANSWER, pa.array(answers.answers, pa.bool_()))
+
+
+def _prompts(op: _Operator, rows: Sequence[tuple[str, ...]]) -> list:
+    template = op.call.template
+    tables = op.tables
+    by_table = {t: [i for i, s in enumerate(op.sources) if s == t] for t in tables}
+    if len(tables) <= 1:
+        fields = by_table[tables[0]] if tables else []
+        op.stats.anchor = ""
+        return [prompting.row_prompt(template, fields, row) for row in rows]
+    anchor, partner = _choose_anchor(by_table, rows)
+    op.stats.anchor = anchor
+    op.stats.question = _question_text(template, op.sources, anchor)
+    return [prompting.pair_prompt(template, by_table[anchor], by_table[partner], row)
+            for row in rows]
+
+
+def _choose_anchor(by_table: dict[str, list[int]], rows: Sequence[tuple[str, ...]]
+                   ) -> tuple[str, str]:
+    """The side whose documents are longer becomes the anchor: its KV is computed once per
+    distinct document, while the partner's text is paid for on every pair."""
+    def mean_length(table: str) -> float:
+        docs = {tuple(row[i] for i in by_table[table]) for row in rows}
+        return sum(len("".join(d)) for d in docs) / max(len(docs), 1)
+
+    first, second = sorted(by_table)
+    return (first, second) if mean_length(first) >= mean_length(second) else (second, first)
+
+
+def _ask(planner: Planner, op: _Operator, prompts: list) -> Any:
+    started = time.perf_counter()
+    answers = planner.engine.answer_bool(prompts)
+    metrics = answers.metrics
+    op.stats.prompts += metrics.prompts
+    op.stats.input_tokens += metrics.input_tokens
+    op.stats.fresh_tokens += metrics.fresh_tokens
+    op.stats.cached_tokens += metrics.cached_tokens
+    op.stats.seconds += time.perf_counter() - started
+    return answers
+
+
+# -- rewriting -------------------------------------------------------------------------------
+
+
+def _lookup(table: str, template: Template) -> exp.Expression:
+    """`(SELECT answer FROM table WHERE arg0 = CAST(field0 AS VARCHAR) AND ...)`: NULL when a
+    field is NULL, because no candidate row matches."""
+    condition = exp.and_(*[
+        exp.EQ(this=exp.column(f"{ARG}{i}", table=LOOKUP_ALIAS),
+               expression=exp.cast(f.copy(), "VARCHAR"))
+        for i, f in enumerate(template.fields)])
+    select = exp.select(exp.column(ANSWER, table=LOOKUP_ALIAS)).from_(
+        exp.to_table(table).as_(LOOKUP_ALIAS)).where(condition)
+    return exp.Subquery(this=select)
+
+
+def _register(con: duckdb.DuckDBPyConnection, table: pa.Table, index: int) -> str:
+    name = f"__heron_ai_{uuid.uuid4().hex[:12]}_{index}"
+    con.register(name, table)
+    return name
+
+
+def _unregister(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> None:
+    for name in names:
+        con.unregister(name)
+
+
+def _bind(tree: exp.Select, params: Sequence[Any]) -> exp.Select:
+    """Inline parameter values as literals (AI statements run as several DuckDB queries)."""
+    for node in list(tree.find_all(exp.Parameter, exp.Placeholder)):
+        if isinstance(node, exp.Parameter):
+            index = int(node.name) - 1
+        else:
+            raise SqlError("42601", "use $1, $2, ... for parameters in AI statements")
+        node.replace(_literal(params[index]))
+    return tree
+
+
+def _literal(value: Any) -> exp.Expression:
+    if value is None:
+        return exp.null()
+    if isinstance(value, bool):
+        return exp.true() if value else exp.false()
+    if isinstance(value, int | float | decimal.Decimal):
+        return exp.Literal.number(value)
+    if isinstance(value, dt.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat()),
+                        "TIMESTAMPTZ" if value.tzinfo else "TIMESTAMP")
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    return exp.Literal.string(str(value))
+
+
+# -- EXPLAIN ---------------------------------------------------------------------------------
+
+
+def _explain(planner: Planner, tree: exp.Select, operators: Sequence[_Operator], actual: bool
+             ) -> list[str]:
+    lines = []
+    for index, op in enumerate(operators):
+        if not actual:
+            _estimate(planner, tree, operators[index:], op)
+        s = op.stats
+        lines.append(f"{s.kind} #{index + 1}  ({s.function})")
+        lines.append(f"  Question: {s.question}")
+        lines.append(f"  Prompt values: {s.fields}")
+        if s.anchor:
+            lines.append(f"  Anchor: {s.anchor} (its documents' KV is shared by all partners)")
+        if actual:
+            lines.append(f"  Actual: prompts={s.prompts} passed={s.passed} "
+                         f"input_tokens={s.input_tokens} fresh_tokens={s.fresh_tokens} "
+                         f"cached_tokens={s.cached_tokens} time={s.seconds:.3f} s")
+        else:
+            lines.append(f"  Estimate: prompts<={s.candidates} input_tokens~{s.est_input_tokens} "
+                         f"fresh_tokens~{s.est_fresh_tokens}")
+    if not actual:
+        lines.append("Relational part (DuckDB): " + _rewritten_for_display(tree, operators))
+    return lines
+
+
+def _rewritten_for_display(tree: exp.Select, operators: Sequence[_Operator]) -> str:
+    shown = tree.copy()
+    nodes = {id(op.call.node): f"ai_answer_{i + 1}" for i, op in enumerate(operators)}
+    for original, node in zip(tree.walk(), shown.walk(), strict=False):
+        if id(original) in nodes:
+            node.replace(exp.column(nodes[id(original)]))
+    return shown.sql(dialect="duckdb")
+
+
+def _estimate(planner: Planner, tree: exp.Select, pending: Sequence[_Operator], op: _Operator
+              ) -> None:
+    """Candidate count from DuckDB and token counts from the tokenizer on a sample (no model)."""
+    template = op.call.template
+    if not template.fields:
+        op.stats.candidates = 1
+        return
+    query = _candidates_query(tree, pending, template.fields)
+    sample = _fetch(planner.con, exp.select("*").from_(query.subquery("c")).limit(64))
+    total = _fetch(planner.con, exp.select(exp.Count(this=exp.Star())).from_(query.subquery("c")))
+    op.stats.candidates = int(total.column(0)[0].as_py())
+    rows = list(zip(*[sample.column(i).to_pylist() for i in range(sample.num_columns)],
+                    strict=True))
+    if not rows:
+        return
+    prompts = _prompts(op, rows)
+    scale = op.stats.candidates / len(rows)
+    texts = [p.prefix for p in prompts] + [p.suffix for p in prompts]
+    counts = _count_tokens(planner, texts)
+    prefix_tokens, suffix_tokens = counts[: len(prompts)], counts[len(prompts):]
+    op.stats.est_input_tokens = round(scale * (sum(prefix_tokens) + sum(suffix_tokens)))
+    distinct_prefixes = {p.prefix: n for p, n in zip(prompts, prefix_tokens, strict=True)}
+    op.stats.est_fresh_tokens = round(scale * (sum(distinct_prefixes.values())
+                                               + sum(suffix_tokens)))
+
+
+def _count_tokens(planner: Planner, texts: list[str]) -> list[int]:
+    if planner.engine is None:
+        return [max(1, len(t) // 4) for t in texts]  # no tokenizer: ~4 characters a token
+    return planner.engine.count_tokens(texts)

@@ -35,6 +35,7 @@ class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Any = None) -> None:
         self.con = con
         self.engine = engine  # engine.api.Engine, or None when no model is loaded
+        self.last_ai_stats: list = []  # planner.ai.OperatorStats of the last AI statement
 
     def prepare(self, sql: str) -> Plan:
         from planner import ai
