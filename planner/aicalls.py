@@ -100,7 +100,9 @@ def template(name: str, args: list[exp.Expression]) -> Template:
             index = len(fields)
             fields.append(part)
         normalized.append(index)
-    if not any(isinstance(p, str) and p.strip() for p in normalized):
+    has_text = any(isinstance(p, str) and p.strip() for p in normalized)
+    # A value reading no column (a parameter not bound yet) is question text, not a document.
+    if not has_text and all(f.find(exp.Column) is not None for f in fields):
         raise SqlError("22023", f"{name} needs a question",
                        hint=f"For example {name}(('Is this review positive? ', body)).")
     return Template(tuple(normalized), tuple(fields))

@@ -1,0 +1,195 @@
+"""AI statements end to end through the planner, with the real embedded model (in process).
+
+Each test checks what the planner promises against the engine's own answers for the prompts the
+planner should have built: pushdown, spellings, NULLs, joins, cascades, EXPLAIN and KV reuse.
+"""
+
+import pytest
+
+from catalog import Database
+from engine.prompts import filter_prompt, join_prompt
+from planner import Planner, SqlError
+
+QUESTION = "Does this review discuss the ending?"
+
+
+@pytest.fixture
+def planner(tmp_path, smollm2):
+    database = Database(tmp_path, load_demo=False)
+    con = database.connect()
+    con.execute("""CREATE TABLE reviews (id INTEGER, stars INTEGER, body VARCHAR)""")
+    con.execute("""INSERT INTO reviews VALUES
+        (1, 5, 'The ending is perfect and left me in tears.'),
+        (2, 1, 'The acting is wooden.'),
+        (3, 4, 'The final twist ruins everything.'),
+        (4, 2, 'Gorgeous music, dull story.'),
+        (5, 5, NULL),
+        (6, 3, 'The ending is perfect and left me in tears.')""")
+    con.execute("CREATE TABLE aspects (name VARCHAR, aspect VARCHAR)")
+    con.execute("INSERT INTO aspects VALUES ('ending', 'the ending'), ('music', 'the music')")
+    yield Planner(con, smollm2)
+    database.close()
+
+
+def run(planner: Planner, sql: str, params=()):
+    plan = planner.prepare(sql)
+    return planner.execute(plan, params)
+
+
+def rows(planner: Planner, sql: str, params=()):
+    result = run(planner, sql, params)
+    return [tuple(r.values()) for r in result.table.to_pylist()]
+
+
+def truth(engine, docs, question=QUESTION):
+    answers = engine.answer_bool([filter_prompt(d, question) for d in docs]).answers
+    return dict(zip(docs, answers, strict=True))
+
+
+def test_filter_matches_the_engines_answers_and_pushes_predicates_down(planner, smollm2):
+    got = rows(planner, f"SELECT id FROM reviews r WHERE r.stars >= 3 AND AI.IF(('{QUESTION} ', "
+                        "r.body)) ORDER BY id")
+    docs = [d for (d,) in planner.con.sql(
+        "SELECT DISTINCT body FROM reviews WHERE stars >= 3 AND body IS NOT NULL").fetchall()]
+    answers = truth(smollm2, docs)
+    expected = [i for (i, b) in planner.con.sql(
+        "SELECT id, body FROM reviews WHERE stars >= 3 ORDER BY id").fetchall() if answers.get(b)]
+    assert got == [(i,) for i in expected]
+    stats = planner.last_ai_stats[0]
+    # Ordinary predicates ran first, and identical documents were asked once.
+    assert stats.candidates == len(docs) == 2
+    assert stats.prompts == 2
+
+
+def test_the_spellings_agree(planner):
+    spellings = [
+        f"AI.IF(('{QUESTION} ', body))",
+        f"AI_FILTER(PROMPT('{QUESTION} {{0}}', body))",
+        f"AI.IF('{QUESTION} ' || body)",
+    ]
+    results = [rows(planner, f"SELECT id, {s} FROM reviews ORDER BY id") for s in spellings]
+    assert results[0] == results[1] == results[2]
+
+
+def test_null_document_gives_null_answer(planner, smollm2):
+    got = dict(rows(planner, f"SELECT id, AI.IF(('{QUESTION} ', body)) FROM reviews"))
+    assert got[5] is None
+    assert all(isinstance(got[i], bool) for i in (1, 2, 3, 4, 6))
+    assert got[1] == got[6]  # the same text, the same answer
+
+
+def test_aggregates_group_by_and_limit_work_around_ai_results(planner):
+    per_row = dict(rows(planner, f"SELECT id, AI.IF(('{QUESTION} ', body)) FROM reviews"))
+    grouped = rows(planner, f"SELECT AI.IF(('{QUESTION} ', body)) AS e, count(*) FROM reviews "
+                            "GROUP BY 1 ORDER BY 1 NULLS LAST")
+    expected = {}
+    for answer in per_row.values():
+        expected[answer] = expected.get(answer, 0) + 1
+    assert dict(grouped) == expected
+    limited = rows(planner, f"SELECT id FROM reviews WHERE NOT AI.IF(('{QUESTION} ', body)) "
+                            "ORDER BY id DESC LIMIT 1")
+    assert limited == [(max(i for i, a in per_row.items() if a is False),)]
+
+
+def test_ai_join_with_an_equality_condition(planner, smollm2):
+    sql = ("SELECT a.name, count(*) FROM reviews r JOIN aspects a ON r.stars >= 3 AND "
+           "AI_FILTER(PROMPT('Review: {0} Does it discuss {1}?', r.body, a.aspect)) "
+           "GROUP BY 1 ORDER BY 1")
+    got = rows(planner, sql)
+    stats = planner.last_ai_stats[0]
+    assert stats.kind == "AI Join"
+    assert stats.anchor == "r"  # reviews are longer than aspect names
+    pairs = planner.con.sql("SELECT r.body, a.aspect, a.name FROM reviews r, aspects a "
+                            "WHERE r.stars >= 3 AND r.body IS NOT NULL").fetchall()
+    distinct = sorted({(b, asp) for b, asp, _ in pairs})
+    question = "Review: DOCUMENT 0 Does it discuss DOCUMENT 1?"
+    answers = smollm2.answer_bool([join_prompt(b, question, asp) for b, asp in distinct]).answers
+    answer = dict(zip(distinct, answers, strict=True))
+    expected: dict[str, int] = {}
+    for body, aspect, name in pairs:
+        if answer[(body, aspect)]:
+            expected[name] = expected.get(name, 0) + 1
+    assert dict(got) == expected
+    assert stats.candidates == len(distinct)
+    # Each anchor's prefix ran once; partners reused it.
+    assert stats.cached_tokens > 0
+
+
+def test_filters_cascade(planner):
+    rows(planner, f"SELECT id FROM reviews WHERE AI.IF(('{QUESTION} ', body)) "
+                  "AND AI.IF(('Is this review positive? ', body))")
+    first, second = planner.last_ai_stats
+    assert second.candidates == first.passed
+
+
+def test_second_question_reuses_document_kv(planner):
+    rows(planner, f"SELECT id FROM reviews WHERE AI.IF(('{QUESTION} ', body))")
+    rows(planner, "SELECT id FROM reviews WHERE AI.IF(('Is the music mentioned? ', body))")
+    stats = planner.last_ai_stats[0]
+    assert stats.cached_tokens > 0 and stats.fresh_tokens < stats.input_tokens
+
+
+def test_parameters_bind_into_ai_statements(planner):
+    got = rows(planner, "SELECT id FROM reviews WHERE id <= $1 AND AI.IF(($2 || ' ', body)) "
+                        "ORDER BY id", [2, QUESTION])
+    direct = rows(planner, f"SELECT id FROM reviews WHERE id <= 2 AND AI.IF(('{QUESTION} ', body))"
+                           " ORDER BY id")
+    assert got == direct
+
+
+class CountingEngine:
+    """The real engine, with a count of the prompts it was asked (to prove none were)."""
+
+    def __init__(self, inner):
+        self.inner, self.prompts = inner, 0
+
+    def answer_bool(self, prompts):
+        self.prompts += len(prompts)
+        return self.inner.answer_bool(prompts)
+
+    def count_tokens(self, texts):
+        return self.inner.count_tokens(texts)
+
+
+def test_explain_estimates_without_running_the_engine(planner):
+    planner.engine = CountingEngine(planner.engine)
+    lines = [r[0] for r in rows(planner, f"EXPLAIN SELECT id FROM reviews WHERE stars > 1 AND "
+                                         f"AI.IF(('{QUESTION} ', body))")]
+    text = "\n".join(lines)
+    assert "AI Filter #1" in text and f"Question: {QUESTION}" in text
+    assert "Estimate: prompts<=3" in text  # three distinct documents pass stars > 1
+    assert "input_tokens~" in text and "Relational part (DuckDB)" in text
+    assert planner.engine.prompts == 0
+
+
+def test_explain_analyze_reports_actual_work(planner):
+    lines = [r[0] for r in rows(planner, f"EXPLAIN ANALYZE SELECT id FROM reviews WHERE "
+                                         f"AI.IF(('{QUESTION} ', body))")]
+    text = "\n".join(lines)
+    assert "Actual: prompts=4" in text and "fresh_tokens=" in text
+    assert text.splitlines()[-1].startswith("Result:")
+
+
+def test_describe_does_not_ask_the_model(planner):
+    planner.engine = CountingEngine(planner.engine)
+    plan = planner.prepare(f"SELECT id, AI.IF(('{QUESTION} ', body)) AS e FROM reviews")
+    columns = planner.describe(plan)
+    assert [c.name for c in columns] == ["id", "e"]
+    assert str(columns[1].type) == "bool"
+    assert planner.engine.prompts == 0
+
+
+@pytest.mark.parametrize(
+    ("sql", "sqlstate"),
+    [
+        ("SELECT AI.IF(('x ', nope)) FROM reviews", "42703"),
+        ("SELECT AI.IF(('x ', q.body)) FROM reviews", "42P01"),
+        ("SELECT (SELECT AI.IF(('x ', body))) FROM reviews", "0A000"),
+        ("SELECT AI.IF(('x ', upper(r.body || a.aspect))) FROM reviews r, aspects a", "0A000"),
+        ("SELECT AI.IF(('x ', name)) FROM aspects a1, aspects a2", "42702"),
+    ],
+)
+def test_bad_ai_statements_fail_with_a_sqlstate(planner, sql, sqlstate):
+    with pytest.raises(SqlError) as info:
+        run(planner, sql)
+    assert info.value.sqlstate == sqlstate

@@ -1,0 +1,77 @@
+"""Prompt spellings normalize to one template, and templates render to document-first prompts."""
+
+import pytest
+import sqlglot
+
+from engine.prompts import filter_prompt, join_prompt
+from planner import prompting
+from planner.aicalls import find_calls
+from planner.errors import SqlError
+
+
+def call(sql: str):
+    calls = find_calls(sqlglot.parse_one(sql, read="postgres"))
+    assert len(calls) == 1
+    return calls[0]
+
+
+SPELLINGS = [
+    "SELECT 1 FROM t WHERE AI.IF(('Is this about cats? ', body))",
+    "SELECT 1 FROM t WHERE AI_FILTER(PROMPT('Is this about cats? {0}', body))",
+    "SELECT 1 FROM t WHERE AI.IF('Is this about cats? ' || body)",
+    "SELECT 1 FROM t WHERE ai_filter(('Is this about cats? ', body))",
+]
+
+
+@pytest.mark.parametrize("sql", SPELLINGS)
+def test_spellings_give_the_same_prompt(sql: str) -> None:
+    template = call(sql).template
+    assert template.parts == ("Is this about cats? ", 0)
+    assert prompting.row_prompt(template, [0], ["A cat sat."]) == filter_prompt(
+        "A cat sat.", "Is this about cats?")
+
+
+def test_text_before_the_reference_moves_after_the_document() -> None:
+    template = call("SELECT AI.IF(PROMPT('Does {0} mention a dog?', body)) FROM t").template
+    prompt = prompting.row_prompt(template, [0], ["My dog barks."])
+    assert prompt == filter_prompt("My dog barks.", "Does DOCUMENT mention a dog?")
+    assert prompt.prefix.startswith("DOCUMENT:\nMy dog barks.")
+
+
+def test_several_columns_of_a_row_form_one_labelled_document() -> None:
+    template = call("SELECT AI.IF(PROMPT('Is {0} the title of {1}?', title, body)) FROM t").template
+    prompt = prompting.row_prompt(template, [0, 1], ["Cats", "A story."])
+    assert prompt == filter_prompt("title: Cats\nbody: A story.", "Is title the title of body?")
+
+
+def test_join_prompt_names_the_documents() -> None:
+    template = call("SELECT 1 FROM r JOIN a ON AI_FILTER(PROMPT('Review: {0} Does it discuss "
+                    "{1}?', r.body, a.aspect))").template
+    prompt = prompting.pair_prompt(template, [0], [1], ["Great ending.", "the ending"])
+    assert prompt == join_prompt("Great ending.", "Review: DOCUMENT 0 Does it discuss DOCUMENT 1?",
+                                 "the ending")
+    # Anchored on the other side, the references swap and the prefix is the aspect's.
+    swapped = prompting.pair_prompt(template, [1], [0], ["Great ending.", "the ending"])
+    assert swapped.prefix.startswith("DOCUMENT:\nthe ending")
+    assert "Review: DOCUMENT 1 Does it discuss DOCUMENT 0?" in swapped.prefix
+
+
+def test_repeated_column_is_one_field() -> None:
+    template = call("SELECT AI.IF(PROMPT('{0} or {1}?', body, body)) FROM t").template
+    assert len(template.fields) == 1
+
+
+@pytest.mark.parametrize(
+    ("sql", "sqlstate"),
+    [
+        ("SELECT AI.IF(body) FROM t", "22023"),
+        ("SELECT AI.IF(PROMPT('{1}', body)) FROM t", "42883"),
+        ("SELECT AI.IF(PROMPT(body, body)) FROM t", "42883"),
+        ("SELECT AI.IF(('a', body), ('b', body)) FROM t", "42883"),
+        ("SELECT AI.CLASSIFY(body, ['a', 'b']) FROM t", "0A000"),
+    ],
+)
+def test_malformed_calls_are_refused_with_a_sqlstate(sql: str, sqlstate: str) -> None:
+    with pytest.raises(SqlError) as info:
+        find_calls(sqlglot.parse_one(sql, read="postgres"))
+    assert info.value.sqlstate == sqlstate
