@@ -1,0 +1,724 @@
+"""PostgreSQL types on the wire: Arrow result columns out, bind parameters in.
+
+Contract:
+- `pg_type(arrow_type)` names the PostgreSQL type a result column is sent as (OID and typlen).
+  Arrow types without a PostgreSQL twin are sent as text (structs and maps as JSON, nested lists
+  as array literals under OID 25).
+- `encode_column(array, fmt, timezone)` encodes one Arrow column to a list of wire values (bytes,
+  None for NULL) in text (fmt 0) or binary (fmt 1) format, byte-for-byte as PostgreSQL 16 sends
+  them (text: floats shortest round-trip as with extra_float_digits >= 1, booleans t/f,
+  timestamps trimmed to significant microseconds, timestamptz in the session time zone with
+  +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres).
+- `decode_param(data, oid, fmt)` turns one Bind parameter into the Python value DuckDB binds;
+  unknown OIDs (0) and text-like types in text format stay `str`, so DuckDB casts them in
+  context. Bad input raises `SqlError` with PostgreSQL's SQLSTATE (22P02, 22P03, 22007, 0A000).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import struct
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from planner.errors import SqlError
+
+Wire = list[bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PgType:
+    oid: int
+    name: str
+    typlen: int  # bytes; -1 variable length
+    array_oid: int = 0
+
+
+BOOL = PgType(16, "bool", 1, 1000)
+BYTEA = PgType(17, "bytea", -1, 1001)
+NAME = PgType(19, "name", 64, 1003)
+INT8 = PgType(20, "int8", 8, 1016)
+INT2 = PgType(21, "int2", 2, 1005)
+INT4 = PgType(23, "int4", 4, 1007)
+TEXT = PgType(25, "text", -1, 1009)
+OID = PgType(26, "oid", 4, 1028)
+JSON = PgType(114, "json", -1, 199)
+FLOAT4 = PgType(700, "float4", 4, 1021)
+FLOAT8 = PgType(701, "float8", 8, 1022)
+UNKNOWN = PgType(705, "unknown", -2)
+BPCHAR = PgType(1042, "bpchar", -1, 1014)
+VARCHAR = PgType(1043, "varchar", -1, 1015)
+DATE = PgType(1082, "date", 4, 1182)
+TIME = PgType(1083, "time", 8, 1183)
+TIMESTAMP = PgType(1114, "timestamp", 8, 1115)
+TIMESTAMPTZ = PgType(1184, "timestamptz", 8, 1185)
+INTERVAL = PgType(1186, "interval", 16, 1187)
+NUMERIC = PgType(1700, "numeric", -1, 1231)
+UUID = PgType(2950, "uuid", 16, 2951)
+JSONB = PgType(3802, "jsonb", -1, 3807)
+
+_BY_OID = {t.oid: t for t in (BOOL, BYTEA, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8,
+                             UNKNOWN, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ,
+                             INTERVAL, NUMERIC, UUID, JSONB)}
+_ARRAY_ELEMENT = {t.array_oid: t for t in _BY_OID.values() if t.array_oid}
+
+PG_EPOCH_DATE = dt.date(2000, 1, 1)
+PG_EPOCH = dt.datetime(2000, 1, 1)
+_UNIX_TO_PG_DAYS = 10957
+_UNIX_TO_PG_MICROS = _UNIX_TO_PG_DAYS * 86_400_000_000
+_INT64_MAX = 2**63 - 1
+
+
+def _is_uuid(t: pa.DataType) -> bool:
+    # Not isinstance(FixedSizeBinaryType): pyarrow's decimal types subclass it.
+    return (pa.types.is_fixed_size_binary(t) and t.byte_width == 16) or (
+        isinstance(t, pa.ExtensionType) and t.extension_name == "arrow.uuid")
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or (
+        hasattr(pa.types, "is_list_view") and pa.types.is_list_view(t))
+
+
+def pg_type(t: pa.DataType) -> PgType:
+    """The PostgreSQL type a column of Arrow type `t` is sent as."""
+    if pa.types.is_dictionary(t):
+        return pg_type(t.value_type)
+    if _is_uuid(t):
+        return UUID
+    if isinstance(t, pa.ExtensionType):
+        return JSON if t.extension_name == "arrow.json" else pg_type(t.storage_type)
+    if pa.types.is_boolean(t):
+        return BOOL
+    if t in (pa.int8(), pa.int16(), pa.uint8()):
+        return INT2
+    if t in (pa.int32(), pa.uint16()):
+        return INT4
+    if t in (pa.int64(), pa.uint32()):
+        return INT8
+    if t == pa.uint64() or pa.types.is_decimal(t):
+        return NUMERIC  # uint64 does not fit int8
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return FLOAT4
+    if pa.types.is_float64(t):
+        return FLOAT8
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return TEXT
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or (
+            pa.types.is_fixed_size_binary(t)):
+        return BYTEA
+    if pa.types.is_date(t):
+        return DATE
+    if pa.types.is_time(t):
+        return TIME
+    if pa.types.is_timestamp(t):
+        return TIMESTAMPTZ if t.tz else TIMESTAMP
+    if pa.types.is_duration(t) or pa.types.is_interval(t):
+        return INTERVAL
+    if _is_list(t):
+        element = pg_type(t.value_type)
+        if _is_list(t.value_type) or not element.array_oid:
+            return TEXT
+        return PgType(element.array_oid, f"_{element.name}", -1)
+    return TEXT  # null, struct, map, union: text (JSON for structs and maps)
+
+
+# -- result encoding --------------------------------------------------------------------------
+
+
+def session_timezone(name: str) -> dt.tzinfo:
+    """The tzinfo for the session's TimeZone setting; UTC when the name is unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return dt.UTC
+
+
+def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzinfo = dt.UTC,
+                  ) -> Wire:
+    """Wire values of one result column in text (0) or binary (1) format."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if fmt == 0:
+        return [None if s is None else s.encode("utf-8") for s in _text(array, timezone)]
+    if fmt == 1:
+        return _binary(array)
+    raise SqlError("22023", f"unsupported format code: {fmt}")
+
+
+def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
+    """Values of `a` as PostgreSQL prints them, None for NULL."""
+    t = a.type
+    if pa.types.is_dictionary(t):
+        return _text(a.dictionary_decode(), tz)
+    if _is_uuid(t):
+        storage = a.storage if isinstance(a, pa.ExtensionArray) else a
+        return [None if v is None else str(uuid.UUID(bytes=v)) for v in storage.to_pylist()]
+    if isinstance(a, pa.ExtensionArray):
+        return _text(a.storage, tz)
+    if pa.types.is_null(t):
+        return [None] * len(a)
+    if pa.types.is_boolean(t):
+        return [None if v is None else ("t" if v else "f") for v in a.to_pylist()]
+    if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t):
+        # Arrow's casts print exactly like PostgreSQL for these (dates in ISO, DateStyle ISO).
+        return pc.cast(a, pa.string()).to_pylist()
+    if pa.types.is_floating(t):
+        digits = 6 if t.bit_width <= 32 else 15
+        values = a.to_numpy(zero_copy_only=False)
+        valid = _valid(a)
+        if t.bit_width <= 32:
+            # numpy prints float32 with the fewest digits that round-trip, like PostgreSQL.
+            return [_float_text(float(v), str(np.float32(v)), digits) if ok else None
+                    for v, ok in zip(values, valid, strict=True)]
+        return [_float_text(float(v), repr(float(v)), digits) if ok else None
+                for v, ok in zip(values, valid, strict=True)]
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return a.to_pylist()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or (
+            pa.types.is_fixed_size_binary(t)):
+        return [None if v is None else "\\x" + v.hex() for v in a.to_pylist()]
+    if pa.types.is_timestamp(t):
+        return _timestamps_text(a, tz)
+    if pa.types.is_time(t):
+        micros = pc.cast(a, pa.time64("us"), safe=False).cast(pa.int64()).to_pylist()
+        return [None if m is None else _time_text(m) for m in micros]
+    if pa.types.is_duration(t):
+        micros = pc.cast(a, pa.duration("us"), safe=False).cast(pa.int64()).to_pylist()
+        return [None if m is None else _interval_text(0, 0, m) for m in micros]
+    if pa.types.is_interval(t):
+        return [None if v is None else _interval_text(v.months, v.days, v.nanoseconds // 1000)
+                for v in a.to_pylist()]
+    if _is_list(t):
+        return _lists_text(a, tz)
+    if pa.types.is_struct(t) or pa.types.is_map(t):
+        return [None if v is None else json.dumps(_jsonable(v), ensure_ascii=False)
+                for v in a.to_pylist()]
+    return [None if v is None else str(v) for v in a.to_pylist()]
+
+
+def _valid(a: pa.Array) -> list[bool]:
+    return [True] * len(a) if a.null_count == 0 else a.is_valid().to_pylist()
+
+
+def _float_text(x: float, shortest: str, max_exponent: int) -> str:
+    """PostgreSQL's float output: shortest digits, fixed notation for exponents in
+    [-4, max_exponent) (15 for float8, 6 for float4), else d.ddde+XX."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign, digit_tuple, exp = Decimal(shortest).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    e10 = exp + len(digits) - 1
+    if -4 <= e10 < max_exponent:
+        if exp >= 0:
+            text = digits + "0" * exp
+        elif e10 >= 0:
+            text = digits[: e10 + 1] + "." + digits[e10 + 1 :]
+        else:
+            text = "0." + "0" * (-e10 - 1) + digits
+    else:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        text = f"{mantissa}e{'-' if e10 < 0 else '+'}{abs(e10):02d}"
+    return "-" + text if sign else text
+
+
+def _fraction(micros: int) -> str:
+    return f".{micros:06d}".rstrip("0") if micros else ""
+
+
+def _time_text(micros: int) -> str:
+    seconds, frac = divmod(micros, 1_000_000)
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}{_fraction(frac)}"
+
+
+def _offset_text(offset: dt.timedelta) -> str:
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{sign}{hours:02d}"
+    if minutes or secs:
+        text += f":{minutes:02d}"
+    if secs:
+        text += f":{secs:02d}"
+    return text
+
+
+def _timestamps_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
+    with_tz = a.type.tz is not None
+    micros = pc.cast(a, pa.timestamp("us", a.type.tz), safe=False).cast(pa.int64()).to_pylist()
+    out: list[str | None] = []
+    unix = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    for m in micros:
+        if m is None:
+            out.append(None)
+            continue
+        if m == _INT64_MAX:
+            out.append("infinity")
+            continue
+        if m == -_INT64_MAX or m == -_INT64_MAX - 1:
+            out.append("-infinity")
+            continue
+        try:
+            value = unix + dt.timedelta(microseconds=m)
+            if with_tz:
+                value = value.astimezone(tz)
+        except OverflowError:
+            out.append(str(m))  # beyond Python's datetime range (years past 9999)
+            continue
+        text = f"{value:%Y-%m-%d %H:%M:%S}{_fraction(value.microsecond)}"
+        out.append(text + _offset_text(value.utcoffset()) if with_tz else text)
+    return out
+
+
+def _interval_text(months: int, days: int, micros: int) -> str:
+    """IntervalStyle postgres: '1 year 2 mons 3 days 04:05:06.5', '-1 days +02:00:00'."""
+    parts: list[str] = []
+    negative_before = False
+    years, mons = int(months / 12), months - int(months / 12) * 12  # truncate toward zero
+    for value, unit in ((years, "year"), (mons, "mon"), (days, "day")):
+        if value:
+            plus = "+" if negative_before and value > 0 else ""
+            parts.append(f"{plus}{value} {unit}{'' if value == 1 else 's'}")
+            negative_before = value < 0
+    if micros or not parts:
+        sign = "-" if micros < 0 else ("+" if negative_before else "")
+        magnitude = abs(micros)
+        seconds, frac = divmod(magnitude, 1_000_000)
+        parts.append(f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+                     f"{_fraction(frac)}")
+    return " ".join(parts)
+
+
+def _array_element_text(text: str | None) -> str:
+    """One element of an array literal, quoted the way PostgreSQL's array_out quotes it."""
+    if text is None:
+        return "NULL"
+    if text == "" or text.upper() == "NULL" or any(c in text for c in '{},"\\ \t\n\r\v\f'):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def _lists_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
+    if isinstance(a, pa.FixedSizeListArray) or not hasattr(a, "offsets"):
+        a = a.cast(pa.list_(a.type.value_type))
+    nested = _is_list(a.type.value_type)
+    elements = _text(a.values, tz)
+    offsets = a.offsets.to_pylist()
+    valid = _valid(a)
+    out: list[str | None] = []
+    for i, ok in enumerate(valid):
+        if not ok:
+            out.append(None)
+            continue
+        items = elements[offsets[i] : offsets[i + 1]]
+        # Inner arrays are already brace-delimited; quoting them would turn them into strings.
+        rendered = (("NULL" if v is None else v) for v in items) if nested else (
+            _array_element_text(v) for v in items)
+        out.append("{" + ",".join(rendered) + "}")
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        # Arrow returns maps as lists of (key, value) pairs.
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {str(k): _jsonable(v) for k, v in value}
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float | int | str | bool) or value is None:
+        return value
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()
+    return str(value)
+
+
+def _binary(a: pa.Array) -> Wire:
+    t = a.type
+    if pa.types.is_dictionary(t):
+        return _binary(a.dictionary_decode())
+    if _is_uuid(t):
+        storage = a.storage if isinstance(a, pa.ExtensionArray) else a
+        return storage.to_pylist()
+    if isinstance(a, pa.ExtensionArray):
+        if t.extension_name == "arrow.json":
+            return _binary(a.storage)
+        a, t = a.storage, a.storage.type
+    pg = pg_type(t)
+    if pg is BOOL:
+        return [None if v is None else (b"\x01" if v else b"\x00") for v in a.to_pylist()]
+    if pg in (INT2, INT4, INT8, FLOAT4, FLOAT8):
+        return _fixed_width(a, {INT2: ">i2", INT4: ">i4", INT8: ">i8", FLOAT4: ">f4",
+                                FLOAT8: ">f8"}[pg])
+    if pg is NUMERIC:
+        return [None if v is None else numeric_binary(Decimal(v)) for v in a.to_pylist()]
+    if pg is BYTEA:
+        return a.to_pylist()
+    if pg is DATE:
+        days = pc.cast(a, pa.date32()).cast(pa.int32())
+        return _fixed_width(pc.subtract(days, pa.scalar(_UNIX_TO_PG_DAYS, pa.int32())), ">i4")
+    if pg is TIME:
+        return _fixed_width(pc.cast(a, pa.time64("us"), safe=False).cast(pa.int64()), ">i8")
+    if pg in (TIMESTAMP, TIMESTAMPTZ):
+        micros = pc.cast(a, pa.timestamp("us", t.tz), safe=False).cast(pa.int64())
+        return _fixed_width(pc.subtract(micros, pa.scalar(_UNIX_TO_PG_MICROS)), ">i8")
+    if pg is INTERVAL:
+        if pa.types.is_duration(t):
+            micros = pc.cast(a, pa.duration("us"), safe=False).cast(pa.int64()).to_pylist()
+            return [None if m is None else struct.pack("!qii", m, 0, 0) for m in micros]
+        return [None if v is None else struct.pack("!qii", v.nanoseconds // 1000, v.days,
+                                                   v.months) for v in a.to_pylist()]
+    if pg.oid in _ARRAY_ELEMENT:
+        return _arrays_binary(a, _ARRAY_ELEMENT[pg.oid])
+    # Everything sent as text (strings, structs, maps, nested lists): binary text is UTF-8.
+    return [None if s is None else s.encode("utf-8") for s in _text(a, dt.UTC)]
+
+
+def _fixed_width(a: pa.Array, dtype: str) -> Wire:
+    """Big-endian packing of a numeric column in one numpy pass, then sliced per value."""
+    width = int(dtype[-1])
+    filled = a.fill_null(0) if a.null_count else a
+    raw = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype).tobytes()
+    values: Wire = [raw[i : i + width] for i in range(0, len(raw), width)]
+    if a.null_count:
+        for i, ok in enumerate(a.is_valid().to_pylist()):
+            if not ok:
+                values[i] = None
+    return values
+
+
+def _arrays_binary(a: pa.Array, element: PgType) -> Wire:
+    """One-dimensional arrays in array_send's format: ndim, has-null, element OID, size, lower
+    bound 1, then length-prefixed elements."""
+    if isinstance(a, pa.FixedSizeListArray) or not hasattr(a, "offsets"):
+        a = a.cast(pa.list_(a.type.value_type))
+    elements = _binary(a.values)
+    offsets = a.offsets.to_pylist()
+    out: Wire = []
+    for i, ok in enumerate(_valid(a)):
+        if not ok:
+            out.append(None)
+            continue
+        items = elements[offsets[i] : offsets[i + 1]]
+        if not items:
+            out.append(struct.pack("!iiI", 0, 0, element.oid))
+            continue
+        has_null = any(v is None for v in items)
+        header = struct.pack("!iiIii", 1, int(has_null), element.oid, len(items), 1)
+        out.append(header + b"".join(b"\xff\xff\xff\xff" if v is None else
+                                     struct.pack("!i", len(v)) + v for v in items))
+    return out
+
+
+def numeric_binary(value: Decimal) -> bytes:
+    """numeric_send: base-10000 digits with weight, sign and display scale."""
+    if value.is_nan():
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    if value.is_infinite():
+        return struct.pack("!hhHh", 0, 0, 0xF000 if value < 0 else 0xD000, 0)
+    sign, digit_tuple, exp = value.as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    dscale = max(0, -exp)
+    if exp > 0:
+        digits, exp = digits + "0" * exp, 0
+    point = len(digits) + exp  # digits before the decimal point
+    if point < 0:
+        digits, point = "0" * -point + digits, 0
+    integer, fraction = digits[:point].lstrip("0"), digits[point:]
+    integer = integer.zfill(-(-len(integer) // 4) * 4)
+    fraction = fraction + "0" * (-len(fraction) % 4)
+    groups = [int(integer[i : i + 4]) for i in range(0, len(integer), 4)]
+    groups += [int(fraction[i : i + 4]) for i in range(0, len(fraction), 4)]
+    weight = len(integer) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight = 0
+    header = struct.pack("!hhHh", len(groups), weight, 0x4000 if sign else 0, dscale)
+    return header + struct.pack(f"!{len(groups)}h", *groups)
+
+
+# -- parameter decoding -----------------------------------------------------------------------
+
+_TEXTUAL = {0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid, JSON.oid, 18}
+_TRUE = {"t", "true", "y", "yes", "on", "1"}
+_FALSE = {"f", "false", "n", "no", "off", "0"}
+
+
+_TYPE_NAMES = {
+    "bool": BOOL, "boolean": BOOL, "smallint": INT2, "int2": INT2, "int": INT4, "integer": INT4,
+    "int4": INT4, "bigint": INT8, "int8": INT8, "real": FLOAT4, "float4": FLOAT4, "float": FLOAT8,
+    "float8": FLOAT8, "double": FLOAT8, "double precision": FLOAT8, "numeric": NUMERIC,
+    "decimal": NUMERIC, "text": TEXT, "varchar": VARCHAR, "character varying": VARCHAR,
+    "string": TEXT, "bytea": BYTEA, "blob": BYTEA, "date": DATE, "time": TIME,
+    "timestamp": TIMESTAMP, "timestamp without time zone": TIMESTAMP, "timestamptz": TIMESTAMPTZ,
+    "timestamp with time zone": TIMESTAMPTZ, "interval": INTERVAL, "uuid": UUID, "json": JSON,
+    "jsonb": JSONB,
+}
+_TYPE_PATTERN = "|".join(sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _TYPE_NAMES),
+                                key=len, reverse=True))
+_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?!\s*\[)|"
+                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b(?!\s*\[)",
+                   re.IGNORECASE)
+
+
+def cast_parameter_types(sql: str) -> dict[int, int]:
+    """Parameter number -> type OID for parameters cast explicitly (`$1::int`, `CAST($2 AS
+    date)`), as PostgreSQL infers them; clients like asyncpg encode arguments by these types."""
+    found: dict[int, int] = {}
+    for m in _CAST.finditer(sql):
+        number, name = (m["n1"], m["t1"]) if m["n1"] else (m["n2"], m["t2"])
+        found.setdefault(int(number), _TYPE_NAMES[" ".join(name.lower().split())].oid)
+    return found
+
+
+def parameter_type(oid: int) -> int:
+    """The OID reported in ParameterDescription: the client's, or text where it left it open."""
+    return oid or TEXT.oid
+
+
+def decode_param(data: bytes | None, oid: int, fmt: int) -> Any:
+    """A Bind parameter as a Python value for DuckDB (None for SQL NULL)."""
+    if data is None:
+        return None
+    if fmt == 0:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqlError("22021", 'invalid byte sequence for encoding "UTF8"') from None
+        return _decode_text(text, oid)
+    if fmt == 1:
+        try:
+            return _decode_binary(data, oid)
+        except (struct.error, ValueError, IndexError, OverflowError):
+            name = _BY_OID[oid].name if oid in _BY_OID else str(oid)
+            raise SqlError("22P03", f"incorrect binary data format in bind parameter "
+                                    f"of type {name}") from None
+    raise SqlError("22023", f"unsupported format code: {fmt}")
+
+
+def _decode_text(text: str, oid: int) -> Any:
+    if oid in _TEXTUAL or oid == JSONB.oid:
+        return text
+    parser = _TEXT_PARSERS.get(oid)
+    if parser is not None:
+        try:
+            return parser(text)
+        except (ValueError, InvalidOperation):
+            raise SqlError("22P02", f'invalid input syntax for type {_BY_OID[oid].name}: '
+                                    f'"{text}"') from None
+    if oid in _ARRAY_ELEMENT:
+        element = _ARRAY_ELEMENT[oid].oid
+        return _parse_array_literal(text, lambda s: None if s is None else _decode_text(s, element))
+    # Types we do not know by OID (interval, ranges, ...): DuckDB casts the text in context.
+    return text
+
+
+def _bool(text: str) -> bool:
+    word = text.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError(text)
+
+
+def _bytea_text(text: str) -> bytes:
+    if text.startswith("\\x"):
+        return bytes.fromhex(text[2:])
+    # Escape format: backslash-octal and doubled backslashes.
+    out, i = bytearray(), 0
+    while i < len(text):
+        if text[i] == "\\":
+            if text[i + 1 : i + 2] == "\\":
+                out.append(0x5C)
+                i += 2
+                continue
+            out.append(int(text[i + 1 : i + 4], 8))
+            i += 4
+            continue
+        out.extend(text[i].encode("utf-8"))
+        i += 1
+    return bytes(out)
+
+
+def _or_text(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Parse with Python when it can; leave other spellings ('infinity', 'epoch', 'today', ...)
+    as text for DuckDB to cast, which accepts PostgreSQL's special values."""
+
+    def parser(text: str) -> Any:
+        try:
+            return parse(text.strip())
+        except ValueError:
+            return text
+
+    return parser
+
+
+def _timestamptz(text: str) -> dt.datetime:
+    value = dt.datetime.fromisoformat(text)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def _timestamp(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=None)
+
+
+_TEXT_PARSERS: dict[int, Callable[[str], Any]] = {
+    BOOL.oid: _bool,
+    INT2.oid: lambda s: int(s.strip()),
+    INT4.oid: lambda s: int(s.strip()),
+    INT8.oid: lambda s: int(s.strip()),
+    OID.oid: lambda s: int(s.strip()),
+    FLOAT4.oid: lambda s: float(s.strip()),
+    FLOAT8.oid: lambda s: float(s.strip()),
+    NUMERIC.oid: lambda s: Decimal(s.strip()),
+    BYTEA.oid: _bytea_text,
+    UUID.oid: lambda s: uuid.UUID(s.strip()),
+    DATE.oid: _or_text(dt.date.fromisoformat),
+    TIME.oid: _or_text(dt.time.fromisoformat),
+    TIMESTAMP.oid: _or_text(_timestamp),
+    TIMESTAMPTZ.oid: _or_text(_timestamptz),
+}
+
+
+def _parse_array_literal(text: str, element: Callable[[str | None], Any]) -> list[Any]:
+    """A PostgreSQL array literal such as {1,2,NULL} or {"a b",{c}} as nested Python lists."""
+    pos = 0
+
+    def parse_array() -> list[Any]:
+        nonlocal pos
+        if text[pos] != "{":
+            raise SqlError("22P02", f'malformed array literal: "{text}"')
+        pos += 1
+        items: list[Any] = []
+        while pos < len(text):
+            ch = text[pos]
+            if ch == "}":
+                pos += 1
+                return items
+            if ch in ", \t\n":
+                pos += 1
+            elif ch == "{":
+                items.append(parse_array())
+            elif ch == '"':
+                pos += 1
+                buf = []
+                while text[pos] != '"':
+                    if text[pos] == "\\":
+                        pos += 1
+                    buf.append(text[pos])
+                    pos += 1
+                pos += 1
+                items.append(element("".join(buf)))
+            else:
+                start = pos
+                while pos < len(text) and text[pos] not in ",}":
+                    pos += 1
+                word = text[start:pos].strip()
+                items.append(element(None if word.upper() == "NULL" else word))
+        raise SqlError("22P02", f'malformed array literal: "{text}"')
+
+    try:
+        stripped = text.strip()
+        text = stripped[stripped.index("=") + 1 :] if stripped.startswith("[") else stripped
+        return parse_array()
+    except IndexError:
+        raise SqlError("22P02", f'malformed array literal: "{text}"') from None
+
+
+def _numeric_from_binary(data: bytes) -> Decimal:
+    ndigits, weight, sign, dscale = struct.unpack_from("!hhHh", data)
+    if sign == 0xC000:
+        return Decimal("NaN")
+    if sign in (0xD000, 0xF000):
+        return Decimal("Infinity") if sign == 0xD000 else Decimal("-Infinity")
+    groups = struct.unpack_from(f"!{ndigits}h", data, 8)
+    digits = "".join(f"{g:04d}" for g in groups) or "0"
+    value = Decimal(int(digits)).scaleb(4 * (weight - ndigits + 1))
+    value = value.quantize(Decimal(1).scaleb(-dscale))
+    return -value if sign == 0x4000 else value
+
+
+def _decode_binary(data: bytes, oid: int) -> Any:
+    if oid in _TEXTUAL:
+        return data.decode("utf-8")
+    if oid == JSONB.oid:
+        if data[:1] != b"\x01":
+            raise ValueError("unsupported jsonb version")
+        return data[1:].decode("utf-8")
+    if oid == BOOL.oid:
+        return data != b"\x00"
+    fixed = {INT2.oid: "!h", INT4.oid: "!i", INT8.oid: "!q", OID.oid: "!I", FLOAT4.oid: "!f",
+             FLOAT8.oid: "!d"}
+    if oid in fixed:
+        (value,) = struct.unpack(fixed[oid], data)
+        return value
+    if oid == BYTEA.oid:
+        return bytes(data)
+    if oid == NUMERIC.oid:
+        return _numeric_from_binary(data)
+    if oid == UUID.oid:
+        return uuid.UUID(bytes=bytes(data))
+    if oid == DATE.oid:
+        (days,) = struct.unpack("!i", data)
+        if days in (2**31 - 1, -(2**31)):
+            return "infinity" if days > 0 else "-infinity"
+        return PG_EPOCH_DATE + dt.timedelta(days=days)
+    if oid == TIME.oid:
+        (micros,) = struct.unpack("!q", data)
+        return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
+    if oid in (TIMESTAMP.oid, TIMESTAMPTZ.oid):
+        (micros,) = struct.unpack("!q", data)
+        if micros in (_INT64_MAX, -_INT64_MAX - 1):
+            return "infinity" if micros > 0 else "-infinity"
+        value = PG_EPOCH + dt.timedelta(microseconds=micros)
+        return value.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ.oid else value
+    if oid == INTERVAL.oid:
+        micros, days, months = struct.unpack("!qii", data)
+        if not months:
+            return dt.timedelta(days=days, microseconds=micros)
+        return f"{months} months {days} days {micros} microseconds"
+    if oid in _ARRAY_ELEMENT:
+        return _array_from_binary(data)
+    raise SqlError("0A000", f"binary format is not supported for parameters of type OID {oid}; "
+                            "send it in text format")
+
+
+def _array_from_binary(data: bytes) -> list[Any]:
+    ndim, _has_null, element = struct.unpack_from("!iiI", data)
+    if ndim == 0:
+        return []
+    dims = [struct.unpack_from("!ii", data, 12 + 8 * i)[0] for i in range(ndim)]
+    pos = 12 + 8 * ndim
+    flat: list[Any] = []
+    for _ in range(math.prod(dims)):
+        (size,) = struct.unpack_from("!i", data, pos)
+        pos += 4
+        if size < 0:
+            flat.append(None)
+            continue
+        flat.append(_decode_binary(data[pos : pos + size], element))
+        pos += size
+    for size in reversed(dims[1:]):
+        flat = [flat[i : i + size] for i in range(0, len(flat), size)]
+    return flat

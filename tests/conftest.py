@@ -1,0 +1,119 @@
+"""Shared fixtures: a `heron serve` subprocess on 127.0.0.1 with an ephemeral port.
+
+`heron_server` (session-scoped) is one server with `--model none` on a temporary data directory;
+`heron_server.spawn(data_dir)` starts another one (call `.stop()` when done, e.g. to restart on
+the same data directory).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 15.0
+_LISTENING = re.compile(r"heron: listening on (?P<host>\S+):(?P<port>\d+)")
+
+
+@dataclass
+class HeronProcess:
+    """One running `heron serve`."""
+
+    host: str
+    port: int
+    data_dir: Path
+    process: subprocess.Popen[str]
+    log_path: Path
+    _spawned: list[HeronProcess] = field(default_factory=list, repr=False)
+
+    def spawn(self, data_dir: str | Path) -> HeronProcess:
+        """Start another server (model none) on `data_dir`; stopped at session end at latest."""
+        server = start_heron(Path(data_dir))
+        self._spawned.append(server)
+        return server
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> int | None:
+        """SIGTERM (graceful shutdown), SIGKILL after a grace period; the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(STOP_TIMEOUT_S)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return self.process.returncode
+
+
+def start_heron(data_dir: Path, *extra_args: str) -> HeronProcess:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir.parent / f"{data_dir.name}-heron.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--data-dir",
+                str(data_dir),
+                "--model",
+                "none",
+                *extra_args,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    selector = selectors.DefaultSelector()
+    assert process.stdout is not None
+    selector.register(process.stdout, selectors.EVENT_READ)
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if not selector.select(left):
+                continue
+            line = process.stdout.readline()
+            if not line:  # exited before listening
+                break
+            if m := _LISTENING.search(line):
+                return HeronProcess(m["host"], int(m["port"]), data_dir, process, log_path)
+    finally:
+        selector.close()
+    process.kill()
+    process.wait()
+    raise RuntimeError(
+        f"heron serve did not start within {START_TIMEOUT_S}s:\n"
+        f"{log_path.read_text(errors='replace')}"
+    )
+
+
+@pytest.fixture(scope="session")
+def heron_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeronProcess]:
+    server = start_heron(tmp_path_factory.mktemp("heron") / "data")
+    yield server
+    for other in server._spawned:
+        other.stop()
+    server.stop()

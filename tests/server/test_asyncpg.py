@@ -1,0 +1,111 @@
+"""asyncpg: extended protocol only, binary results, prepared statements, SQLSTATE classes."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+asyncpg = pytest.importorskip("asyncpg")
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run(server, body):
+    async def main():
+        conn = await asyncpg.connect(
+            host=server.host,
+            port=server.port,
+            user="heron",
+            database="heron",
+            timeout=5,
+            command_timeout=20,
+        )
+        try:
+            return await body(conn)
+        finally:
+            await conn.close(timeout=5)
+
+    return asyncio.run(main())
+
+
+def test_text_parameter_and_fetch(heron_server):
+    async def body(conn):
+        return await conn.fetch("SELECT $1 || '!' AS s", "hello")
+
+    rows = run(heron_server, body)
+    assert [tuple(r) for r in rows] == [("hello!",)]
+
+
+def test_fetchrow_binary_results(heron_server):
+    async def body(conn):
+        return await conn.fetchrow(
+            "SELECT 1 AS i, 2::BIGINT AS b, 1.5::DOUBLE AS f, 0.25::REAL AS r, true AS t,"
+            " DATE '2020-02-03' AS d, TIMESTAMP '2020-02-03 04:05:06.7' AS ts,"
+            " TIMESTAMPTZ '2020-02-03 04:05:06+00' AS tz, 12.340::DECIMAL(10,3) AS n,"
+            " -0.0001::DECIMAL(10,4) AS neg, 'x'::BLOB AS y, NULL AS z"
+        )
+
+    row = run(heron_server, body)
+    assert tuple(row) == (
+        1,
+        2,
+        1.5,
+        0.25,
+        True,
+        dt.date(2020, 2, 3),
+        dt.datetime(2020, 2, 3, 4, 5, 6, 700000),
+        dt.datetime(2020, 2, 3, 4, 5, 6, tzinfo=dt.UTC),
+        Decimal("12.340"),
+        Decimal("-0.0001"),
+        b"x",
+        None,
+    )
+
+
+def test_prepared_statement_reuse_and_typed_parameters(heron_server):
+    async def body(conn):
+        stmt = await conn.prepare("SELECT $1::INTEGER * 2 AS v, $2::DATE AS d")
+        assert [p.name for p in stmt.get_parameters()] == ["int4", "date"]
+        return [await stmt.fetchrow(i, dt.date(2020, 1, i + 1)) for i in range(3)]
+
+    rows = run(heron_server, body)
+    assert [tuple(r) for r in rows] == [(i * 2, dt.date(2020, 1, i + 1)) for i in range(3)]
+
+
+def test_executemany(heron_server):
+    async def body(conn):
+        await conn.execute("CREATE TABLE apg_many (i INTEGER, s VARCHAR)")
+        await conn.executemany(
+            "INSERT INTO apg_many VALUES ($1::INTEGER, $2)", [(i, f"row {i}") for i in range(10)]
+        )
+        return await conn.fetchval("SELECT count(*) FROM apg_many")
+
+    assert run(heron_server, body) == 10
+
+
+def test_sqlstate_maps_to_exception_class(heron_server):
+    async def body(conn):
+        with pytest.raises(asyncpg.UndefinedTableError):
+            await conn.fetch("SELECT * FROM no_such_table_here")
+        with pytest.raises(asyncpg.PostgresSyntaxError):
+            await conn.fetch("SELEC 1")
+        return await conn.fetchval("SELECT 5")  # still usable
+
+    assert run(heron_server, body) == 5
+
+
+def test_transaction(heron_server):
+    async def body(conn):
+        await conn.execute("CREATE TABLE apg_tx (i INTEGER)")
+        async with conn.transaction():
+            await conn.execute("INSERT INTO apg_tx VALUES (1)")
+        with pytest.raises(ZeroDivisionError):
+            async with conn.transaction():
+                await conn.execute("INSERT INTO apg_tx VALUES (2)")
+                raise ZeroDivisionError
+        return await conn.fetchval("SELECT count(*) FROM apg_tx")
+
+    assert run(heron_server, body) == 1

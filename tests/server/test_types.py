@@ -1,0 +1,237 @@
+"""Wire encodings of result columns and decoding of bind parameters, without a server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from planner.errors import SqlError
+from server import types
+
+
+def text(values, arrow_type, tz=dt.UTC):
+    return [
+        None if v is None else v.decode()
+        for v in types.encode_column(pa.array(values, arrow_type), 0, tz)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arrow_type", "oid", "typlen"),
+    [
+        (pa.bool_(), 16, 1),
+        (pa.int8(), 21, 2),
+        (pa.int16(), 21, 2),
+        (pa.int32(), 23, 4),
+        (pa.int64(), 20, 8),
+        (pa.uint8(), 21, 2),
+        (pa.uint16(), 23, 4),
+        (pa.uint32(), 20, 8),
+        (pa.uint64(), 1700, -1),
+        (pa.float32(), 700, 4),
+        (pa.float64(), 701, 8),
+        (pa.decimal128(10, 2), 1700, -1),
+        (pa.string(), 25, -1),
+        (pa.large_string(), 25, -1),
+        (pa.binary(), 17, -1),
+        (pa.date32(), 1082, 4),
+        (pa.time64("us"), 1083, 8),
+        (pa.timestamp("us"), 1114, 8),
+        (pa.timestamp("us", "UTC"), 1184, 8),
+        (pa.duration("us"), 1186, 16),
+        (pa.month_day_nano_interval(), 1186, 16),
+        (pa.binary(16), 2950, 16),
+        (pa.list_(pa.int32()), 1007, -1),
+        (pa.list_(pa.string()), 1009, -1),
+        (pa.list_(pa.list_(pa.int32())), 25, -1),
+        (pa.struct([("a", pa.int32())]), 25, -1),
+        (pa.null(), 25, -1),
+    ],
+)
+def test_pg_type_mapping(arrow_type, oid, typlen):
+    pg = types.pg_type(arrow_type)
+    assert (pg.oid, pg.typlen) == (oid, typlen)
+
+
+def test_float_text_matches_postgres():
+    assert text(
+        [
+            1.0,
+            0.1,
+            1e15,
+            123456789012345.0,
+            1e-4,
+            1e-5,
+            1.5e300,
+            -2.5,
+            0.0,
+            -0.0,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+            None,
+        ],
+        pa.float64(),
+    ) == [
+        "1",
+        "0.1",
+        "1e+15",
+        "123456789012345",
+        "0.0001",
+        "1e-05",
+        "1.5e+300",
+        "-2.5",
+        "0",
+        "-0",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        None,
+    ]
+    assert text([0.1, 123456.0, 1234567.0, 3.4028235e38], pa.float32()) == [
+        "0.1",
+        "123456",
+        "1.234567e+06",
+        "3.4028235e+38",
+    ]
+
+
+def test_scalar_text_formats():
+    assert text([True, False, None], pa.bool_()) == ["t", "f", None]
+    assert text([1, -5, None], pa.int64()) == ["1", "-5", None]
+    assert text([Decimal("1.50"), Decimal("-0.001")], pa.decimal128(10, 3)) == ["1.500", "-0.001"]
+    assert text([b"\x00\xff"], pa.binary()) == ["\\x00ff"]
+    assert text([dt.date(2024, 2, 29)], pa.date32()) == ["2024-02-29"]
+    assert text([dt.time(1, 2, 3, 500000), dt.time(0)], pa.time64("us")) == [
+        "01:02:03.5",
+        "00:00:00",
+    ]
+    assert text([uuid.UUID(int=1).bytes], pa.binary(16)) == ["00000000-0000-0000-0000-000000000001"]
+
+
+def test_timestamp_text_formats():
+    ts = [dt.datetime(2020, 1, 2, 3, 4, 5), dt.datetime(2020, 1, 2, 3, 4, 5, 120000)]
+    assert text(ts, pa.timestamp("us")) == ["2020-01-02 03:04:05", "2020-01-02 03:04:05.12"]
+    aware = [dt.datetime(2020, 1, 2, 3, 4, 5, tzinfo=dt.UTC)]
+    assert text(aware, pa.timestamp("us", "UTC")) == ["2020-01-02 03:04:05+00"]
+    kolkata = types.session_timezone("Asia/Kolkata")
+    assert text(aware, pa.timestamp("us", "UTC"), kolkata) == ["2020-01-02 08:34:05+05:30"]
+    assert types.session_timezone("Not/AZone") is dt.UTC
+
+
+def test_interval_text_postgres_style():
+    mdn = pa.MonthDayNano
+    values = [
+        mdn([14, 3, 4 * 3600 * 10**9 + 5 * 60 * 10**9 + 6_500_000_000]),
+        mdn([0, 0, 0]),
+        mdn([0, -1, 2 * 3600 * 10**9]),
+        mdn([1, 1, 0]),
+        mdn([0, 0, -1000]),
+    ]
+    assert text(values, pa.month_day_nano_interval()) == [
+        "1 year 2 mons 3 days 04:05:06.5",
+        "00:00:00",
+        "-1 days +02:00:00",
+        "1 mon 1 day",
+        "-00:00:00.000001",
+    ]
+    assert text([dt.timedelta(hours=30)], pa.duration("us")) == ["30:00:00"]
+
+
+def test_array_and_struct_text():
+    assert text([[1, None, 3], [], None], pa.list_(pa.int32())) == ["{1,NULL,3}", "{}", None]
+    assert text([["a", "b c", "", 'q"', "null"]], pa.list_(pa.string())) == [
+        '{a,"b c","","q\\"","null"}'
+    ]
+    assert text([[[1, 2], [3]]], pa.list_(pa.list_(pa.int64()))) == ["{{1,2},{3}}"]
+    assert text([{"a": 1, "b": "x"}], pa.struct([("a", pa.int32()), ("b", pa.string())])) == [
+        '{"a": 1, "b": "x"}'
+    ]
+
+
+def test_binary_encodings():
+    def binary(values, arrow_type):
+        return types.encode_column(pa.array(values, arrow_type), 1)
+
+    assert binary([1, None, -2], pa.int32()) == [b"\0\0\0\1", None, b"\xff\xff\xff\xfe"]
+    assert binary([1], pa.int8()) == [b"\0\1"]
+    assert binary([1.5], pa.float64()) == [struct.pack("!d", 1.5)]
+    assert binary([True], pa.bool_()) == [b"\1"]
+    assert binary([dt.date(2000, 1, 2)], pa.date32()) == [struct.pack("!i", 1)]
+    assert binary([dt.datetime(2000, 1, 1, 0, 0, 1)], pa.timestamp("us")) == [
+        struct.pack("!q", 1_000_000)
+    ]
+    assert binary([[1, None]], pa.list_(pa.int32())) == [
+        struct.pack("!iiIii", 1, 1, 23, 2, 1) + struct.pack("!ii", 4, 1) + b"\xff" * 4
+    ]
+    assert binary(["é"], pa.string()) == ["é".encode()]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0", "1", "-1", "12.340", "-0.0001", "10000", "123456789.5", "0.00000001", "1E+5", "NaN"],
+)
+def test_numeric_binary_round_trip(value):
+    encoded = types.numeric_binary(Decimal(value))
+    decoded = types.decode_param(encoded, 1700, 1)
+    assert decoded == Decimal(value) or (decoded.is_nan() and Decimal(value).is_nan())
+
+
+def test_numeric_binary_matches_postgres_layout():
+    # numeric_send(12.340): 2 digits [12, 3400], weight 0, positive, dscale 3.
+    assert types.numeric_binary(Decimal("12.340")) == struct.pack("!hhHhhh", 2, 0, 0, 3, 12, 3400)
+
+
+def test_text_parameter_decoding():
+    assert types.decode_param(b"42", 23, 0) == 42
+    assert types.decode_param(b"on", 16, 0) is True
+    assert types.decode_param(b"2.5", 701, 0) == 2.5
+    assert types.decode_param(b"1.10", 1700, 0) == Decimal("1.10")
+    assert types.decode_param(b"2020-01-02", 1082, 0) == dt.date(2020, 1, 2)
+    assert types.decode_param(b"2020-01-02 03:04:05.5", 1114, 0) == dt.datetime(
+        2020, 1, 2, 3, 4, 5, 500000
+    )
+    assert types.decode_param(b"2020-01-02 03:04:05+02", 1184, 0) == dt.datetime(
+        2020, 1, 2, 1, 4, 5, tzinfo=dt.UTC
+    )
+    assert types.decode_param(b"infinity", 1082, 0) == "infinity"  # DuckDB casts it
+    assert types.decode_param(b"\\x00ff", 17, 0) == b"\x00\xff"
+    assert types.decode_param(b"{1,NULL,3}", 1007, 0) == [1, None, 3]
+    assert types.decode_param(b'{"a b","c"}', 1009, 0) == ["a b", "c"]
+    assert types.decode_param(b"anything", 0, 0) == "anything"
+    assert types.decode_param(None, 23, 0) is None
+    with pytest.raises(SqlError) as err:
+        types.decode_param(b"x", 23, 0)
+    assert err.value.sqlstate == "22P02"
+
+
+def test_binary_parameter_decoding():
+    assert types.decode_param(struct.pack("!h", -3), 21, 1) == -3
+    assert types.decode_param(struct.pack("!q", 2**40), 20, 1) == 2**40
+    assert types.decode_param(struct.pack("!f", 0.5), 700, 1) == 0.5
+    assert types.decode_param(b"\1", 16, 1) is True
+    assert types.decode_param("é".encode(), 25, 1) == "é"
+    assert types.decode_param(b"\1{}", 3802, 1) == "{}"
+    assert types.decode_param(struct.pack("!i", -1), 1082, 1) == dt.date(1999, 12, 31)
+    assert types.decode_param(struct.pack("!q", 1), 1184, 1) == dt.datetime(
+        2000, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC
+    )
+    assert types.decode_param(uuid.UUID(int=5).bytes, 2950, 1) == uuid.UUID(int=5)
+    array = (
+        struct.pack("!iiIii", 1, 0, 23, 2, 1) + struct.pack("!ii", 4, 7) + struct.pack("!ii", 4, 8)
+    )
+    assert types.decode_param(array, 1007, 1) == [7, 8]
+    with pytest.raises(SqlError) as err:
+        types.decode_param(b"\1\2", 23, 1)
+    assert err.value.sqlstate == "22P03"
+
+
+def test_cast_parameter_types():
+    assert types.cast_parameter_types(
+        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone"
+    ) == {1: 23, 2: 701, 4: 1184}
