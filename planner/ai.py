@@ -164,11 +164,18 @@ def execute(planner: Planner, plan: Plan, params: Sequence[Any]) -> Result:
         _unregister(planner.con, names)
     planner.last_ai_stats = [op.stats for op in operators]
     if not ai.analyze:
-        return result
+        return dataclasses.replace(result, notices=tuple(_summary(op.stats) for op in operators))
     rows = result.table.num_rows if result.table is not None else 0
     lines = _explain(planner, tree, operators, actual=True)
     lines.append(f"Result: {rows} rows in {time.perf_counter() - started:.3f} s")
     return _plan_result(lines)
+
+
+def _summary(stats: OperatorStats) -> str:
+    """One line per operator for the client: the work this statement cost."""
+    return (f"{stats.kind} ({stats.function}): {stats.prompts} prompts, {stats.input_tokens} input "
+            f"tokens, {stats.fresh_tokens} fresh, {stats.cached_tokens} from cached KV, "
+            f"{stats.seconds:.2f} s")
 
 
 def _plan_result(lines: list[str]) -> Result:

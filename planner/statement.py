@@ -37,6 +37,7 @@ class Result:
     command_tag: str
     columns: tuple[Column, ...] | None  # None: the statement returns no rows
     table: pa.Table | None
+    notices: tuple[str, ...] = ()  # sent to the client as NOTICE messages
 
 
 @dataclass(frozen=True, slots=True)

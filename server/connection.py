@@ -354,9 +354,12 @@ class Connection:
         assert self.session is not None
         self._running = True
         try:
-            return await self._call(self.session.execute, statement, params)
+            result = await self._call(self.session.execute, statement, params)
         finally:
             self._running = False
+        for text in result.notices:
+            self._send(protocol.error_response("00000", text, severity="NOTICE", notice=True))
+        return result
 
     async def _send_rows(self, table: pa.Table, formats: Sequence[int]) -> None:
         timezone = types.session_timezone(self.session.setting("TimeZone"))

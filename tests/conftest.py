@@ -60,7 +60,8 @@ class HeronProcess:
         return self.process.returncode
 
 
-def start_heron(data_dir: Path, *extra_args: str) -> HeronProcess:
+def start_heron(data_dir: Path, *extra_args: str, timeout: float = START_TIMEOUT_S
+                ) -> HeronProcess:
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir.parent / f"{data_dir.name}-heron.log"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -87,7 +88,7 @@ def start_heron(data_dir: Path, *extra_args: str) -> HeronProcess:
             stderr=log,
             text=True,
         )
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + timeout
     selector = selectors.DefaultSelector()
     assert process.stdout is not None
     selector.register(process.stdout, selectors.EVENT_READ)
@@ -105,7 +106,7 @@ def start_heron(data_dir: Path, *extra_args: str) -> HeronProcess:
     process.kill()
     process.wait()
     raise RuntimeError(
-        f"heron serve did not start within {START_TIMEOUT_S}s:\n"
+        f"heron serve did not start within {timeout}s:\n"
         f"{log_path.read_text(errors='replace')}"
     )
 

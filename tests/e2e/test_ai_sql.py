@@ -1,0 +1,123 @@
+"""AI SQL over the wire: `heron serve` with the embedded model and its resident engine process,
+driven by psql, psycopg 3, psycopg2 and asyncpg on the demo tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+
+import asyncpg
+import psycopg
+import psycopg2
+import pytest
+
+from conftest import HeronProcess, start_heron
+
+pytestmark = pytest.mark.timeout(300)
+
+QUESTION = "Does this review discuss the ending? "
+FILTER = ("SELECT r.id FROM demo.reviews r WHERE r.id <= 8 AND AI.IF(('" + QUESTION
+          + "', r.body)) ORDER BY 1")
+
+
+@pytest.fixture(scope="module")
+def ai_server(tmp_path_factory) -> HeronProcess:
+    server = start_heron(tmp_path_factory.mktemp("ai") / "data", "--model", "smollm2-135m",
+                         timeout=240)
+    yield server
+    server.stop()
+
+
+def dsn(server: HeronProcess) -> str:
+    return f"host={server.host} port={server.port} user=heron dbname=heron connect_timeout=10"
+
+
+def psql(server: HeronProcess, sql: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", server.host, "-p",
+         str(server.port), "-U", "heron", "-d", "heron", "-c", sql],
+        capture_output=True, text=True, timeout=240, env={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def expected_ids(ai_server) -> list[int]:
+    with psycopg.connect(dsn(ai_server)) as conn:
+        return [row[0] for row in conn.execute(FILTER).fetchall()]
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+def test_psql_runs_the_filter_and_reports_the_work(ai_server, expected_ids):
+    result = psql(ai_server, FILTER)
+    assert result.returncode == 0, result.stderr
+    assert [int(line) for line in result.stdout.split()] == expected_ids
+    # The engine's accounting reaches the client as a NOTICE; this time from cached KV.
+    assert "AI Filter (AI.IF): 8 prompts" in result.stderr
+    assert "from cached KV" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+def test_psql_runs_the_design_examples(ai_server):
+    join = psql(ai_server, "SELECT a.aspect, count(*) FROM demo.reviews r JOIN demo.aspects a "
+                           "ON AI_FILTER(PROMPT('Review: {0} Does it discuss {1}?', r.body, "
+                           "a.aspect)) WHERE r.id <= 3 GROUP BY 1 ORDER BY 2 DESC, 1")
+    assert join.returncode == 0, join.stderr
+    assert "AI Join (AI_FILTER): 18 prompts" in join.stderr
+    for line in join.stdout.split("\n"):
+        if line:
+            aspect, count = line.split("|")
+            assert aspect.startswith("the ") and 1 <= int(count) <= 3
+    explain = psql(ai_server, "EXPLAIN " + FILTER)
+    assert explain.returncode == 0, explain.stderr
+    assert "AI Filter #1" in explain.stdout and "Estimate: prompts<=8" in explain.stdout
+    analyze = psql(ai_server, "EXPLAIN ANALYZE " + FILTER)
+    assert "Actual: prompts=8" in analyze.stdout
+
+
+def test_psycopg_string_parameter(ai_server, expected_ids):
+    sql = "SELECT id FROM demo.reviews WHERE id <= %s AND AI.IF((%s, body)) ORDER BY id"
+    with psycopg.connect(dsn(ai_server)) as conn:
+        assert [r[0] for r in conn.execute(sql, (8, QUESTION)).fetchall()] == expected_ids
+        # The same statement prepared server-side, executed twice.
+        for _ in range(2):
+            rows = conn.execute(sql, (8, QUESTION), prepare=True).fetchall()
+            assert [r[0] for r in rows] == expected_ids
+
+
+def test_psycopg2(ai_server, expected_ids):
+    conn = psycopg2.connect(dsn(ai_server))
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, AI.IF((%s, body)) FROM demo.reviews WHERE id <= 8 "
+                        "ORDER BY id", (QUESTION,))
+            rows = cur.fetchall()
+    finally:
+        conn.close()
+    assert [i for i, answer in rows if answer] == expected_ids
+    assert all(isinstance(answer, bool) for _, answer in rows)
+
+
+def test_asyncpg_dollar_parameter(ai_server, expected_ids):
+    async def main() -> list[int]:
+        conn = await asyncpg.connect(host=ai_server.host, port=ai_server.port, user="heron",
+                                     database="heron", timeout=10)
+        try:
+            rows = await conn.fetch("SELECT id FROM demo.reviews WHERE id <= 8 AND "
+                                    "AI_FILTER(($1, body)) ORDER BY id", QUESTION, timeout=240)
+            return [r["id"] for r in rows]
+        finally:
+            await conn.close()
+
+    assert asyncio.run(main()) == expected_ids
+
+
+def test_ai_errors_carry_sqlstates(ai_server):
+    with psycopg.connect(dsn(ai_server)) as conn:
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            conn.execute("SELECT AI.CLASSIFY(body, ARRAY['a']) FROM demo.reviews")
+        conn.rollback()
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            conn.execute("SELECT AI.IF(('x ', nope)) FROM demo.reviews")
+        conn.rollback()
+        assert conn.execute("SELECT 1").fetchone() == (1,)
