@@ -93,7 +93,8 @@ STARS = {"positive": [4, 5], "negative": [1, 2]}
 def reviews(count: int = REVIEW_COUNT, seed: int = SEED) -> pa.Table:
     """The generated reviews as an Arrow table (deterministic for a given seed)."""
     rng = random.Random(seed)
-    rows: dict[str, list] = {k: [] for k in ("id", "movie", "body", "stars", "sentiment", "aspects")}
+    columns = ("id", "movie", "body", "stars", "sentiment", "aspects")
+    rows: dict[str, list] = {k: [] for k in columns}
     for review_id in range(1, count + 1):
         movie = rng.choice(MOVIES)
         sentiment = rng.choice(["positive", "negative"])

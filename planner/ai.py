@@ -97,8 +97,8 @@ def analyze(prepared: Prepared) -> AiStatement | None:
     try:
         tree = sqlglot.parse_one(body, read="postgres")
     except ParseError as exc:
-        raise SqlError("42601", f"syntax error: {exc.errors[0]['description'] if exc.errors else exc}"
-                       ) from None
+        reason = exc.errors[0]["description"] if exc.errors else str(exc)
+        raise SqlError("42601", f"syntax error: {reason}") from None
     calls = find_calls(tree)
     if not calls:
         return None
@@ -280,9 +280,10 @@ def _field_source(field_: exp.Expression, columns: dict[str, set[str]]) -> str |
 # -- one operator ----------------------------------------------------------------------------
 
 
-def _candidates_query(tree: exp.Select, pending: Sequence[_Operator], fields: Sequence[exp.Expression]
-                      ) -> exp.Select:
-    """Distinct field values over the statement's FROM/JOIN/WHERE, pending AI predicates left out."""
+def _candidates_query(tree: exp.Select, pending: Sequence[_Operator],
+                      fields: Sequence[exp.Expression]) -> exp.Select:
+    """Distinct field values over the statement's FROM/JOIN/WHERE, pending AI predicates left
+    out (a superset of the rows the statement can ask about, never a subset)."""
     pending_nodes = [op.call.node for op in pending]
     query = exp.select(*[exp.cast(f.copy(), "VARCHAR").as_(f"{ARG}{i}")
                          for i, f in enumerate(fields)]).distinct()
@@ -305,9 +306,10 @@ def _candidates_query(tree: exp.Select, pending: Sequence[_Operator], fields: Se
 
 def _kept_conjuncts(condition: exp.Expression, pending: Sequence[exp.Expression]
                     ) -> list[exp.Expression]:
-    return [c.copy() for c in condition.flatten() if not any(
-        node is p for node in c.walk() for p in pending)] if isinstance(condition, exp.And) else (
-        [] if any(node is p for node in condition.walk() for p in pending) else [condition.copy()])
+    """Copies of the conjuncts of `condition` that contain none of the `pending` calls."""
+    conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+    return [c.copy() for c in conjuncts
+            if not any(node is call for node in c.walk() for call in pending)]
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, query: exp.Expression) -> pa.Table:

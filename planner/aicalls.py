@@ -4,7 +4,9 @@ Contract: `find_calls(tree)` returns every boolean AI call (`AI.IF(...)`, `AI_FI
 sqlglot tree as an `AiCall`: the node to replace later and its prompt as a `Template`, a sequence of
 text pieces and field references. The three spellings of a prompt normalize to the same template:
 
-    PROMPT('Is this about cats? {0}', body)   ('Is this about cats? ', body)   'Is this about cats? ' || body
+    PROMPT('Is this about cats? {0}', body)
+    ('Is this about cats? ', body)
+    'Is this about cats? ' || body
 
 Other AI functions (AI.CLASSIFY, AI.SCORE, AI.GENERATE, AI_CLASSIFY, AI_COMPLETE) are recognized
 and refused with SQLSTATE 0A000 until their operators exist. sqlglot's Postgres dialect reads
@@ -30,7 +32,8 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 @dataclass(frozen=True, slots=True)
 class Template:
-    """A prompt: text pieces (str) and references to `fields` (int indexes), adjacent text merged."""
+    """A prompt: text pieces (str) and references to `fields` (int indexes); adjacent text is
+    merged, so equivalent spellings compare equal."""
 
     parts: tuple[str | int, ...]
     fields: tuple[exp.Expression, ...]

@@ -47,7 +47,8 @@ _DUCKDB_CODES: list[tuple[type[BaseException], str]] = [
 
 _REFINEMENTS: list[tuple[str, re.Pattern[str], str]] = [
     ("42P01", re.compile(r"Schema with name .* does not exist"), "3F000"),
-    ("42P01", re.compile(r"(Scalar|Table|Aggregate) Function with name .* does not exist"), "42883"),
+    ("42P01", re.compile(r"(Scalar|Table|Aggregate) Function with name .* does not exist"),
+     "42883"),
     ("42P01", re.compile(r"already exists"), "42P07"),
     ("42703", re.compile(r"No function matches|Could not choose a best candidate"), "42883"),
     ("42703", re.compile(r"(must appear in the GROUP BY|aggregate)"), "42803"),

@@ -12,7 +12,6 @@ import asyncpg
 import psycopg
 import psycopg2
 import pytest
-
 from conftest import HeronProcess, start_heron
 
 pytestmark = pytest.mark.timeout(300)
