@@ -8,12 +8,14 @@ may continue a ``PrefixKV`` (its positions start at the prefix length and it att
 KV), and may ask for the K/V of its first ``capture`` tokens to be returned as a new
 ``PrefixKV``. Only the last position of each row reaches the (pruned) LM head.
 
-float32 on CPU, bfloat16 on CUDA. Callers run it under ``torch.inference_mode``.
+float32 on CPU, bfloat16 on CUDA (where RMSNorm runs as the Triton kernel of ``kernels.rmsnorm``;
+everything else is plain torch). Callers run it under ``torch.inference_mode``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib.util
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from engine.attention import RowSpan, packed_attention
 from engine.kv_cache import PrefixKV
 from engine.rope import apply_rotary, inverse_frequencies, rotary_tables
 from engine.spec import ModelSpec
-from kernels.rmsnorm import rmsnorm_reference
+from kernels.rmsnorm import rmsnorm, rmsnorm_reference
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,16 @@ class _Layer:
     down: torch.Tensor
 
 
+Norm = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+
+
+def _pick_rmsnorm(device: torch.device) -> Norm:
+    # The Triton kernel where it can run, else its torch twin (same contract, float32 math).
+    if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
+        return rmsnorm
+    return rmsnorm_reference
+
+
 def default_dtype(device: str) -> torch.dtype:
     return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
 
@@ -80,6 +92,7 @@ class Decoder:
         self.num_params = num_params
         self.inv_freq = inverse_frequencies(spec.rope, spec.head_dim).to(embed.device)
         self.scale = spec.head_dim**-0.5
+        self.rmsnorm = _pick_rmsnorm(embed.device)
 
     @property
     def device(self) -> torch.device:
@@ -181,15 +194,15 @@ class Decoder:
         q_size = spec.num_heads * spec.head_dim
         kv_size = spec.num_kv_heads * spec.head_dim
         for index, layer in enumerate(self.layers):
-            x = rmsnorm_reference(hidden, layer.input_norm, spec.rms_norm_eps)
+            x = self.rmsnorm(hidden, layer.input_norm, spec.rms_norm_eps)
             qkv = F.linear(x, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
             q = q.view(-1, spec.num_heads, spec.head_dim)
             k = k.view(-1, spec.num_kv_heads, spec.head_dim)
             v = v.view(-1, spec.num_kv_heads, spec.head_dim)
             if layer.q_norm is not None and layer.k_norm is not None:
-                q = rmsnorm_reference(q, layer.q_norm, spec.rms_norm_eps)
-                k = rmsnorm_reference(k, layer.k_norm, spec.rms_norm_eps)
+                q = self.rmsnorm(q, layer.q_norm, spec.rms_norm_eps)
+                k = self.rmsnorm(k, layer.k_norm, spec.rms_norm_eps)
             q = apply_rotary(q, cos, sin)
             k = apply_rotary(k, cos, sin)
             for span, row, capture in zip(spans, rows, captures, strict=True):
@@ -199,12 +212,12 @@ class Decoder:
             layer_prefixes = [(p.keys[index], p.values[index]) for p in prefixes]
             attn = packed_attention(q, k, v, spans, row_prefix, layer_prefixes, self.scale)
             hidden = hidden + F.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
-            x = rmsnorm_reference(hidden, layer.post_norm, spec.rms_norm_eps)
+            x = self.rmsnorm(hidden, layer.post_norm, spec.rms_norm_eps)
             gate, up = F.linear(x, layer.gate_up).chunk(2, dim=-1)
             hidden = hidden + F.linear(F.silu(gate) * up, layer.down)
 
         last = torch.tensor([span.end - 1 for span in spans], device=device)
-        final = rmsnorm_reference(hidden[last], self.final_norm, spec.rms_norm_eps)
+        final = self.rmsnorm(hidden[last], self.final_norm, spec.rms_norm_eps)
         logits = F.linear(final, self.head).float()
         captured = [None if c is None else PrefixKV(keys=c[0], values=c[1]) for c in captures]
         return ForwardOutput(logits=logits, captured=captured)

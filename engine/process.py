@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import threading
 import time
 import traceback
@@ -68,6 +69,9 @@ class _Failed:
 
 def _serve(conn: Connection, model: str, device: str, options: dict[str, Any]) -> None:
     """Child process main: build the engine, report readiness, answer requests until _Stop."""
+    # Must precede the torch import: spinning OpenMP workers collapse (10-30x slower) when the
+    # host is shared and a core is taken by another process; passive waiting costs ~nothing.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         from engine.local import LocalEngine  # noqa: PLC0415 - torch lives only in the child
 

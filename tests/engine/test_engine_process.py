@@ -1,0 +1,73 @@
+"""EngineProcess: the resident engine child, its failure modes, and the torch-free parent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import open_engine
+from engine.api import EngineError
+from engine.local import LocalEngine
+from engine.process import EngineProcess
+from engine.prompts import filter_prompt, join_prompt
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_importing_engine_does_not_import_torch() -> None:
+    code = (
+        "import sys, engine, engine.process, engine.prompts, engine.api\n"
+        "import engine.spec, engine.weights\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "assert 'transformers' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
+
+
+@pytest.mark.timeout(300)
+def test_process_answers_like_local_engine(smollm2_folder: Path) -> None:
+    prompts = [
+        filter_prompt("A delightful, warm film.", "Is the review positive?"),
+        filter_prompt("A delightful, warm film.", "Is the review negative?"),
+        join_prompt("Topic: food", "Is DOCUMENT 1 about DOCUMENT 0?", "We ate pasta."),
+    ]
+    local = LocalEngine()
+    expected = local.answer_bool(prompts)
+    with EngineProcess() as engine:
+        assert engine.info == local.info
+        got = engine.answer_bool(prompts)
+        assert got.answers == expected.answers
+        assert got.p_true == pytest.approx(expected.p_true, abs=1e-5)
+        assert got.metrics.input_tokens == expected.metrics.input_tokens
+        assert got.metrics.fresh_tokens == expected.metrics.fresh_tokens
+        assert engine.count_tokens(["hello world"]) == local.count_tokens(["hello world"])
+        assert engine.answer_bool([]).answers == ()
+    with pytest.raises(EngineError, match="closed"):
+        engine.answer_bool(prompts)
+
+
+@pytest.mark.timeout(120)
+def test_bad_model_path_fails_fast(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(EngineError, match="not found") as info:
+        open_engine(str(tmp_path / "no-such-model"))
+    assert "no-such-model" in str(info.value)
+    assert time.monotonic() - started < 60  # spawn + imports, never a hang
+
+
+@pytest.mark.timeout(120)
+def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None:
+    engine = EngineProcess(str(tiny_qwen3[0]))
+    try:
+        engine._process.kill()  # noqa: SLF001 - simulate the OOM killer
+        engine._process.join()  # noqa: SLF001
+        with pytest.raises(EngineError, match="engine process"):
+            engine.answer_bool([filter_prompt("x", "y?")])
+        with pytest.raises(EngineError, match="closed"):
+            engine.count_tokens(["x"])
+    finally:
+        engine.close()

@@ -1,0 +1,47 @@
+"""The embedded default model (SmolLM2-135M from GGUF) against transformers on the same folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from engine_reference import reference_logits
+
+from engine.api import DEFAULT_MODEL
+from engine.local import LocalEngine
+from engine.prompts import filter_prompt, join_prompt
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_embedded_default_matches_transformers(smollm2_folder: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    engine = LocalEngine(DEFAULT_MODEL)
+    assert engine.info.architecture == "llama" and engine.info.num_layers == 30
+    assert engine.info.vocab_size == 49152
+    # SmolLM2 spells TRUE/FALSE with several tokens; the first ones stand for the variants.
+    assert set(engine.answer_tokens.truthy).isdisjoint(engine.answer_tokens.falsy)
+    assert engine.tokenizer.lead == ()
+
+    review = "I loved this movie. The ending made me cry."
+    prompts = [
+        filter_prompt(review, "Is the review positive?"),
+        filter_prompt(review, "Does the review discuss the ending?"),
+        filter_prompt("Worst two hours of my life.", "Is the review positive?"),
+        join_prompt("Aspect: ending", "Does DOCUMENT 1 discuss DOCUMENT 0?", review),
+    ]
+    logits, metrics = engine.answer_logits(prompts)
+    assert metrics.cached_tokens > 0  # the two questions on `review` share its prefix
+
+    model = AutoModelForCausalLM.from_pretrained(smollm2_folder, dtype=torch.float32).eval()
+    ids = [pre + suf for pre, suf in engine.tokenizer.encode_prompts(prompts)]
+    expected = reference_logits(model, ids, engine.answer_tokens.ids)
+    torch.testing.assert_close(logits, expected, atol=2e-4, rtol=0)
+
+    again = engine.answer_bool(prompts)
+    assert again.metrics.fresh_tokens < metrics.fresh_tokens
+    n = len(engine.answer_tokens.truthy)
+    ref = torch.logsumexp(expected[:, :n], -1) > torch.logsumexp(expected[:, n:], -1)
+    assert again.answers == tuple(ref.tolist())
