@@ -126,7 +126,7 @@ def describe(
         schema = relation.limit(0).to_arrow_table().schema
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
-    return tuple(Column(field.name, field.type) for field in schema)
+    return columns_of(schema)
 
 
 def run(
@@ -148,10 +148,29 @@ def run(
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     if prepared.returns_rows and table is not None:
-        columns = tuple(Column(f.name, f.type) for f in table.schema)
+        columns = columns_of(table.schema)
         return Result(_rows_tag(prepared, table.num_rows), columns, table)
     count = _count(table)
     return Result(_tag(prepared, count), None, None)
+
+
+# DuckDB names an unaliased call after its whole text ("count_star()", "lower(body)");
+# PostgreSQL names it after the function ("count", "lower"), which is what clients display.
+_CALL_NAME = re.compile(r"^(?P<function>[A-Za-z_]\w*)\(.*\)$", re.DOTALL)
+_RENAMED_FUNCTIONS = {"count_star": "count"}
+
+
+def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
+    """Result columns named as PostgreSQL would name them."""
+    return tuple(Column(_pg_name(field.name), field.type) for field in schema)
+
+
+def _pg_name(name: str) -> str:
+    m = _CALL_NAME.match(name)
+    if m is None:
+        return name
+    function = m["function"].lower()
+    return _RENAMED_FUNCTIONS.get(function, function)
 
 
 def _count(table: pa.Table | None) -> int | None:
