@@ -25,7 +25,9 @@ from engine.spec import ModelSpec
 from engine.tokenizer import PromptTokenizer
 from engine.weights import resolve_model
 
-DEFAULT_KV_CACHE_BYTES = 256 << 20
+# Prefix-KV cache budget per device type. 1 GiB on CPU holds the KV of the demo table's 300
+# reviews for SmolLM2 (46 KB a token in float32), so a second question reuses every document.
+DEFAULT_KV_CACHE_BYTES = {"cpu": 1 << 30, "cuda": 16 << 30}
 # Tokens per forward chunk: on CPU larger chunks stop paying off and only raise peak memory.
 DEFAULT_CHUNK_TOKENS = {"cpu": 4096, "cuda": 32768}
 
@@ -36,7 +38,7 @@ class LocalEngine:
         model: str = DEFAULT_MODEL,
         *,
         device: str = "cpu",
-        kv_cache_bytes: int = DEFAULT_KV_CACHE_BYTES,
+        kv_cache_bytes: int | None = None,
         chunk_tokens: int | None = None,
     ) -> None:
         device_type = torch.device(device).type
@@ -47,6 +49,8 @@ class LocalEngine:
         self.tokenizer = PromptTokenizer(folder / "tokenizer.json")
         self.answer_tokens = AnswerTokens.from_encoder(self.tokenizer.encode)
         self.decoder = Decoder.load(folder, spec, self.answer_tokens.ids, device)
+        if kv_cache_bytes is None:
+            kv_cache_bytes = DEFAULT_KV_CACHE_BYTES.get(device_type, 1 << 30)
         self.cache = PrefixKVCache(kv_cache_bytes)
         self.chunk_tokens = chunk_tokens or DEFAULT_CHUNK_TOKENS.get(device_type, 4096)
         self.info = ModelInfo(

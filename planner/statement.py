@@ -89,9 +89,8 @@ def prepare(con: duckdb.DuckDBPyConnection, sql: str) -> Prepared:
     statement = parsed[0]
     kind = statement.type.name
     verb = _verb(sql)
-    returns_rows = kind in _ROW_KINDS or (
-        kind in {"INSERT", "UPDATE", "DELETE", "MERGE_INTO"} and _has_returning(sql)
-    )
+    dml = kind in {"INSERT", "UPDATE", "DELETE", "MERGE_INTO"}
+    returns_rows = kind in _ROW_KINDS or (dml and _has_token(sql, TokenType.RETURNING))
     return Prepared(sql, kind, verb, len(statement.named_parameters), returns_rows)
 
 
@@ -105,12 +104,12 @@ def _verb(sql: str) -> str:
     return words[0]
 
 
-def _has_returning(sql: str) -> bool:
+def _has_token(sql: str, token_type: TokenType) -> bool:
     try:
         tokens = _TOKENIZER().tokenize(sql)
     except TokenError:
         return False
-    return any(t.token_type == TokenType.RETURNING for t in tokens)
+    return any(t.token_type == token_type for t in tokens)
 
 
 def describe(
@@ -195,21 +194,13 @@ def _tag(prepared: Prepared, count: int | None) -> str:
         return f"{prepared.kind} {n}"
     if prepared.kind == "MERGE_INTO":
         return f"MERGE {n}"
-    if prepared.kind == "CREATE" and prepared.verb == "CREATE TABLE" and _is_ctas(prepared.sql):
+    if prepared.verb == "CREATE TABLE" and _has_token(prepared.sql, TokenType.ALIAS):
         return f"SELECT {n}"  # PostgreSQL tags CREATE TABLE AS with the row count
     if prepared.kind == "TRANSACTION":
         return _transaction_tag(prepared.verb)
     if prepared.kind == "COPY":
         return f"COPY {n}"
     return prepared.verb
-
-
-def _is_ctas(sql: str) -> bool:
-    try:
-        tokens = _TOKENIZER().tokenize(sql)
-    except TokenError:
-        return False
-    return any(t.token_type == TokenType.ALIAS for t in tokens)
 
 
 def _transaction_tag(verb: str) -> str:
