@@ -9,6 +9,8 @@ Contract:
 - ``Engine.count_tokens(texts)`` counts tokens exactly as the engine tokenizes prompt parts
   (no special tokens), for the planner's cost model.
 - Every failure the user should see is an ``EngineError`` whose message is shown to SQL users.
+- A call given a ``cancel`` flag stops soon after the flag is set (between prefill chunks) with
+  ``EngineCancelled``; work already done stays in the KV cache.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ DEFAULT_MODEL = "smollm2-135m"
 
 class EngineError(Exception):
     """A failure of the engine; the message is shown to SQL users, so it says what to fix."""
+
+
+class EngineCancelled(EngineError):
+    """The call was cancelled by its caller; the engine stays usable."""
+
+    def __init__(self, message: str = "canceling statement due to user request") -> None:
+        super().__init__(message)
+
+
+class CancelFlag(Protocol):
+    """Set by another thread (or process) to stop a running call between chunks:
+    ``threading.Event`` and ``multiprocessing.Event`` both qualify."""
+
+    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +104,9 @@ class Engine(Protocol):
 
     info: ModelInfo
 
-    def answer_bool(self, prompts: Sequence[Prompt]) -> BoolAnswers: ...
+    def answer_bool(
+        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
+    ) -> BoolAnswers: ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 

@@ -16,7 +16,15 @@ from collections.abc import Sequence
 import torch
 
 from engine.answers import AnswerTokens
-from engine.api import DEFAULT_MODEL, BoolAnswers, EngineError, Metrics, ModelInfo
+from engine.api import (
+    DEFAULT_MODEL,
+    BoolAnswers,
+    CancelFlag,
+    EngineCancelled,
+    EngineError,
+    Metrics,
+    ModelInfo,
+)
 from engine.kv_cache import PrefixKV, PrefixKVCache
 from engine.model import Decoder, RowInput
 from engine.prompts import Prompt
@@ -70,12 +78,16 @@ class LocalEngine:
     def close(self) -> None:
         self.cache.clear()
 
-    def answer_bool(self, prompts: Sequence[Prompt]) -> BoolAnswers:
-        logits, metrics = self.answer_logits(prompts)
+    def answer_bool(
+        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
+    ) -> BoolAnswers:
+        logits, metrics = self.answer_logits(prompts, cancel)
         decided, probabilities = self.answer_tokens.decide(logits)
         return BoolAnswers(answers=tuple(decided), p_true=tuple(probabilities), metrics=metrics)
 
-    def answer_logits(self, prompts: Sequence[Prompt]) -> tuple[torch.Tensor, Metrics]:
+    def answer_logits(
+        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
+    ) -> tuple[torch.Tensor, Metrics]:
         """Pruned last-position logits [len(prompts), len(answer_tokens.ids)] (float32, CPU)."""
         started = time.perf_counter()
         tokenized = self.tokenizer.encode_prompts(prompts)
@@ -86,8 +98,10 @@ class LocalEngine:
                 kv = dict(wave.resident)
                 # Phase A before phase B: the suffix rows need the KV the full rows capture.
                 for chunk in pack(wave.full_rows, self.chunk_tokens):
+                    _check(cancel)
                     fresh += self._run(chunk, kv, per_prompt)
                 for chunk in pack(wave.suffix_rows, self.chunk_tokens):
+                    _check(cancel)
                     fresh += self._run(chunk, kv, per_prompt)
         width = len(self.answer_tokens.ids)
         logits = torch.stack(per_prompt) if prompts else torch.empty(0, width)  # type: ignore[arg-type]
@@ -124,3 +138,8 @@ class LocalEngine:
                 kv[prefix] = captured
                 self.cache.put(prefix, captured)
         return sum(len(row.tokens) for row in chunk)
+
+
+def _check(cancel: CancelFlag | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise EngineCancelled()

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from engine.api import DEFAULT_MODEL, BoolAnswers, EngineError, ModelInfo
+from engine.api import (
+    DEFAULT_MODEL,
+    BoolAnswers,
+    CancelFlag,
+    EngineCancelled,
+    EngineError,
+    ModelInfo,
+)
 from engine.prompts import Prompt
 
 _POLL_SECONDS = 0.05
@@ -65,9 +72,12 @@ class _Done:
 class _Failed:
     message: str
     detail: str  # the child's traceback, for logs
+    cancelled: bool = False
 
 
-def _serve(conn: Connection, model: str, device: str, options: dict[str, Any]) -> None:
+def _serve(
+    conn: Connection, stop_call: CancelFlag, model: str, device: str, options: dict[str, Any]
+) -> None:
     """Child process main: build the engine, report readiness, answer requests until _Stop."""
     # Must precede the torch import: spinning OpenMP workers collapse (10-30x slower) when the
     # host is shared and a core is taken by another process; passive waiting costs ~nothing.
@@ -90,11 +100,13 @@ def _serve(conn: Connection, model: str, device: str, options: dict[str, Any]) -
             return
         try:
             if isinstance(request, _AnswerBool):
-                reply: _Done | _Failed = _Done(engine.answer_bool(request.prompts))
+                reply: _Done | _Failed = _Done(engine.answer_bool(request.prompts, stop_call))
             elif isinstance(request, _CountTokens):
                 reply = _Done(engine.count_tokens(request.texts))
             else:
                 reply = _Failed(f"unknown engine request {type(request).__name__}", "")
+        except EngineCancelled as exc:
+            reply = _Failed(str(exc), "", cancelled=True)
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             reply = _Failed(_message(exc), traceback.format_exc())
         conn.send(reply)
@@ -121,9 +133,11 @@ class EngineProcess:
     ) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
+        # Set by the parent to stop the call in flight; the child polls it between chunks.
+        self._stop_call = context.Event()
         self._process = context.Process(
             target=_serve,
-            args=(child_conn, model, device, options),
+            args=(child_conn, self._stop_call, model, device, options),
             name=f"heron-engine[{model}]",
             daemon=True,  # never outlive the server
         )
@@ -142,8 +156,10 @@ class EngineProcess:
         assert isinstance(reply, _Ready)
         self.info = reply.info
 
-    def answer_bool(self, prompts: Sequence[Prompt]) -> BoolAnswers:
-        result = self._call(_AnswerBool(tuple(prompts)))
+    def answer_bool(
+        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
+    ) -> BoolAnswers:
+        result = self._call(_AnswerBool(tuple(prompts)), cancel)
         assert isinstance(result, BoolAnswers)
         return result
 
@@ -166,13 +182,21 @@ class EngineProcess:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, request: _AnswerBool | _CountTokens) -> Any:
-        with self._lock:
+    def _call(self, request: _AnswerBool | _CountTokens, cancel: CancelFlag | None = None) -> Any:
+        # Wait for the engine in slices, so a caller cancelled while queued behind another
+        # session's call gives up without ever reaching the child.
+        while not self._lock.acquire(timeout=_POLL_SECONDS):
+            if cancel is not None and cancel.is_set():
+                raise EngineCancelled()
+        try:
             if self._closed:
                 raise EngineError("engine is closed")
+            if cancel is not None and cancel.is_set():
+                raise EngineCancelled()
+            self._stop_call.clear()
             try:
                 self._conn.send(request)
-                reply = self._receive(deadline=None, what="a call")
+                reply = self._receive(deadline=None, what="a call", cancel=cancel)
             except EngineError:
                 self._closed = True
                 self._kill()
@@ -181,14 +205,19 @@ class EngineProcess:
                 self._closed = True
                 self._kill()
                 raise EngineError(f"engine process unreachable: {exc}") from exc
+        finally:
+            self._lock.release()
         if isinstance(reply, _Failed):
-            raise EngineError(reply.message)
+            raise (EngineCancelled if reply.cancelled else EngineError)(reply.message)
         return reply.value
 
-    def _receive(self, deadline: float | None, what: str) -> Any:
+    def _receive(self, deadline: float | None, what: str, cancel: CancelFlag | None = None
+                 ) -> Any:
         # Poll instead of a blocking recv: a child killed by the OOM killer or a segfault never
         # replies, and the pipe alone may not report EOF promptly.
         while not self._conn.poll(_POLL_SECONDS):
+            if cancel is not None and cancel.is_set():
+                self._stop_call.set()  # the child stops after its current chunk and replies
             if not self._process.is_alive():
                 if self._conn.poll(0):  # it replied, then exited (e.g. a start-up failure)
                     break

@@ -36,6 +36,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from engine.api import EngineCancelled, EngineError
 from planner import prompting, statement
 from planner.aicalls import MAYBE_AI, AiCall, Template, find_calls
 from planner.errors import SqlError, from_duckdb
@@ -366,7 +367,12 @@ def _choose_anchor(by_table: dict[str, list[int]], rows: Sequence[tuple[str, ...
 
 def _ask(planner: Planner, op: _Operator, prompts: list) -> Any:
     started = time.perf_counter()
-    answers = planner.engine.answer_bool(prompts)
+    try:
+        answers = planner.engine.answer_bool(prompts, cancel=planner.cancelled)
+    except EngineCancelled as exc:
+        raise SqlError("57014", str(exc)) from None
+    except EngineError as exc:
+        raise SqlError("58000", f"the inference engine failed: {exc}") from None
     metrics = answers.metrics
     op.stats.prompts += metrics.prompts
     op.stats.input_tokens += metrics.input_tokens

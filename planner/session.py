@@ -6,6 +6,7 @@ different parameters (extended-protocol prepared statements).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ class Planner:
         self.con = con
         self.engine = engine  # engine.api.Engine, or None when no model is loaded
         self.last_ai_stats: list = []  # planner.ai.OperatorStats of the last AI statement
+        # Set by interrupt(): the engine stops the running AI statement between chunks.
+        self.cancelled = threading.Event()
 
     def prepare(self, sql: str) -> Plan:
         from planner import ai
@@ -56,9 +59,11 @@ class Planner:
 
             if self.engine is None:
                 raise SqlError("55000", "AI functions need a model; start heron serve with --model")
+            self.cancelled.clear()
             return ai.execute(self, plan, params)
         return statement.run(self.con, plan.prepared, params)
 
     def interrupt(self) -> None:
         """Cancel the running statement (called from another thread)."""
+        self.cancelled.set()
         self.con.interrupt()

@@ -120,3 +120,22 @@ def test_ai_errors_carry_sqlstates(ai_server):
             conn.execute("SELECT AI.IF(('x ', nope)) FROM demo.reviews")
         conn.rollback()
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_cancel_stops_an_ai_statement(ai_server):
+    import threading
+    import time
+
+    with psycopg.connect(dsn(ai_server), autocommit=True) as conn:
+        timer = threading.Timer(2.0, conn.cancel)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            # Every demo review with a fresh question: about half a minute of CPU work.
+            conn.execute("SELECT count(*) FROM demo.reviews WHERE AI.IF(('Is this review "
+                         "about a film from the 1950s? ', body))")
+        timer.cancel()
+        assert time.monotonic() - started < 25
+        # The session and the engine are still good.
+        assert conn.execute("SELECT count(*) FROM demo.reviews WHERE id <= 2 AND "
+                            "AI.IF(('Is it long? ', body))").fetchone()[0] in (0, 1, 2)

@@ -71,3 +71,27 @@ def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None
             engine.count_tokens(["x"])
     finally:
         engine.close()
+
+
+@pytest.mark.timeout(300)
+def test_cancel_stops_a_long_call_and_the_engine_stays_usable(smollm2_folder: Path) -> None:
+    import threading
+
+    from engine.api import EngineCancelled
+
+    documents = [f"Review {i}: " + "a long and winding plot. " * 40 for i in range(64)]
+    prompts = [filter_prompt(d, "Is the plot long?") for d in documents]
+    with EngineProcess(chunk_tokens=512) as engine:
+        cancel = threading.Event()
+        timer = threading.Timer(1.0, cancel.set)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(EngineCancelled):
+            engine.answer_bool(prompts, cancel=cancel)
+        timer.cancel()
+        # Far sooner than the whole batch (several chunks of 512 tokens each take ~1 s).
+        assert time.monotonic() - started < 30
+        # A caller already cancelled never reaches the child; a fresh call still works.
+        with pytest.raises(EngineCancelled):
+            engine.answer_bool(prompts[:1], cancel=cancel)
+        assert len(engine.answer_bool(prompts[:2]).answers) == 2

@@ -143,9 +143,9 @@ class CountingEngine:
     def __init__(self, inner):
         self.inner, self.prompts = inner, 0
 
-    def answer_bool(self, prompts):
+    def answer_bool(self, prompts, cancel=None):
         self.prompts += len(prompts)
-        return self.inner.answer_bool(prompts)
+        return self.inner.answer_bool(prompts, cancel)
 
     def count_tokens(self, texts):
         return self.inner.count_tokens(texts)
