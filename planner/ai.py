@@ -1,7 +1,7 @@
 """AI statements: planning AI operators, running them on the engine, rewriting for DuckDB.
 
-Contract: `analyze(prepared)` returns an `AiStatement` when a SELECT (or EXPLAIN [ANALYZE] of one)
-calls boolean AI functions, else None. `execute` evaluates each AI call as an operator:
+Contract: `analyze(prepared)` returns an `AiStatement` when a SELECT, CREATE TABLE ... AS SELECT or
+INSERT ... SELECT (or EXPLAIN [ANALYZE] of one) calls boolean AI functions, else None. `execute` evaluates each AI call as an operator:
 
 1. DuckDB computes the call's candidates: the distinct values of the prompt's fields over the
    statement's FROM/JOIN with every ordinary predicate applied (pushed below the AI operator) and
@@ -54,7 +54,7 @@ PLAN_COLUMN = Column("QUERY PLAN", pa.string())
 
 @dataclass(frozen=True, slots=True)
 class AiStatement:
-    tree: exp.Select  # the SELECT as parsed (parameters not yet bound)
+    tree: exp.Expression  # the statement as parsed (parameters not yet bound)
     explain: bool = False
     analyze: bool = False
 
@@ -103,14 +103,23 @@ def analyze(prepared: Prepared) -> AiStatement | None:
     calls = find_calls(tree)
     if not calls:
         return None
-    if not isinstance(tree, exp.Select):
-        raise SqlError("0A000", "AI functions are supported in SELECT statements only",
-                       hint="Compute AI answers in a SELECT, e.g. CREATE TABLE t AS SELECT ...")
+    query = _query(tree)
     for call in calls:
-        if call.node.find_ancestor(exp.Select) is not tree:
+        if call.node.find_ancestor(exp.Select) is not query:
             raise SqlError("0A000", "AI functions inside subqueries or CTEs are not supported yet",
                            hint="Move the AI function to the outermost SELECT.")
     return AiStatement(tree, explain=match is not None, analyze=bool(match and match["analyze"]))
+
+
+def _query(tree: exp.Expression) -> exp.Select:
+    """The SELECT whose rows AI functions are asked about: the statement itself, or the query
+    of CREATE TABLE ... AS / INSERT INTO ... SELECT."""
+    if isinstance(tree, exp.Create | exp.Insert) and isinstance(tree.expression, exp.Select):
+        return tree.expression
+    if isinstance(tree, exp.Select):
+        return tree
+    raise SqlError("0A000", "AI functions are supported in SELECT, CREATE TABLE ... AS SELECT "
+                            "and INSERT ... SELECT statements")
 
 
 # -- describe ------------------------------------------------------------------------------
@@ -120,8 +129,10 @@ def describe(planner: Planner, plan: Plan) -> tuple[Column, ...]:
     ai: AiStatement = plan.ai
     if ai.explain:
         return (PLAN_COLUMN,)
+    if not plan.returns_rows:
+        return ()
     tree = ai.tree.copy()
-    operators = _operators(planner.con, tree)
+    operators = _operators(planner.con, _query(tree))
     names = []
     try:
         for index, op in enumerate(operators):
@@ -145,15 +156,16 @@ def execute(planner: Planner, plan: Plan, params: Sequence[Any]) -> Result:
         raise SqlError("08P01", f"bind message supplies {len(params)} parameters, "
                                 f"but prepared statement requires {plan.param_count}")
     tree = _bind(ai.tree.copy(), params)
-    operators = _operators(planner.con, tree)
+    query = _query(tree)
+    operators = _operators(planner.con, query)
     if ai.explain and not ai.analyze:
-        lines = _explain(planner, tree, operators, actual=False)
+        lines = _explain(planner, query, operators, actual=False)
         return _plan_result(lines)
     started = time.perf_counter()
     names: list[str] = []
     try:
         for index, op in enumerate(operators):
-            answers = _run_operator(planner, tree, operators[index:], op)
+            answers = _run_operator(planner, query, operators[index:], op)
             if answers is None:
                 continue
             names.append(_register(planner.con, answers, index))
@@ -167,7 +179,7 @@ def execute(planner: Planner, plan: Plan, params: Sequence[Any]) -> Result:
     if not ai.analyze:
         return dataclasses.replace(result, notices=tuple(_summary(op.stats) for op in operators))
     rows = result.table.num_rows if result.table is not None else 0
-    lines = _explain(planner, tree, operators, actual=True)
+    lines = _explain(planner, query, operators, actual=True)
     lines.append(f"Result: {rows} rows in {time.perf_counter() - started:.3f} s")
     return _plan_result(lines)
 
@@ -408,7 +420,7 @@ def _unregister(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> None:
         con.unregister(name)
 
 
-def _bind(tree: exp.Select, params: Sequence[Any]) -> exp.Select:
+def _bind(tree: exp.Expression, params: Sequence[Any]) -> exp.Expression:
     """Inline parameter values as literals (AI statements run as several DuckDB queries)."""
     for node in list(tree.find_all(exp.Parameter, exp.Placeholder)):
         if isinstance(node, exp.Parameter):

@@ -179,6 +179,18 @@ def test_describe_does_not_ask_the_model(planner):
     assert planner.engine.prompts == 0
 
 
+def test_ai_answers_can_be_stored(planner):
+    expected = rows(planner, f"SELECT id, AI.IF(('{QUESTION} ', body)) FROM reviews ORDER BY id")
+    result = run(planner, f"CREATE TABLE answers AS SELECT id, AI.IF(('{QUESTION} ', body)) "
+                          "AS ending FROM reviews")
+    assert result.command_tag == "SELECT 6"
+    assert planner.con.sql("SELECT * FROM answers ORDER BY id").fetchall() == expected
+    result = run(planner, f"INSERT INTO answers SELECT id + 100, true FROM reviews "
+                          f"WHERE AI.IF(('{QUESTION} ', body))")
+    passed = sum(1 for _, answer in expected if answer)
+    assert result.command_tag == f"INSERT 0 {passed}"
+
+
 @pytest.mark.parametrize(
     ("sql", "sqlstate"),
     [
@@ -187,6 +199,7 @@ def test_describe_does_not_ask_the_model(planner):
         ("SELECT (SELECT AI.IF(('x ', body))) FROM reviews", "0A000"),
         ("SELECT AI.IF(('x ', upper(r.body || a.aspect))) FROM reviews r, aspects a", "0A000"),
         ("SELECT AI.IF(('x ', name)) FROM aspects a1, aspects a2", "42702"),
+        ("UPDATE reviews SET stars = 0 WHERE AI.IF(('x ', body))", "0A000"),
     ],
 )
 def test_bad_ai_statements_fail_with_a_sqlstate(planner, sql, sqlstate):
