@@ -1,7 +1,8 @@
 """AI statements: planning AI operators, running them on the engine, rewriting for DuckDB.
 
 Contract: `analyze(prepared)` returns an `AiStatement` when a SELECT, CREATE TABLE ... AS SELECT or
-INSERT ... SELECT (or EXPLAIN [ANALYZE] of one) calls boolean AI functions, else None. `execute` evaluates each AI call as an operator:
+INSERT ... SELECT (or EXPLAIN [ANALYZE] of one) calls boolean AI functions, else None. `execute`
+evaluates each AI call as an operator:
 
 1. DuckDB computes the call's candidates: the distinct values of the prompt's fields over the
    statement's FROM/JOIN with every ordinary predicate applied (pushed below the AI operator) and
