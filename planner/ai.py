@@ -27,7 +27,7 @@ import decimal
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -126,12 +126,13 @@ def _query(tree: exp.Expression) -> exp.Select:
 # -- describe ------------------------------------------------------------------------------
 
 
-def describe(planner: Planner, plan: Plan) -> tuple[Column, ...]:
+def describe(planner: Planner, plan: Plan) -> tuple[Column, ...] | None:
+    """Result columns, found by binding the rewritten statement against empty answer tables."""
     ai: AiStatement = plan.ai
     if ai.explain:
         return (PLAN_COLUMN,)
     if not plan.returns_rows:
-        return ()
+        return None
     tree = ai.tree.copy()
     operators = _operators(planner.con, _query(tree))
     names = []
@@ -142,10 +143,9 @@ def describe(planner: Planner, plan: Plan) -> tuple[Column, ...]:
                              | {ANSWER: pa.array([], pa.bool_())})
             names.append(_register(planner.con, empty, index))
             op.call.node.replace(_lookup(names[-1], op.call.template))
-        columns = statement.describe(planner.con, plan.prepared, tree.sql(dialect="duckdb"))
+        return statement.describe(planner.con, plan.prepared, tree.sql(dialect="duckdb"))
     finally:
         _unregister(planner.con, names)
-    return columns or ()
 
 
 # -- execute -------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def _position(tree: exp.Select, node: exp.Expression) -> str:
     return "select"
 
 
-def _ancestors(node: exp.Expression):  # noqa: ANN202
+def _ancestors(node: exp.Expression) -> Iterator[exp.Expression]:
     while node is not None:
         yield node
         node = node.parent
