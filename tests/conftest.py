@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +109,20 @@ def start_heron(data_dir: Path, *extra_args: str, timeout: float = START_TIMEOUT
         f"heron serve did not start within {timeout}s:\n"
         f"{log_path.read_text(errors='replace')}"
     )
+
+
+@pytest.fixture(scope="session")
+def spawn_heron() -> Iterator[Callable[..., HeronProcess]]:
+    """`spawn_heron(data_dir, *args, timeout=...)` starts a server; all are stopped at the end."""
+    started: list[HeronProcess] = []
+
+    def spawn(data_dir: Path, *extra_args: str, timeout: float = START_TIMEOUT_S) -> HeronProcess:
+        started.append(start_heron(data_dir, *extra_args, timeout=timeout))
+        return started[-1]
+
+    yield spawn
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ import asyncpg
 import psycopg
 import psycopg2
 import pytest
-from conftest import HeronProcess, start_heron
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -22,18 +21,17 @@ FILTER = ("SELECT r.id FROM demo.reviews r WHERE r.id <= 8 AND AI.IF(('" + QUEST
 
 
 @pytest.fixture(scope="module")
-def ai_server(tmp_path_factory) -> HeronProcess:
-    server = start_heron(tmp_path_factory.mktemp("ai") / "data", "--model", "smollm2-135m",
-                         timeout=240)
-    yield server
-    server.stop()
+def ai_server(tmp_path_factory, spawn_heron):
+    """A server with the embedded model, its engine in a resident child process."""
+    return spawn_heron(tmp_path_factory.mktemp("ai") / "data", "--model", "smollm2-135m",
+                       timeout=240)
 
 
-def dsn(server: HeronProcess) -> str:
+def dsn(server) -> str:
     return f"host={server.host} port={server.port} user=heron dbname=heron connect_timeout=10"
 
 
-def psql(server: HeronProcess, sql: str) -> subprocess.CompletedProcess[str]:
+def psql(server, sql: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", server.host, "-p",
          str(server.port), "-U", "heron", "-d", "heron", "-c", sql],
