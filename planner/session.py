@@ -7,13 +7,13 @@ different parameters (extended-protocol prepared statements).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
-from planner import statement
+from planner import pg_catalog, statement
 from planner.errors import SqlError
 from planner.statement import Column, Prepared, Result
 
@@ -33,8 +33,10 @@ class Plan:
 
 
 class Planner:
-    def __init__(self, con: duckdb.DuckDBPyConnection, engine: Any = None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, engine: Any = None, *,
+                 user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
+        pg_catalog.install(con, user, server_version)
         self.engine = engine  # engine.api.Engine, or None when no model is loaded
         self.last_ai_stats: list = []  # planner.ai.OperatorStats of the last AI statement
         # Set by interrupt(): the engine stops the running AI statement between chunks.
@@ -43,7 +45,7 @@ class Planner:
     def prepare(self, sql: str) -> Plan:
         from planner import ai
 
-        prepared = statement.prepare(self.con, sql)
+        prepared = statement.prepare(self.con, pg_catalog.rewrite(sql))
         return Plan(prepared, ai.analyze(prepared))
 
     def describe(self, plan: Plan) -> tuple[Column, ...] | None:
@@ -62,6 +64,10 @@ class Planner:
             self.cancelled.clear()
             return ai.execute(self, plan, params)
         return statement.run(self.con, plan.prepared, params)
+
+    def publish_settings(self, settings: Mapping[str, str]) -> None:
+        """The session's run-time settings, as current_setting() should answer them."""
+        pg_catalog.publish_settings(self.con, settings)
 
     def interrupt(self) -> None:
         """Cancel the running statement (called from another thread)."""

@@ -155,7 +155,8 @@ def run(
 
 # DuckDB names an unaliased call after its whole text ("count_star()", "lower(body)");
 # PostgreSQL names it after the function ("count", "lower"), which is what clients display.
-_CALL_NAME = re.compile(r"^(?P<function>[A-Za-z_]\w*)\(.*\)$", re.DOTALL)
+# Names DuckDB quotes when it prints them (`"version"()`) lose their quotes.
+_CALL_NAME = re.compile(r'^"?(?P<function>[A-Za-z_]\w*)"?\(.*\)$', re.DOTALL)
 _RENAMED_FUNCTIONS = {"count_star": "count"}
 
 

@@ -21,6 +21,7 @@ from catalog import Database
 from planner import Column, Plan, Planner, Result, SqlError, split
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
+SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
 
 # Reported to the client in ParameterStatus at start-up and whenever they change (PostgreSQL 16's
 # set); the keys keep PostgreSQL's spelling, look-ups are case-insensitive.
@@ -55,9 +56,10 @@ OTHER_DEFAULTS = {
     "transaction_read_only": "off",
     "datestyle": "ISO, MDY",
     "jit": "off",
+    "server_version_num": SERVER_VERSION_NUM,
 }
-READ_ONLY = {"server_version", "server_encoding", "integer_datetimes", "in_hot_standby",
-             "is_superuser", "max_identifier_length", "session_authorization"}
+READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
+             "in_hot_standby", "is_superuser", "max_identifier_length", "session_authorization"}
 
 _SET = re.compile(
     r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
@@ -107,7 +109,9 @@ class Session:
         self._settings["session_authorization"] = ("session_authorization", self.user)
         for name, value in list(self.parameters.items()):
             self._set(name, value)
-        self.planner = Planner(self.database.connect(), self.engine)
+        self.planner = Planner(self.database.connect(), self.engine, user=self.user,
+                               server_version=SERVER_VERSION)
+        self._publish_settings()
 
     # -- parameters -----------------------------------------------------------------------
 
@@ -120,6 +124,10 @@ class Session:
             return self._settings[name.lower()][1]
         except KeyError:
             raise SqlError("42704", f'unrecognized configuration parameter "{name}"') from None
+
+    def _publish_settings(self) -> None:
+        """Let current_setting() in SQL see the session's settings."""
+        self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
 
     def _set(self, name: str, value: str) -> None:
         key = name.lower()
@@ -175,6 +183,7 @@ class Session:
     def _command(self, command: SessionCommand) -> Result:
         if command.kind in {"set", "reset"} and command.value is not None:
             self._set(command.name, command.value)
+            self._publish_settings()
             return Result("SET", None, None)
         if command.kind in {"set", "reset"}:
             key = command.name.lower()
@@ -185,6 +194,7 @@ class Session:
                         self._set(name, value)
             elif key in defaults:
                 self._set(key, defaults[key])
+            self._publish_settings()
             return Result(command.kind.upper(), None, None)
         if command.kind == "show":
             name = _SHOW_ALIASES.get(command.name.lower(), command.name)
