@@ -1,0 +1,100 @@
+"""psql's meta-commands and catalog functions against `heron serve` (the pg_catalog shim)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed"),
+]
+
+
+def psql(server, command: str) -> str:
+    result = subprocess.run(
+        ["psql", "-X", "-h", server.host, "-p", str(server.port), "-U", "heron", "-d", "heron",
+         "-c", command],
+        capture_output=True, text=True, timeout=30,
+        env={"PGCONNECT_TIMEOUT": "5", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ERROR" not in result.stderr, result.stderr
+    return result.stdout
+
+
+def rows(output: str) -> list[list[str]]:
+    """The table body of psql's aligned output, cells stripped."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if set(line) <= set("-+") and line) + 1
+    return [[c.strip() for c in line.split("|")] for line in lines[start:]
+            if line and not line.startswith("(")]
+
+
+@pytest.fixture(scope="module")
+def catalog_server(heron_server):
+    psql(heron_server, "CREATE TABLE IF NOT EXISTS cat_types (a BIGINT, b DOUBLE, c BOOLEAN, "
+                       "d DATE, e TIMESTAMP, f DECIMAL(10,2), g SMALLINT, h TEXT, i INTEGER[])")
+    psql(heron_server, "CREATE OR REPLACE VIEW cat_view AS SELECT 1 AS x")
+    return heron_server
+
+
+def test_dt_demo_schema(catalog_server):
+    out = psql(catalog_server, r"\dt demo.*")
+    assert "List of relations" in out
+    assert rows(out) == [["demo", "aspects", "table", "heron"], ["demo", "reviews", "table",
+                                                                 "heron"]]
+
+
+def test_dt_and_d_list_visible_relations(catalog_server):
+    tables = rows(psql(catalog_server, r"\dt"))
+    assert ["main", "cat_types", "table", "heron"] in tables
+    assert all(r[0] == "main" for r in tables)  # demo is not on the search path, as in PG
+    relations = rows(psql(catalog_server, r"\d"))
+    assert ["main", "cat_view", "view", "heron"] in relations
+    assert rows(psql(catalog_server, r"\dv")) == [["main", "cat_view", "view", "heron"]]
+
+
+def test_describe_demo_reviews(catalog_server):
+    out = psql(catalog_server, r"\d demo.reviews")
+    assert 'Table "demo.reviews"' in out
+    assert [r[:2] for r in rows(out)] == [
+        ["id", "integer"], ["movie", "text"], ["body", "text"], ["stars", "integer"],
+        ["sentiment", "text"], ["aspects", "text"]]
+
+
+def test_describe_postgres_type_names(catalog_server):
+    out = psql(catalog_server, r"\d cat_types")
+    assert [r[1] for r in rows(out)] == [
+        "bigint", "double precision", "boolean", "date", "timestamp without time zone",
+        "numeric(10,2)", "smallint", "text", "integer[]"]
+
+
+def test_dn_l_df(catalog_server):
+    schemas = rows(psql(catalog_server, r"\dn"))
+    assert ["demo", "heron"] in schemas and ["main", "heron"] in schemas
+    databases = rows(psql(catalog_server, r"\l"))
+    assert databases[0][:3] == ["heron", "heron", "UTF8"]
+    assert "List of functions" in psql(catalog_server, r"\df")
+    psql(catalog_server, r"\du")
+    psql(catalog_server, r"\dt+")
+
+
+def test_version_and_current_setting_psycopg(heron_server):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(host=heron_server.host, port=heron_server.port, user="heron",
+                         dbname="heron", connect_timeout=5, autocommit=True) as conn:
+        version, = conn.execute("SELECT version()").fetchone()
+        assert version.startswith("PostgreSQL 16") and "Heron" in version
+        assert conn.execute("SELECT version() AS v").description[0].name == "v"
+        assert conn.execute("SELECT current_setting('jit')").fetchone() == ("off",)
+        assert conn.execute("SELECT current_setting('server_version_num')").fetchone() == (
+            "160004",)
+        conn.execute("SET application_name = 'cat-test'")
+        assert conn.execute("SELECT current_setting('application_name')").fetchone() == (
+            "cat-test",)
+        assert conn.execute("SELECT current_setting('nope', true)").fetchone() == (None,)
+        assert conn.execute("SELECT 'demo.reviews'::regclass = c.oid FROM pg_catalog.pg_class c"
+                            " WHERE c.relname = 'reviews'").fetchone() == (True,)
