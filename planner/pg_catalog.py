@@ -26,6 +26,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from planner import pg_types
+
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
 
@@ -184,16 +186,8 @@ def _array_text(node: exp.Binary) -> exp.Expression:
 # -- TEMP macros ------------------------------------------------------------------------------
 
 # PostgreSQL's type OID -> format_type's name (arrays: the element's name + "[]").
-PG_TYPE_NAMES = {
-    16: "boolean", 17: "bytea", 18: '"char"', 19: "name", 20: "bigint", 21: "smallint",
-    23: "integer", 25: "text", 26: "oid", 114: "json", 700: "real", 701: "double precision",
-    1042: "character", 1043: "character varying", 1082: "date", 1083: "time without time zone",
-    1114: "timestamp without time zone", 1184: "timestamp with time zone", 1186: "interval",
-    1266: "time with time zone", 1560: "bit", 1700: "numeric", 2950: "uuid", 3802: "jsonb",
-}
-ARRAY_OIDS = {16: 1000, 17: 1001, 19: 1003, 20: 1016, 21: 1005, 23: 1007, 25: 1009, 26: 1028,
-              114: 199, 700: 1021, 701: 1022, 1042: 1014, 1043: 1015, 1082: 1182, 1083: 1183,
-              1114: 1115, 1184: 1185, 1186: 1187, 1700: 1231, 2950: 2951, 3802: 3807}
+PG_TYPE_NAMES = {t.oid: t.display_name for t in pg_types.ALL if t is not pg_types.UNKNOWN}
+ARRAY_OIDS = {t.oid: t.array_oid for t in pg_types.ALL if t.array_oid}
 # DuckDB's column type (without its parameters) -> the PostgreSQL type OID Heron sends it as
 # (server/types.py decides the wire types; this table mirrors it for the catalog).
 DUCKDB_TYPE_OIDS = {

@@ -23,7 +23,6 @@ import re
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -32,46 +31,39 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from planner import pg_types
 from planner.errors import SqlError
+from planner.pg_types import (
+    BOOL,
+    BPCHAR,
+    BYTEA,
+    DATE,
+    FLOAT4,
+    FLOAT8,
+    INT2,
+    INT4,
+    INT8,
+    INTERVAL,
+    JSON,
+    JSONB,
+    NAME,
+    NUMERIC,
+    OID,
+    TEXT,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UNKNOWN,
+    UUID,
+    VARCHAR,
+    PgType,
+)
 
 Wire = list[bytes | None]
 
 
-@dataclass(frozen=True, slots=True)
-class PgType:
-    oid: int
-    name: str
-    typlen: int  # bytes; -1 variable length
-    array_oid: int = 0
-
-
-BOOL = PgType(16, "bool", 1, 1000)
-BYTEA = PgType(17, "bytea", -1, 1001)
-NAME = PgType(19, "name", 64, 1003)
-INT8 = PgType(20, "int8", 8, 1016)
-INT2 = PgType(21, "int2", 2, 1005)
-INT4 = PgType(23, "int4", 4, 1007)
-TEXT = PgType(25, "text", -1, 1009)
-OID = PgType(26, "oid", 4, 1028)
-JSON = PgType(114, "json", -1, 199)
-FLOAT4 = PgType(700, "float4", 4, 1021)
-FLOAT8 = PgType(701, "float8", 8, 1022)
-UNKNOWN = PgType(705, "unknown", -2)
-BPCHAR = PgType(1042, "bpchar", -1, 1014)
-VARCHAR = PgType(1043, "varchar", -1, 1015)
-DATE = PgType(1082, "date", 4, 1182)
-TIME = PgType(1083, "time", 8, 1183)
-TIMESTAMP = PgType(1114, "timestamp", 8, 1115)
-TIMESTAMPTZ = PgType(1184, "timestamptz", 8, 1185)
-INTERVAL = PgType(1186, "interval", 16, 1187)
-NUMERIC = PgType(1700, "numeric", -1, 1231)
-UUID = PgType(2950, "uuid", 16, 2951)
-JSONB = PgType(3802, "jsonb", -1, 3807)
-
-_BY_OID = {t.oid: t for t in (BOOL, BYTEA, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8,
-                             UNKNOWN, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ,
-                             INTERVAL, NUMERIC, UUID, JSONB)}
-_ARRAY_ELEMENT = {t.array_oid: t for t in _BY_OID.values() if t.array_oid}
+_BY_OID = pg_types.BY_OID
+_ARRAY_ELEMENT = pg_types.ARRAY_ELEMENT
 
 PG_EPOCH_DATE = dt.date(2000, 1, 1)
 PG_EPOCH = dt.datetime(2000, 1, 1)
