@@ -14,7 +14,9 @@ evaluates each AI call as an operator:
    runs in DuckDB with GROUP BY, ORDER BY, LIMIT, aggregates and window functions intact.
 
 AI predicates in WHERE and JOIN ... ON run first, in the order written; AI calls elsewhere (the
-SELECT list) run last, on the rows that survive them. EXPLAIN shows the AI operators with estimated
+SELECT list) run last, on the rows that survive them. Under a LIMIT that bounds the result (one AI
+predicate, nothing reordering or aggregating rows) candidates are asked in growing batches until
+enough have passed. EXPLAIN shows the AI operators with estimated
 prompt and token counts without running the engine; EXPLAIN ANALYZE runs the statement and shows
 actual counts beside the estimates.
 """
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from planner.session import Plan, Planner
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
+MIN_LIMIT_BATCH = 32  # first batch of candidates asked under a LIMIT
 ARG = "__heron_arg"
 ANSWER = "__heron_answer"
 LOOKUP_ALIAS = "__heron_ai"
@@ -78,6 +81,7 @@ class OperatorStats:
     cached_tokens: int = 0
     seconds: float = 0.0
     passed: int = 0
+    goal: int | None = None  # stop once this many candidates passed (a LIMIT), None: ask all
 
 
 @dataclass
@@ -213,7 +217,33 @@ def _operators(con: duckdb.DuckDBPyConnection, tree: exp.Select) -> list[_Operat
         op.stats = OperatorStats(kind, call.function, _question_text(call.template, sources),
                                  ", ".join(call.template.field_sql()))
         operators.append(op)
+    if len(operators) == 1:
+        operators[0].stats.goal = _row_goal(tree, operators[0].call.node)
     return sorted(operators, key=lambda o: _position(tree, o.call.node) == "select")
+
+
+def _row_goal(tree: exp.Select, node: exp.Expression) -> int | None:
+    """LIMIT + OFFSET when they bound the engine's work: the statement's only AI call is a
+    conjunct of WHERE (or of an inner join's ON) and nothing reorders or combines rows (ORDER BY,
+    GROUP BY, DISTINCT, aggregates, windows). Each passing candidate then yields a result row, so
+    once that many passed, the remaining candidates need not be asked."""
+    limit, offset = tree.args.get("limit"), tree.args.get("offset")
+    if limit is None or any(tree.args.get(k) for k in ("order", "group", "having", "distinct",
+                                                        "qualify")):
+        return None
+    if any(tree.find(kind) for kind in (exp.AggFunc, exp.Window)):
+        return None
+    parent = node.parent
+    while isinstance(parent, exp.And | exp.Paren):
+        parent = parent.parent
+    inner_join = (isinstance(parent, exp.Join) and not parent.side
+                  and parent.kind in ("", "INNER") and node.find_ancestor(exp.Join) is parent)
+    if not isinstance(parent, exp.Where) and not inner_join:
+        return None
+    bounds = [limit.expression] + ([offset.expression] if offset is not None else [])
+    if not all(isinstance(b, exp.Literal) and b.is_int for b in bounds):
+        return None
+    return sum(int(b.name) for b in bounds)
 
 
 def _position(tree: exp.Select, node: exp.Expression) -> str:
@@ -345,10 +375,17 @@ def _run_operator(planner: Planner, tree: exp.Select, pending: Sequence[_Operato
     values = [candidates.column(i).to_pylist() for i in range(candidates.num_columns)]
     rows = list(zip(*values, strict=True))
     op.stats.candidates = len(rows)
-    prompts = _prompts(op, rows)
-    answers = _ask(planner, op, prompts)
-    op.stats.passed = sum(answers.answers)
-    return candidates.append_column(ANSWER, pa.array(answers.answers, pa.bool_()))
+    goal = op.stats.goal
+    # Without a goal, one engine call over every candidate. With one (LIMIT), growing batches
+    # until enough candidates passed: candidates never asked get NULL, which WHERE drops.
+    batch = max(2 * goal, MIN_LIMIT_BATCH) if goal else len(rows)
+    answers: list[bool] = []
+    while len(answers) < len(rows) and not (goal and op.stats.passed >= goal):
+        chunk = rows[len(answers):len(answers) + batch]
+        answers += _ask(planner, op, _prompts(op, chunk)).answers
+        op.stats.passed = sum(answers)
+        batch *= 2
+    return candidates.slice(0, len(answers)).append_column(ANSWER, pa.array(answers, pa.bool_()))
 
 
 def _prompts(op: _Operator, rows: Sequence[tuple[str, ...]]) -> list:
@@ -462,6 +499,8 @@ def _explain(planner: Planner, tree: exp.Select, operators: Sequence[_Operator],
         lines.append(f"  Prompt values: {s.fields}")
         if s.anchor:
             lines.append(f"  Anchor: {s.anchor} (its documents' KV is shared by all partners)")
+        if s.goal is not None:
+            lines.append(f"  Stops once {s.goal} candidates pass (LIMIT)")
         if actual:
             lines.append(f"  Actual: prompts={s.prompts} passed={s.passed} "
                          f"input_tokens={s.input_tokens} fresh_tokens={s.fresh_tokens} "

@@ -9,6 +9,7 @@ import pytest
 from catalog import Database
 from engine.prompts import filter_prompt, join_prompt
 from planner import Planner, SqlError
+from planner import ai as ai_statements
 
 QUESTION = "Does this review discuss the ending?"
 
@@ -113,6 +114,27 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
     assert stats.candidates == len(distinct)
     # Each anchor's prefix ran once; partners reused it.
     assert stats.cached_tokens > 0
+
+
+def test_limit_stops_engine_work_once_enough_rows_passed(planner, tiny_engine, monkeypatch):
+    monkeypatch.setattr(ai_statements, "MIN_LIMIT_BATCH", 1)
+    planner = Planner(planner.con, tiny_engine)  # answers TRUE to about 3 in 4 of these
+    planner.con.execute("CREATE TABLE many AS SELECT i AS id, 'Review ' || i || ': ' || "
+                        "CASE WHEN i % 2 = 0 THEN 'The ending is perfect.' ELSE 'Dull acting.' "
+                        "END AS body FROM range(40) t(i)")
+    docs = [d for (d,) in planner.con.sql("SELECT body FROM many").fetchall()]
+    passing = {d for d, answer in truth(tiny_engine, docs).items() if answer}
+    got = rows(planner, f"SELECT id, body FROM many WHERE AI.IF(('{QUESTION} ', body)) LIMIT 3")
+    assert len(got) == min(3, len(passing))
+    assert all(body in passing for _, body in got)
+    stats = planner.last_ai_stats[0]
+    assert stats.goal == 3 and stats.candidates == 40
+    assert len(passing) >= 20
+    assert stats.prompts < stats.candidates  # batches of 6, 12, ... stopped early
+    # Ordered or aggregated statements need every answer.
+    rows(planner, f"SELECT id FROM many WHERE AI.IF(('{QUESTION} ', body)) ORDER BY id LIMIT 3")
+    assert planner.last_ai_stats[0].goal is None
+    assert planner.last_ai_stats[0].prompts == 40
 
 
 def test_filters_cascade(planner):
