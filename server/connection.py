@@ -276,6 +276,8 @@ class Connection:
             if isinstance(message, protocol.Terminate):
                 return
             if isinstance(message, protocol.Sync):
+                # Sync ends the implicit transaction of the messages before it.
+                await self._end_implicit(failed=self._skip_until_sync)
                 self._skip_until_sync = False
                 self._end_of_transaction_portals()
                 self._send_ready()
@@ -314,20 +316,27 @@ class Connection:
         statements = await self._call(self.session.split, message.sql)
         if not statements:
             self._send(protocol.empty_query_response())
-        for sql in statements:
-            try:
-                result = self._deallocate(sql)
-                if result is None:
-                    statement = await self._call(self.session.prepare, sql)
-                    result = await self._run_statement(statement, [])
-                if result.columns is not None:
-                    formats = [0] * len(result.columns)
-                    self._send(protocol.row_description(_fields(result.columns, formats)))
-                    if result.table is not None:
-                        await self._send_rows(result.table, formats)
-                self._send(protocol.command_complete(result.command_tag))
-            finally:
-                self._send_parameter_changes()
+        if len(statements) > 1:  # all or nothing, as in PostgreSQL
+            await self._call(self.session.begin_implicit)
+        failed = True
+        try:
+            for sql in statements:
+                try:
+                    result = self._deallocate(sql)
+                    if result is None:
+                        statement = await self._call(self.session.prepare, sql)
+                        result = await self._run_statement(statement, [])
+                    if result.columns is not None:
+                        formats = [0] * len(result.columns)
+                        self._send(protocol.row_description(_fields(result.columns, formats)))
+                        if result.table is not None:
+                            await self._send_rows(result.table, formats)
+                    self._send(protocol.command_complete(result.command_tag))
+                finally:
+                    self._send_parameter_changes()
+            failed = False
+        finally:
+            await self._call(self.session.end_implicit, failed)
         self._end_of_transaction_portals()
         self._send_ready()
 
@@ -460,8 +469,16 @@ class Connection:
             prepared.described = True
         return prepared.columns
 
+    async def _end_implicit(self, failed: bool) -> None:
+        if self.session is not None and self.session.implicit:
+            try:
+                await self._call(self.session.end_implicit, failed)
+            except Exception as exc:  # noqa: BLE001 - a failed COMMIT is the client's error
+                self._send_error(exc)
+
     async def _run_portal(self, portal: Portal) -> Result:
-        assert portal.prepared.statement is not None
+        assert portal.prepared.statement is not None and self.session is not None
+        await self._call(self.session.begin_implicit)
         try:
             return await self._run_statement(portal.prepared.statement, portal.params)
         finally:

@@ -6,6 +6,11 @@ the commands PostgreSQL clients send about the session itself (SET/RESET/SHOW of
 such as DateStyle or application_name, redundant BEGIN/COMMIT) and hands everything else to its
 `Planner`. It keeps PostgreSQL's transaction states for ReadyForQuery: 'I' idle, 'T' in a
 transaction block, 'E' in a failed block, where only ROLLBACK (or COMMIT, which rolls back) runs.
+
+Like PostgreSQL, statements outside an explicit block run in an implicit transaction that the
+protocol opens (`begin_implicit`: several statements of one Query message, or the extended-protocol
+messages up to Sync) and closes (`end_implicit`): committed when all succeeded, rolled back after
+an error. BEGIN inside it turns it into an explicit block; COMMIT or ROLLBACK inside it end it.
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ class Session:
     database_name: str = "heron"
     parameters: dict[str, str] = field(default_factory=dict)
     transaction_status: str = "I"
+    implicit: bool = False  # the open block was opened by the protocol, not by BEGIN
 
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in {**OTHER_DEFAULTS,
@@ -149,7 +155,12 @@ class Session:
         command = _session_command(sql)
         if command is not None and self._answers(command):
             return Statement(sql, 0, command.kind == "show", command=command)
-        plan = self.planner.prepare(sql)
+        try:
+            plan = self.planner.prepare(sql)
+        except SqlError:
+            if self.transaction_status == "T":
+                self.transaction_status = "E"
+            raise
         return Statement(sql, plan.param_count, plan.returns_rows, plan=plan)
 
     def _answers(self, command: SessionCommand) -> bool:
@@ -202,15 +213,29 @@ class Session:
             return Result("SHOW", (Column(command.name.lower(), pa.string()),), table)
         return self._transaction(command.kind)
 
+    def begin_implicit(self) -> None:
+        if self.transaction_status == "I":
+            self._run(self.planner.con, "BEGIN TRANSACTION")
+            self.transaction_status = "T"
+            self.implicit = True
+
+    def end_implicit(self, failed: bool = False) -> None:
+        """Commit the implicit block, or roll it back if a statement failed."""
+        if self.implicit:
+            ok = not failed and self.transaction_status == "T"
+            self._transaction("commit" if ok else "rollback")
+
     def _transaction(self, kind: str) -> Result:
         con = self.planner.con
         if kind == "begin":
             if self.transaction_status == "I":
                 self._run(con, "BEGIN TRANSACTION")
                 self.transaction_status = "T"
+            self.implicit = False
             return Result("BEGIN", None, None)
         was = self.transaction_status
         self.transaction_status = "I"
+        self.implicit = False
         if was == "I":
             return Result("COMMIT" if kind == "commit" else "ROLLBACK", None, None)
         if kind == "commit" and was == "T":
