@@ -130,14 +130,19 @@ def _query(tree: exp.Expression) -> exp.Select:
 # -- describe ------------------------------------------------------------------------------
 
 
-def describe(planner: Planner, plan: Plan) -> tuple[Column, ...] | None:
+def describe(planner: Planner, plan: Plan, params: Sequence[Any] | None = None
+             ) -> tuple[Column, ...] | None:
     """Result columns, found by binding the rewritten statement against empty answer tables."""
     ai: AiStatement = plan.ai
     if ai.explain:
         return (PLAN_COLUMN,)
     if not plan.returns_rows:
         return None
+    prepared = plan.prepared
     tree = ai.tree.copy()
+    if params is not None:  # bound into the text, as execute() does
+        tree = _bind(tree, params)
+        prepared = dataclasses.replace(prepared, param_count=0)
     operators = _operators(planner.con, _query(tree))
     names = []
     try:
@@ -147,7 +152,7 @@ def describe(planner: Planner, plan: Plan) -> tuple[Column, ...] | None:
                              | {ANSWER: pa.array([], pa.bool_())})
             names.append(_register(planner.con, empty, index))
             op.call.node.replace(_lookup(names[-1], op.call.template))
-        return statement.describe(planner.con, plan.prepared, tree.sql(dialect="duckdb"))
+        return statement.describe(planner.con, prepared, tree.sql(dialect="duckdb"))
     finally:
         _unregister(planner.con, names)
 

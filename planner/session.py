@@ -48,12 +48,16 @@ class Planner:
         prepared = statement.prepare(self.con, pg_catalog.rewrite(sql))
         return Plan(prepared, ai.analyze(prepared))
 
-    def describe(self, plan: Plan) -> tuple[Column, ...] | None:
+    def describe(self, plan: Plan, params: Sequence[Any] | None = None
+                 ) -> tuple[Column, ...] | None:
+        """Result columns without running anything; None when the statement returns no rows or
+        its columns are known only by running it. `params` (a bound portal's values) may decide
+        the types of columns computed from them."""
         if plan.ai is not None:
             from planner import ai
 
-            return ai.describe(self, plan)
-        return statement.describe(self.con, plan.prepared)
+            return ai.describe(self, plan, params)
+        return statement.describe(self.con, plan.prepared, params=params)
 
     def execute(self, plan: Plan, params: Sequence[Any] = ()) -> Result:
         if plan.ai is not None:

@@ -113,16 +113,26 @@ def _has_token(sql: str, token_type: TokenType) -> bool:
 
 
 def describe(
-    con: duckdb.DuckDBPyConnection, prepared: Prepared, sql: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    prepared: Prepared,
+    sql: str | None = None,
+    params: Sequence[Any] | None = None,
 ) -> tuple[Column, ...] | None:
-    """Result columns of a row-returning statement, found by binding (not running) it."""
+    """Result columns of a row-returning statement, found by binding (not running) it, with the
+    given parameter values (their types can decide the columns' types) or NULLs."""
     if not prepared.returns_rows:
         return None
     if prepared.kind not in {"SELECT", "RELATION"}:
         return None  # known only by running it; the server describes the portal after Execute
+    if params is None:
+        params = [None] * prepared.param_count
     try:
-        relation = con.sql(sql or prepared.sql, params=[None] * prepared.param_count or None)
-        schema = relation.limit(0).to_arrow_table().schema
+        # DESCRIBE binds without evaluating anything (a LIMIT 0 query would still run volatile
+        # functions such as nextval); typed NULLs then give DuckDB's own Arrow types.
+        described = con.execute(f"DESCRIBE {sql or prepared.sql}", list(params) or None).fetchall()
+        typed_nulls = ", ".join(f'CAST(NULL AS {type_}) AS "{name.replace(chr(34), chr(34) * 2)}"'
+                                for name, type_, *_ in described)
+        schema = con.sql(f"SELECT {typed_nulls} LIMIT 0").to_arrow_table().schema
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     return columns_of(schema)

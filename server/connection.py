@@ -448,12 +448,18 @@ class Connection:
         if not _returns_rows(portal.prepared):
             self._send(protocol.no_data())
             return
-        # Describing the portal runs it: the row types then come from the actual parameters
-        # (DuckDB infers a bare $1 from its value), and statements whose columns are only known
-        # by running (INSERT ... RETURNING) are described too. Execute sends the kept rows.
-        if portal.result is None:
-            portal.result = await self._run_portal(portal)
-        columns = portal.promised or portal.result.columns
+        # The portal's parameter values take part (DuckDB infers a bare $1 from its value), so the
+        # row types announced here are the ones Execute produces. Statements whose columns are
+        # known only by running (INSERT ... RETURNING, EXPLAIN) run now; Execute sends their rows.
+        columns = portal.promised
+        if columns is None and portal.result is None:
+            assert self.session is not None and portal.prepared.statement is not None
+            columns = await self._call(self.session.describe, portal.prepared.statement,
+                                       portal.params)
+        if columns is None:
+            if portal.result is None:
+                portal.result = await self._run_portal(portal)
+            columns = portal.result.columns
         if columns is None:
             self._send(protocol.no_data())
             return

@@ -169,12 +169,14 @@ class Session:
         return command.kind not in {"set", "reset", "show"} or name in self._settings or (
             command.kind == "reset" and name == "all")
 
-    def describe(self, statement: Statement) -> tuple[Column, ...] | None:
+    def describe(self, statement: Statement, params: Sequence[Any] | None = None
+                 ) -> tuple[Column, ...] | None:
+        """See `Planner.describe`; nothing runs."""
         if statement.command is not None:
             if statement.command.kind == "show":
                 return (Column(statement.command.name.lower(), pa.string()),)
             return None
-        return self.planner.describe(statement.plan)
+        return self.planner.describe(statement.plan, params)
 
     def execute(self, statement: Statement, params: Sequence[Any] = ()) -> Result:
         command = statement.command

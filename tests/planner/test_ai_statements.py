@@ -198,6 +198,11 @@ def test_describe_does_not_ask_the_model(planner):
     columns = planner.describe(plan)
     assert [c.name for c in columns] == ["id", "e"]
     assert str(columns[1].type) == "bool"
+    # A bound portal is described with its parameter values, still without the model.
+    plan = planner.prepare("SELECT id, $1 AS q, AI.IF(($1, body)) AS e FROM reviews")
+    columns = planner.describe(plan, [QUESTION])
+    assert [(c.name, str(c.type)) for c in columns] == [
+        ("id", "int32"), ("q", "string"), ("e", "bool")]
     assert planner.engine.prompts == 0
 
 

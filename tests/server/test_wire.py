@@ -255,3 +255,21 @@ def test_long_query_does_not_block_others_and_cancel_request_stops_it(heron_serv
     messages = client.read_until()
     assert kinds(messages) == "EZ" and messages[0].fields()["C"] == "57014"
     assert time.monotonic() - started < 20
+
+
+def test_describe_portal_binds_without_running(client):
+    # nextval() has an effect, so running the SELECT would be seen in the sequence.
+    client.send(query("CREATE SEQUENCE described_seq"))
+    client.read_until()
+    client.send(
+        parse("SELECT nextval('described_seq') AS n, $1 AS v"),
+        bind(params=(b"text",)),
+        describe("P"),
+        close("P"),
+        SYNC,
+    )
+    messages = client.read_until()
+    assert kinds(messages) == "12T3Z"
+    client.send(query("SELECT nextval('described_seq')"))
+    rows = [m.row() for m in client.read_until() if m.kind == "D"]
+    assert rows == [[b"1"]]
