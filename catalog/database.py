@@ -31,8 +31,15 @@ class Database:
             demo.load(self._root)
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """A new connection to the same database, for one session."""
-        return self._root.cursor()
+        """A new connection to the same database, for one session. The demo schema is on its
+        search path after `main`, so `reviews` names `demo.reviews` until the user creates a
+        `reviews` of their own."""
+        con = self._root.cursor()
+        has_demo = con.execute("SELECT count(*) FROM duckdb_schemas() WHERE schema_name = ?",
+                               [demo.SCHEMA]).fetchall()[0][0]
+        if has_demo:
+            con.execute(f"SET search_path = 'main,{demo.SCHEMA}'")
+        return con
 
     def close(self) -> None:
         # CHECKPOINT folds the write-ahead log into the file so the next start opens quickly.

@@ -14,6 +14,7 @@ import random
 import duckdb
 import pyarrow as pa
 
+SCHEMA = "demo"
 REVIEW_COUNT = 300
 SEED = 20261129
 
@@ -134,7 +135,7 @@ def load(con: duckdb.DuckDBPyConnection) -> None:
     """Create the `demo` schema and its tables in one transaction."""
     review_table, aspect_table = reviews(), aspects()  # noqa: F841  (read by DuckDB by name)
     con.execute("BEGIN")
-    con.execute("CREATE SCHEMA IF NOT EXISTS demo")
-    con.execute("CREATE TABLE demo.reviews AS SELECT * FROM review_table ORDER BY id")
-    con.execute("CREATE TABLE demo.aspects AS SELECT * FROM aspect_table ORDER BY id")
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    con.execute(f"CREATE TABLE {SCHEMA}.reviews AS SELECT * FROM review_table ORDER BY id")
+    con.execute(f"CREATE TABLE {SCHEMA}.aspects AS SELECT * FROM aspect_table ORDER BY id")
     con.execute("COMMIT")

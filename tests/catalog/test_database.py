@@ -9,6 +9,11 @@ def test_first_start_creates_the_demo_tables_once(tmp_path):
         assert con.sql("SELECT count(*) FROM demo.reviews").fetchall() == [(demo.REVIEW_COUNT,)]
         assert con.sql("SELECT count(*) FROM demo.aspects").fetchall() == [(6,)]
         con.execute("DELETE FROM demo.reviews WHERE id > 10")
+        # The demo schema is on the search path, behind the user's own tables.
+        assert con.sql("SELECT count(*) FROM reviews").fetchall() == [(10,)]
+        con.execute("CREATE TABLE reviews (id INTEGER)")
+        assert con.sql("SELECT count(*) FROM reviews").fetchall() == [(0,)]
+        con.execute("DROP TABLE main.reviews")
     # A later start keeps what the user did instead of reloading the demo.
     with Database(tmp_path) as database:
         assert database.connect().sql("SELECT count(*) FROM demo.reviews").fetchall() == [(10,)]

@@ -72,6 +72,17 @@ def test_psql_runs_the_design_examples(ai_server):
     assert "Actual: prompts=8" in analyze.stdout
 
 
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+def test_design_filter_example_runs_verbatim_on_the_demo_table(ai_server, expected_ids):
+    # DESIGN.md section 1, word for word: `reviews` resolves to demo.reviews (search path).
+    result = psql(ai_server, "SELECT r.id FROM reviews r\n"
+                             "  WHERE AI.IF(('Does this review discuss the ending? ', r.body));")
+    assert result.returncode == 0, result.stderr
+    assert "AI Filter (AI.IF): 300 prompts" in result.stderr
+    ids = {int(line) for line in result.stdout.split()}
+    assert {i for i in expected_ids} == {i for i in ids if i <= 8}
+
+
 def test_psycopg_string_parameter(ai_server, expected_ids):
     sql = "SELECT id FROM demo.reviews WHERE id <= %s AND AI.IF((%s, body)) ORDER BY id"
     with psycopg.connect(dsn(ai_server)) as conn:

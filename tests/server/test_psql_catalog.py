@@ -51,7 +51,9 @@ def test_dt_demo_schema(catalog_server):
 def test_dt_and_d_list_visible_relations(catalog_server):
     tables = rows(psql(catalog_server, r"\dt"))
     assert ["main", "cat_types", "table", "heron"] in tables
-    assert all(r[0] == "main" for r in tables)  # demo is not on the search path, as in PG
+    # The demo schema is on the search path (after main), so its tables are visible too.
+    assert ["demo", "reviews", "table", "heron"] in tables
+    assert {r[0] for r in tables} == {"main", "demo"}
     relations = rows(psql(catalog_server, r"\d"))
     assert ["main", "cat_view", "view", "heron"] in relations
     assert rows(psql(catalog_server, r"\dv")) == [["main", "cat_view", "view", "heron"]]
