@@ -80,7 +80,7 @@ def test_design_filter_example_runs_verbatim_on_the_demo_table(ai_server, expect
     assert result.returncode == 0, result.stderr
     assert "AI Filter (AI.IF): 300 prompts" in result.stderr
     ids = {int(line) for line in result.stdout.split()}
-    assert {i for i in expected_ids} == {i for i in ids if i <= 8}
+    assert set(expected_ids) == {i for i in ids if i <= 8}
 
 
 def test_psycopg_string_parameter(ai_server, expected_ids):
