@@ -3,10 +3,10 @@
 ``Decoder.load(folder, spec, answer_ids, device)`` reads safetensors weights (re-tying the LM head
 to the embeddings when the config says so) and keeps only the LM-head rows of ``answer_ids``.
 ``Decoder.forward(rows)`` runs all rows as one packed [T, hidden] tensor without padding:
-linear layers see every token at once, attention is per row (see ``engine.attention``). A row
-may continue a ``PrefixKV`` (its positions start at the prefix length and it attends to that
-KV), and may ask for the K/V of its first ``capture`` tokens to be returned as a new
-``PrefixKV``. Only the last position of each row reaches the (pruned) LM head.
+linear layers see every token at once, attention is batched over rows (see
+``engine.attention``). A row may continue a ``PrefixKV`` (its positions start at the prefix
+length and it attends to that KV), and may ask for the K/V of its first ``capture`` tokens to be
+returned as a new ``PrefixKV``. Only the last position of each row reaches the (pruned) LM head.
 
 float32 on CPU, bfloat16 on CUDA (where RMSNorm runs as the Triton kernel of ``kernels.rmsnorm``;
 everything else is plain torch). Callers run it under ``torch.inference_mode``.
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from safetensors import safe_open
 
 from engine.api import EngineError
-from engine.attention import RowSpan, packed_attention
+from engine.attention import RowSpan, packed_attention, plan_attention
 from engine.kv_cache import PrefixKV
 from engine.rope import apply_rotary, inverse_frequencies, rotary_tables
 from engine.spec import ModelSpec
@@ -190,6 +190,10 @@ class Decoder:
             for row in rows
         ]
 
+        # The padded attention layout depends only on the rows: build it once for all layers.
+        plan = plan_attention(
+            spans, row_prefix, [p.length for p in prefixes], spec.num_heads, device
+        )
         hidden = self.embed[ids]
         q_size = spec.num_heads * spec.head_dim
         kv_size = spec.num_kv_heads * spec.head_dim
@@ -210,7 +214,9 @@ class Decoder:
                     capture[0, index] = k[span.start : span.start + row.capture]
                     capture[1, index] = v[span.start : span.start + row.capture]
             layer_prefixes = [(p.keys[index], p.values[index]) for p in prefixes]
-            attn = packed_attention(q, k, v, spans, row_prefix, layer_prefixes, self.scale)
+            attn = packed_attention(
+                q, k, v, spans, row_prefix, layer_prefixes, self.scale, plan=plan
+            )
             hidden = hidden + F.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
             x = self.rmsnorm(hidden, layer.post_norm, spec.rms_norm_eps)
             gate, up = F.linear(x, layer.gate_up).chunk(2, dim=-1)
