@@ -53,6 +53,11 @@ class HeronProcess:
         self._spawned.append(server)
         return server
 
+    @property
+    def dsn(self) -> str:
+        """libpq connection string (psycopg, psycopg2) with a connect timeout."""
+        return f"host={self.host} port={self.port} user=heron dbname=heron connect_timeout=10"
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 

@@ -27,10 +27,6 @@ def ai_server(tmp_path_factory, spawn_heron):
                        timeout=240)
 
 
-def dsn(server) -> str:
-    return f"host={server.host} port={server.port} user=heron dbname=heron connect_timeout=10"
-
-
 def psql(server, sql: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", server.host, "-p",
@@ -40,7 +36,7 @@ def psql(server, sql: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def expected_ids(ai_server) -> list[int]:
-    with psycopg.connect(dsn(ai_server)) as conn:
+    with psycopg.connect(ai_server.dsn) as conn:
         return [row[0] for row in conn.execute(FILTER).fetchall()]
 
 
@@ -85,7 +81,7 @@ def test_design_filter_example_runs_verbatim_on_the_demo_table(ai_server, expect
 
 def test_psycopg_string_parameter(ai_server, expected_ids):
     sql = "SELECT id FROM demo.reviews WHERE id <= %s AND AI.IF((%s, body)) ORDER BY id"
-    with psycopg.connect(dsn(ai_server)) as conn:
+    with psycopg.connect(ai_server.dsn) as conn:
         assert [r[0] for r in conn.execute(sql, (8, QUESTION)).fetchall()] == expected_ids
         # The same statement prepared server-side, executed twice.
         for _ in range(2):
@@ -94,7 +90,7 @@ def test_psycopg_string_parameter(ai_server, expected_ids):
 
 
 def test_psycopg2(ai_server, expected_ids):
-    conn = psycopg2.connect(dsn(ai_server))
+    conn = psycopg2.connect(ai_server.dsn)
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT id, AI.IF((%s, body)) FROM demo.reviews WHERE id <= 8 "
@@ -121,7 +117,7 @@ def test_asyncpg_dollar_parameter(ai_server, expected_ids):
 
 
 def test_ai_errors_carry_sqlstates(ai_server):
-    with psycopg.connect(dsn(ai_server)) as conn:
+    with psycopg.connect(ai_server.dsn) as conn:
         with pytest.raises(psycopg.errors.FeatureNotSupported):
             conn.execute("SELECT AI.CLASSIFY(body, ARRAY['a']) FROM demo.reviews")
         conn.rollback()
@@ -135,7 +131,7 @@ def test_cancel_stops_an_ai_statement(ai_server):
     import threading
     import time
 
-    with psycopg.connect(dsn(ai_server), autocommit=True) as conn:
+    with psycopg.connect(ai_server.dsn, autocommit=True) as conn:
         timer = threading.Timer(2.0, conn.cancel)
         timer.start()
         started = time.monotonic()

@@ -14,8 +14,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def connect(server, autocommit: bool = True):
-    return psycopg.connect(host=server.host, port=server.port, user="heron", dbname="heron",
-                           connect_timeout=5, autocommit=autocommit)
+    return psycopg.connect(server.dsn, autocommit=autocommit)
 
 
 def count(server, table: str) -> int:

@@ -86,8 +86,7 @@ def test_dn_l_df(catalog_server):
 
 def test_version_and_current_setting_psycopg(heron_server):
     psycopg = pytest.importorskip("psycopg")
-    with psycopg.connect(host=heron_server.host, port=heron_server.port, user="heron",
-                         dbname="heron", connect_timeout=5, autocommit=True) as conn:
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
         version, = conn.execute("SELECT version()").fetchone()
         assert version.startswith("PostgreSQL 16") and "Heron" in version
         assert conn.execute("SELECT version() AS v").description[0].name == "v"

@@ -17,14 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture
 def conn(heron_server):
-    with psycopg.connect(
-        host=heron_server.host,
-        port=heron_server.port,
-        user="heron",
-        dbname="heron",
-        connect_timeout=5,
-        autocommit=True,
-    ) as c:
+    with psycopg.connect(heron_server.dsn, autocommit=True) as c:
         yield c
 
 
@@ -88,13 +81,7 @@ def test_transaction_commit_and_rollback(conn):
 
 
 def test_error_in_transaction_then_rollback(heron_server):
-    with psycopg.connect(
-        host=heron_server.host,
-        port=heron_server.port,
-        user="heron",
-        dbname="heron",
-        connect_timeout=5,
-    ) as c:
+    with psycopg.connect(heron_server.dsn) as c:
         c.execute("SELECT 1")
         with pytest.raises(psycopg.errors.UndefinedTable):
             c.execute("SELECT * FROM missing_table")

@@ -12,23 +12,14 @@ pytestmark = pytest.mark.timeout(90)
 def test_rows_survive_restart(heron_server, tmp_path):
     data_dir = tmp_path / "restart-data"
     first = heron_server.spawn(data_dir)
-    with psycopg.connect(
-        host=first.host,
-        port=first.port,
-        user="heron",
-        dbname="heron",
-        connect_timeout=5,
-        autocommit=True,
-    ) as conn:
+    with psycopg.connect(first.dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE kept (i INTEGER, s VARCHAR)")
         conn.execute("INSERT INTO kept VALUES (1, 'one'), (2, 'two')")
     assert first.stop() == 0  # graceful shutdown on SIGTERM
 
     second = heron_server.spawn(data_dir)
     try:
-        with psycopg.connect(
-            host=second.host, port=second.port, user="heron", dbname="heron", connect_timeout=5
-        ) as conn:
+        with psycopg.connect(second.dsn) as conn:
             rows = conn.execute("SELECT i, s FROM kept ORDER BY i").fetchall()
     finally:
         second.stop()
@@ -46,8 +37,7 @@ def test_loaded_files_survive_a_crash(heron_server, tmp_path):
     csv.write_text("id,subject\n10,printer jam\n11,password reset\n")
     data_dir = tmp_path / "crash-data"
     first = heron_server.spawn(data_dir)
-    with psycopg.connect(host=first.host, port=first.port, user="heron", dbname="heron",
-                         connect_timeout=5, autocommit=True) as conn:
+    with psycopg.connect(first.dsn, autocommit=True) as conn:
         cur = conn.execute(f"CREATE TABLE reviews AS SELECT * FROM read_parquet('{parquet}')")
         assert cur.statusmessage == "SELECT 3"
         conn.execute(f"CREATE TABLE tickets AS SELECT * FROM read_csv('{csv}')")
@@ -57,8 +47,7 @@ def test_loaded_files_survive_a_crash(heron_server, tmp_path):
 
     second = heron_server.spawn(data_dir)
     try:
-        with psycopg.connect(host=second.host, port=second.port, user="heron", dbname="heron",
-                             connect_timeout=5) as conn:
+        with psycopg.connect(second.dsn) as conn:
             reviews = conn.execute("SELECT id, body FROM reviews ORDER BY id").fetchall()
             tickets = conn.execute("SELECT id, subject FROM tickets ORDER BY id").fetchall()
             demo_count = conn.execute("SELECT count(*) FROM demo.reviews").fetchone()
