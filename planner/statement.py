@@ -157,10 +157,8 @@ def run(
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     if prepared.returns_rows and table is not None:
-        columns = columns_of(table.schema)
-        return Result(_rows_tag(prepared, table.num_rows), columns, table)
-    count = _count(table)
-    return Result(_tag(prepared, count), None, None)
+        return Result(_tag(prepared, table.num_rows), columns_of(table.schema), table)
+    return Result(_tag(prepared, _count(table)), None, None)
 
 
 # DuckDB names an unaliased call after its whole text ("count_star()", "lower(body)");
@@ -183,28 +181,23 @@ def _pg_name(name: str) -> str:
     return _RENAMED_FUNCTIONS.get(function, function)
 
 
-def _count(table: pa.Table | None) -> int | None:
+def _count(table: pa.Table | None) -> int:
+    """The row count DuckDB reports for a statement without rows (0 when it reports none)."""
     if table is None or table.num_columns != 1 or table.schema.names[0] != "Count":
-        return None
+        return 0
     return int(table.column(0)[0].as_py()) if table.num_rows else 0
 
 
-def _rows_tag(prepared: Prepared, rows: int) -> str:
-    if prepared.kind == "INSERT":
-        return f"INSERT 0 {rows}"
-    if prepared.kind in {"UPDATE", "DELETE"}:
-        return f"{prepared.kind} {rows}"
-    return f"SELECT {rows}"
-
-
-def _tag(prepared: Prepared, count: int | None) -> str:
-    n = count or 0
+def _tag(prepared: Prepared, n: int) -> str:
+    """PostgreSQL's command tag; `n` counts the rows returned, or those DuckDB says it changed."""
     if prepared.kind == "INSERT":
         return f"INSERT 0 {n}"
     if prepared.kind in {"UPDATE", "DELETE"}:
         return f"{prepared.kind} {n}"
     if prepared.kind == "MERGE_INTO":
         return f"MERGE {n}"
+    if prepared.returns_rows:
+        return f"SELECT {n}"
     if prepared.verb == "CREATE TABLE" and _has_token(prepared.sql, TokenType.ALIAS):
         return f"SELECT {n}"  # PostgreSQL tags CREATE TABLE AS with the row count
     if prepared.kind == "TRANSACTION":

@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from catalog import Database
 from planner import Column, Plan, Planner, Result, SqlError, split
+from planner.errors import from_duckdb
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
@@ -251,11 +253,7 @@ class Session:
         return Result("ROLLBACK", None, None)
 
     @staticmethod
-    def _run(con: Any, sql: str, quiet: bool = False) -> None:
-        import duckdb
-
-        from planner.errors import from_duckdb
-
+    def _run(con: duckdb.DuckDBPyConnection, sql: str, quiet: bool = False) -> None:
         try:
             con.execute(sql)
         except duckdb.Error as exc:
