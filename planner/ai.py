@@ -224,7 +224,7 @@ def _operators(con: duckdb.DuckDBPyConnection, tree: exp.Select) -> list[_Operat
         operators.append(op)
     if len(operators) == 1:
         operators[0].stats.goal = _row_goal(tree, operators[0].call.node)
-    return sorted(operators, key=lambda o: _position(tree, o.call.node) == "select")
+    return sorted(operators, key=lambda o: o.stats.kind == "AI Column")  # predicates first
 
 
 def _row_goal(tree: exp.Select, node: exp.Expression) -> int | None:
