@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import attention  # noqa: E402
+from heron.engine import attention  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM = 16, 8, 128  # Qwen3-0.6B's attention shape
 Case = tuple[list[tuple[int, int | None]], list[int]]  # (row length, prefix slot), prefix lengths

@@ -4,6 +4,6 @@ Today that is one DuckDB database file holding the user's tables (ACID, survives
 demo tables created on first start. Later tiers (token store, statistics, KV cache) live here too.
 """
 
-from catalog.database import Database
+from heron.catalog.database import Database
 
 __all__ = ["Database"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from catalog import demo
+from heron.catalog import demo
 
 DATABASE_FILE = "heron.duckdb"
 

@@ -14,8 +14,8 @@ Hugging Face id present in the local cache (see ``engine.weights``).
 
 from __future__ import annotations
 
-from engine.api import DEFAULT_MODEL, BoolAnswers, Engine, EngineError, Metrics, ModelInfo
-from engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
+from heron.engine.api import DEFAULT_MODEL, BoolAnswers, Engine, EngineError, Metrics, ModelInfo
+from heron.engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -37,9 +37,9 @@ def open_engine(
 ) -> Engine:
     """Start an engine for ``model`` on ``device``; raises ``EngineError`` if it cannot load."""
     if in_process:
-        from engine.local import LocalEngine  # noqa: PLC0415 - imports torch
+        from heron.engine.local import LocalEngine  # noqa: PLC0415 - imports torch
 
         return LocalEngine(model, device=device)
-    from engine.process import EngineProcess  # noqa: PLC0415
+    from heron.engine.process import EngineProcess  # noqa: PLC0415
 
     return EngineProcess(model, device=device)

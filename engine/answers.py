@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.api import EngineError
+from heron.engine.api import EngineError
 
 TRUTHY = ("TRUE", " TRUE", "True", " True")
 FALSY = ("FALSE", " FALSE", "False", " False")

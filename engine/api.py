@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.prompts import Prompt
+from heron.engine.prompts import Prompt
 
 # The model `heron serve` uses when none is named: small enough to run on any CPU.
 DEFAULT_MODEL = "smollm2-135m"

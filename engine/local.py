@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import torch
 
-from engine.answers import AnswerTokens
-from engine.api import (
+from heron.engine.answers import AnswerTokens
+from heron.engine.api import (
     DEFAULT_MODEL,
     BoolAnswers,
     CancelFlag,
@@ -25,13 +25,13 @@ from engine.api import (
     Metrics,
     ModelInfo,
 )
-from engine.kv_cache import PrefixKV, PrefixKVCache
-from engine.model import Decoder, RowInput
-from engine.prompts import Prompt
-from engine.schedule import Row, pack, waves
-from engine.spec import ModelSpec
-from engine.tokenizer import PromptTokenizer
-from engine.weights import resolve_model
+from heron.engine.kv_cache import PrefixKV, PrefixKVCache
+from heron.engine.model import Decoder, RowInput
+from heron.engine.prompts import Prompt
+from heron.engine.schedule import Row, pack, waves
+from heron.engine.spec import ModelSpec
+from heron.engine.tokenizer import PromptTokenizer
+from heron.engine.weights import resolve_model
 
 # Prefix-KV cache budget per device type. 1 GiB on CPU holds the KV of the demo table's 300
 # reviews for SmolLM2 (46 KB a token in float32), so a second question reuses every document.

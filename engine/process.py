@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from engine.api import (
+from heron.engine.api import (
     DEFAULT_MODEL,
     BoolAnswers,
     CancelFlag,
@@ -35,7 +35,7 @@ from engine.api import (
     EngineError,
     ModelInfo,
 )
-from engine.prompts import Prompt
+from heron.engine.prompts import Prompt
 
 _POLL_SECONDS = 0.05
 _STOP_GRACE_SECONDS = 5.0
@@ -83,7 +83,7 @@ def _serve(
     # host is shared and a core is taken by another process; passive waiting costs ~nothing.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        from engine.local import LocalEngine  # noqa: PLC0415 - torch lives only in the child
+        from heron.engine.local import LocalEngine  # noqa: PLC0415 - torch lives only in the child
 
         engine = LocalEngine(model, device=device, **options)
     except Exception as exc:  # noqa: BLE001 - every start-up failure must reach the parent
@@ -113,7 +113,7 @@ def _serve(
 
 
 def _message(exc: BaseException) -> str:
-    from engine.api import EngineError as _EngineError  # noqa: PLC0415
+    from heron.engine.api import EngineError as _EngineError  # noqa: PLC0415
 
     return str(exc) if isinstance(exc, _EngineError) else f"{type(exc).__name__}: {exc}"
 

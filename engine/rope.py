@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from engine.spec import RopeSpec
+from heron.engine.spec import RopeSpec
 
 
 def inverse_frequencies(rope: RopeSpec, head_dim: int) -> torch.Tensor:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.api import EngineError
+from heron.engine.api import EngineError
 
 # model_type -> whether the attention applies per-head RMSNorm to q and k before RoPE.
 _ARCHITECTURES = {"llama": False, "qwen3": True}

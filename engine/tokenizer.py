@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from engine.prompts import Prompt
+from heron.engine.prompts import Prompt
 
 TokenIds = tuple[int, ...]
 

@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.api import EngineError
+from heron.engine.api import EngineError
 
 _REQUIRED = ("config.json", "tokenizer.json")
 

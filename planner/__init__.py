@@ -8,8 +8,8 @@ the rewritten statement joins against in DuckDB. Errors are `SqlError`s with Pos
 This package never imports torch: the engine is reached through the `engine.api.Engine` protocol.
 """
 
-from planner.errors import SqlError
-from planner.session import Plan, Planner
-from planner.statement import Column, Result, split
+from heron.planner.errors import SqlError
+from heron.planner.session import Plan, Planner
+from heron.planner.statement import Column, Result, split
 
 __all__ = ["Column", "Plan", "Planner", "Result", "SqlError", "split"]

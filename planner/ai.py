@@ -39,14 +39,14 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from engine.api import EngineCancelled, EngineError
-from planner import prompting, statement
-from planner.aicalls import MAYBE_AI, AiCall, Template, find_calls
-from planner.errors import SqlError, from_duckdb
-from planner.statement import Column, Prepared, Result
+from heron.engine.api import EngineCancelled, EngineError
+from heron.planner import prompting, statement
+from heron.planner.aicalls import MAYBE_AI, AiCall, Template, find_calls
+from heron.planner.errors import SqlError, from_duckdb
+from heron.planner.statement import Column, Prepared, Result
 
 if TYPE_CHECKING:
-    from planner.session import Plan, Planner
+    from heron.planner.session import Plan, Planner
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
 MIN_LIMIT_BATCH = 32  # first batch of candidates asked under a LIMIT

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from planner.errors import SqlError
+from heron.planner.errors import SqlError
 
 BOOLEAN_FUNCTIONS = {"AI.IF", "AI_FILTER"}
 LATER_FUNCTIONS = {"AI.CLASSIFY", "AI.SCORE", "AI.GENERATE", "AI_CLASSIFY", "AI_COMPLETE",

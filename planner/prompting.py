@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.prompts import Prompt, filter_prompt, join_prompt
-from planner.aicalls import Template
+from heron.engine.prompts import Prompt, filter_prompt, join_prompt
+from heron.planner.aicalls import Template
 
 
 def field_label(template: Template, index: int) -> str:

@@ -13,9 +13,9 @@ from typing import Any
 
 import duckdb
 
-from planner import pg_catalog, statement
-from planner.errors import SqlError
-from planner.statement import Column, Prepared, Result
+from heron.planner import pg_catalog, statement
+from heron.planner.errors import SqlError
+from heron.planner.statement import Column, Prepared, Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class Planner:
         self.cancelled = threading.Event()
 
     def prepare(self, sql: str) -> Plan:
-        from planner import ai
+        from heron.planner import ai
 
         prepared = statement.prepare(self.con, pg_catalog.rewrite(sql))
         return Plan(prepared, ai.analyze(prepared))
@@ -54,14 +54,14 @@ class Planner:
         its columns are known only by running it. `params` (a bound portal's values) may decide
         the types of columns computed from them."""
         if plan.ai is not None:
-            from planner import ai
+            from heron.planner import ai
 
             return ai.describe(self, plan, params)
         return statement.describe(self.con, plan.prepared, params=params)
 
     def execute(self, plan: Plan, params: Sequence[Any] = ()) -> Result:
         if plan.ai is not None:
-            from planner import ai
+            from heron.planner import ai
 
             if self.engine is None:
                 raise SqlError("55000", "AI functions need a model; start heron serve with --model")

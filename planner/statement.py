@@ -21,7 +21,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
-from planner.errors import SqlError, from_duckdb
+from heron.planner.errors import SqlError, from_duckdb
 
 _TOKENIZER = Postgres().tokenizer_class
 

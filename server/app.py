@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from catalog import Database
-from server.connection import Connection, ServerContext
+from heron.catalog import Database
+from heron.server.connection import Connection, ServerContext
 
 # DuckDB and the engine release the GIL, so concurrent sessions overlap; threads idle cheaply.
 MAX_WORKER_THREADS = 64
@@ -30,7 +30,7 @@ def open_engine(model: str, device: str) -> Any:
     """The engine for `model`, or None for "none" (AI statements then fail with 55000)."""
     if model.lower() == "none":
         return None
-    import engine  # lazily: only a server with a model pays for the engine's imports
+    from heron import engine  # lazily: only a server with a model pays for the engine's imports
 
     print(f"heron: loading model {model} on {device} ...", file=sys.stderr, flush=True)
     instance = engine.open_engine(model, device=device)

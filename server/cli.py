@@ -25,7 +25,7 @@ def _version() -> str:
 
 def _default_model() -> str:
     try:
-        import engine  # does not import torch
+        from heron import engine  # does not import torch
 
         return str(engine.DEFAULT_MODEL)
     except (ImportError, AttributeError):
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from server import app  # imports asyncio machinery only when serving
+        from heron.server import app  # imports asyncio machinery only when serving
 
         return app.run(args.host, args.port, args.data_dir, args.model, args.device)
     raise AssertionError(args.command)  # argparse rejects unknown commands

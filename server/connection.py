@@ -27,11 +27,11 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from catalog import Database
-from planner import Column, Result, SqlError
-from server import protocol, types
-from server.protocol import FieldDescription, ProtocolError
-from server.session import Session, Statement
+from heron.catalog import Database
+from heron.planner import Column, Result, SqlError
+from heron.server import protocol, types
+from heron.server.protocol import FieldDescription, ProtocolError
+from heron.server.session import Session, Statement
 
 T = TypeVar("T")
 

@@ -23,9 +23,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from catalog import Database
-from planner import Column, Plan, Planner, Result, SqlError, split
-from planner.errors import from_duckdb
+from heron.catalog import Database
+from heron.planner import Column, Plan, Planner, Result, SqlError, split
+from heron.planner.errors import from_duckdb
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4

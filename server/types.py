@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from planner import pg_types
-from planner.errors import SqlError
-from planner.pg_types import (
+from heron.planner import pg_types
+from heron.planner.errors import SqlError
+from heron.planner.pg_types import (
     BOOL,
     BPCHAR,
     BYTEA,

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 # (engine.process does the same for the engine child).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 _LISTENING = re.compile(r"heron: listening on (?P<host>\S+):(?P<port>\d+)")
@@ -79,13 +78,12 @@ def start_heron(data_dir: Path, *extra_args: str, timeout: float = START_TIMEOUT
                 ) -> HeronProcess:
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir.parent / f"{data_dir.name}-heron.log"
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "server.cli",
+                "heron.server.cli",
                 "serve",
                 "--host",
                 "127.0.0.1",
@@ -97,8 +95,7 @@ def start_heron(data_dir: Path, *extra_args: str, timeout: float = START_TIMEOUT
                 "none",
                 *extra_args,
             ],
-            cwd=REPO,
-            env=env,
+            cwd=data_dir,
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,

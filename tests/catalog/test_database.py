@@ -1,6 +1,6 @@
 """The data directory: DuckDB file, demo tables on first start only, persistence across opens."""
 
-from catalog import Database, demo
+from heron.catalog import Database, demo
 
 
 def test_first_start_creates_the_demo_tables_once(tmp_path):

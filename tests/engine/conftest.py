@@ -10,6 +10,6 @@ import pytest
 
 @pytest.fixture(scope="session")
 def smollm2_folder() -> Path:
-    from engine.weights import resolve_model
+    from heron.engine.weights import resolve_model
 
     return resolve_model("smollm2-135m")  # converts once into the heron cache, then reuses it

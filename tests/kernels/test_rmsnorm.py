@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.rmsnorm import rmsnorm, rmsnorm_reference
+from heron.kernels.rmsnorm import rmsnorm, rmsnorm_reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
 

@@ -1,6 +1,6 @@
 import pytest
 
-import engine
+from heron import engine
 
 
 @pytest.fixture(scope="session")
@@ -15,7 +15,7 @@ def smollm2():
 def tiny_engine(tiny_qwen3):
     """A real engine on a tiny random-weight Qwen3 with the real tokenizer: fast, and (unlike
     the embedded model, which leans FALSE) it answers TRUE for a fair share of prompts."""
-    from engine.local import LocalEngine
+    from heron.engine.local import LocalEngine
 
     instance = LocalEngine(str(tiny_qwen3[0]))
     yield instance

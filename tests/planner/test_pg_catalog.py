@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from planner import pg_catalog
+from heron.planner import pg_catalog
 
 
 @pytest.fixture

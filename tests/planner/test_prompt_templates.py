@@ -3,10 +3,10 @@
 import pytest
 import sqlglot
 
-from engine.prompts import filter_prompt, join_prompt
-from planner import prompting
-from planner.aicalls import find_calls
-from planner.errors import SqlError
+from heron.engine.prompts import filter_prompt, join_prompt
+from heron.planner import prompting
+from heron.planner.aicalls import find_calls
+from heron.planner.errors import SqlError
 
 
 def call(sql: str):

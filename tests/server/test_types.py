@@ -10,8 +10,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from planner.errors import SqlError
-from server import types
+from heron.planner.errors import SqlError
+from heron.server import types
 
 
 def text(values, arrow_type, tz=dt.UTC):

@@ -6,7 +6,7 @@ import struct
 import time
 
 import pytest
-from pgwire import (
+from support.pgwire import (
     FLUSH,
     SYNC,
     TERMINATE,

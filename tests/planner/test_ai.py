@@ -6,10 +6,10 @@ planner should have built: pushdown, spellings, NULLs, joins, cascades, EXPLAIN 
 
 import pytest
 
-from catalog import Database
-from engine.prompts import filter_prompt, join_prompt
-from planner import Planner, SqlError
-from planner import ai as ai_statements
+from heron.catalog import Database
+from heron.engine.prompts import filter_prompt, join_prompt
+from heron.planner import Planner, SqlError
+from heron.planner import ai as ai_statements
 
 QUESTION = "Does this review discuss the ending?"
 

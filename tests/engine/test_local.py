@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from engine_reference import mixed_prompts, reference_logits
+from support.engine_reference import mixed_prompts, reference_logits
 
-from engine.local import LocalEngine
-from engine.prompts import Prompt, filter_prompt
+from heron.engine.local import LocalEngine
+from heron.engine.prompts import Prompt, filter_prompt
 
 ATOL = 1e-4
 

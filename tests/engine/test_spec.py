@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from engine_reference import qwen_tokenizer_json
+from support.engine_reference import qwen_tokenizer_json
 
-from engine.answers import AnswerTokens
-from engine.api import EngineError
-from engine.rope import inverse_frequencies
-from engine.spec import ModelSpec
-from engine.tokenizer import PromptTokenizer
+from heron.engine.answers import AnswerTokens
+from heron.engine.api import EngineError
+from heron.engine.rope import inverse_frequencies
+from heron.engine.spec import ModelSpec
+from heron.engine.tokenizer import PromptTokenizer
 
 BASE = {
     "model_type": "llama",
@@ -111,7 +111,7 @@ def test_mandatory_bos_goes_into_the_prefix(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     tokenizer = PromptTokenizer(path)
     assert tokenizer.lead == (151643,)
-    from engine.prompts import Prompt
+    from heron.engine.prompts import Prompt
 
     ((prefix, suffix),) = tokenizer.encode_prompts([Prompt("doc", " tail")])
     assert prefix[0] == 151643 and 151643 not in suffix

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from engine.prompts import Prompt, filter_prompt, join_prompt
+from heron.engine.prompts import Prompt, filter_prompt, join_prompt
 
 
 def qwen_tokenizer_json() -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.attention import (
+from heron.engine.attention import (
     RowSpan,
     packed_attention,
     packed_attention_reference,

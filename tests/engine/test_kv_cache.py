@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.kv_cache import PrefixKV, PrefixKVCache
+from heron.engine.kv_cache import PrefixKV, PrefixKVCache
 
 
 def _kv(length: int) -> PrefixKV:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
+from heron.engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
 
 
 def test_filter_layout() -> None:

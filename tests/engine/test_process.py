@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from engine import open_engine
-from engine.api import EngineError
-from engine.local import LocalEngine
-from engine.process import EngineProcess
-from engine.prompts import filter_prompt, join_prompt
+from heron.engine import open_engine
+from heron.engine.api import EngineError
+from heron.engine.local import LocalEngine
+from heron.engine.process import EngineProcess
+from heron.engine.prompts import filter_prompt, join_prompt
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_importing_engine_does_not_import_torch() -> None:
     code = (
-        "import sys, engine, engine.process, engine.prompts, engine.api\n"
-        "import engine.spec, engine.weights\n"
+        "import sys, heron.engine, heron.engine.process, heron.engine.prompts, heron.engine.api\n"
+        "import heron.engine.spec, heron.engine.weights\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "assert 'transformers' not in sys.modules\n"
     )
@@ -77,7 +77,7 @@ def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None
 def test_cancel_stops_a_long_call_and_the_engine_stays_usable(smollm2_folder: Path) -> None:
     import threading
 
-    from engine.api import EngineCancelled
+    from heron.engine.api import EngineCancelled
 
     documents = [f"Review {i}: " + "a long and winding plot. " * 40 for i in range(64)]
     prompts = [filter_prompt(d, "Is the plot long?") for d in documents]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.schedule import Row, pack, waves
+from heron.engine.schedule import Row, pack, waves
 
 A, B, C = (1, 2, 3), (4, 5), (6,)
 

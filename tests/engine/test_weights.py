@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.api import EngineError
-from engine.weights import resolve_model
+from heron.engine.api import EngineError
+from heron.engine.weights import resolve_model
 
 
 def test_unknown_model_says_what_was_tried(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

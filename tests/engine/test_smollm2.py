@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from engine_reference import reference_logits
+from support.engine_reference import reference_logits
 
-from engine.api import DEFAULT_MODEL
-from engine.local import LocalEngine
-from engine.prompts import filter_prompt, join_prompt
+from heron.engine.api import DEFAULT_MODEL
+from heron.engine.local import LocalEngine
+from heron.engine.prompts import filter_prompt, join_prompt
 
 pytestmark = pytest.mark.timeout(300)
 
