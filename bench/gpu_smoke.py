@@ -49,8 +49,8 @@ def build_model(folder: Path, device: str, layers: int, hidden: int, heads: int,
 
 def start_server(model: Path, data_dir: Path, device: str) -> tuple[subprocess.Popen[str], int]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "heron.server.cli", "serve", "--port", "0", "--data-dir", str(data_dir),
-         "--model", str(model), "--device", device],
+        [sys.executable, "-m", "heron.server.cli", "serve", "--port", "0",
+         "--data-dir", str(data_dir), "--model", str(model), "--device", device],
         cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     for line in process.stdout:

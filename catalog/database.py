@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-
 from heron.catalog import demo
 
 DATABASE_FILE = "heron.duckdb"

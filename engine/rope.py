@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 from heron.engine.spec import RopeSpec
 
 

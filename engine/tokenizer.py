@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tokenizers import Tokenizer
-
 from heron.engine.prompts import Prompt
+from tokenizers import Tokenizer
 
 TokenIds = tuple[int, ...]
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlglot import exp
-
 from heron.planner.errors import SqlError
+from sqlglot import exp
 
 BOOLEAN_FUNCTIONS = {"AI.IF", "AI_FILTER"}
 LATER_FUNCTIONS = {"AI.CLASSIFY", "AI.SCORE", "AI.GENERATE", "AI_CLASSIFY", "AI_COMPLETE",

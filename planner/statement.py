@@ -17,11 +17,10 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from heron.planner.errors import SqlError, from_duckdb
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
-
-from heron.planner.errors import SqlError, from_duckdb
 
 _TOKENIZER = Postgres().tokenizer_class
 

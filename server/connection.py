@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pyarrow as pa
-
 from heron.catalog import Database
 from heron.planner import Column, Result, SqlError
 from heron.server import protocol, types

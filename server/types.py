@@ -30,7 +30,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from heron.planner import pg_types
 from heron.planner.errors import SqlError
 from heron.planner.pg_types import (

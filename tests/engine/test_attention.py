@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from heron.engine.attention import (
     RowSpan,
     packed_attention,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from heron.kernels.rmsnorm import rmsnorm, rmsnorm_reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")

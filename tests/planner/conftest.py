@@ -1,5 +1,4 @@
 import pytest
-
 from heron import engine
 
 

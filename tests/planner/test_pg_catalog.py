@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-
 from heron.planner import pg_catalog
 
 

@@ -9,7 +9,6 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-
 from heron.planner.errors import SqlError
 from heron.server import types
 
