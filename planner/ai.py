@@ -39,7 +39,7 @@ import sqlglot
 from heron.engine.api import EngineCancelled, EngineError
 from heron.planner import prompting, statement
 from heron.planner.aicalls import MAYBE_AI, AiCall, Template, find_calls
-from heron.planner.errors import SqlError, from_duckdb
+from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.statement import Column, Prepared, Result
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -103,14 +103,15 @@ def analyze(prepared: Prepared) -> AiStatement | None:
         tree = sqlglot.parse_one(body, read="postgres")
     except ParseError as exc:
         reason = exc.errors[0]["description"] if exc.errors else str(exc)
-        raise SqlError("42601", f"syntax error: {reason}") from None
+        raise SqlError(SqlState.SYNTAX_ERROR, f"syntax error: {reason}") from None
     calls = find_calls(tree)
     if not calls:
         return None
     query = _query(tree)
     for call in calls:
         if call.node.find_ancestor(exp.Select) is not query:
-            raise SqlError("0A000", "AI functions inside subqueries or CTEs are not supported yet",
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                           "AI functions inside subqueries or CTEs are not supported yet",
                            hint="Move the AI function to the outermost SELECT.")
     return AiStatement(tree, explain=match is not None, analyze=bool(match and match["analyze"]))
 
@@ -122,8 +123,9 @@ def _query(tree: exp.Expression) -> exp.Select:
         return tree.expression
     if isinstance(tree, exp.Select):
         return tree
-    raise SqlError("0A000", "AI functions are supported in SELECT, CREATE TABLE ... AS SELECT "
-                            "and INSERT ... SELECT statements")
+    raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                   "AI functions are supported in SELECT, CREATE TABLE ... AS SELECT "
+                   "and INSERT ... SELECT statements")
 
 
 # -- describe ------------------------------------------------------------------------------
@@ -162,8 +164,9 @@ def describe(planner: Planner, plan: Plan, params: Sequence[Any] | None = None
 def execute(planner: Planner, plan: Plan, params: Sequence[Any]) -> Result:
     ai: AiStatement = plan.ai
     if len(params) != plan.param_count:
-        raise SqlError("08P01", f"bind message supplies {len(params)} parameters, "
-                                f"but prepared statement requires {plan.param_count}")
+        raise SqlError(SqlState.PROTOCOL_VIOLATION,
+                       f"bind message supplies {len(params)} parameters, "
+                       f"but prepared statement requires {plan.param_count}")
     tree = _bind(ai.tree.copy(), params)
     query = _query(tree)
     operators = _operators(planner.con, query)
@@ -213,7 +216,8 @@ def _operators(con: duckdb.DuckDBPyConnection, tree: exp.Select) -> list[_Operat
         sources = tuple(_field_source(f, columns) for f in call.template.fields)
         op = _Operator(call, sources)
         if len(op.tables) > 2:
-            raise SqlError("0A000", f"{call.function} reads {len(op.tables)} tables "
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                           f"{call.function} reads {len(op.tables)} tables "
                            f"({', '.join(op.tables)}); at most two (a join) are supported")
         kind = {0: "AI Filter", 1: "AI Filter", 2: "AI Join"}[len(op.tables)]
         if _position(tree, call.node) == "select":
@@ -309,18 +313,21 @@ def _field_source(field_: exp.Expression, columns: dict[str, set[str]]) -> str |
         if column.table:
             alias = column.table.lower()
             if alias not in columns:
-                raise SqlError("42P01", f'missing FROM-clause entry for table "{column.table}"')
+                raise SqlError(SqlState.UNDEFINED_TABLE,
+                               f'missing FROM-clause entry for table "{column.table}"')
         else:
             owners = [a for a, names in columns.items() if column.name.lower() in names]
             if not owners:
-                raise SqlError("42703", f'column "{column.name}" does not exist')
+                raise SqlError(SqlState.UNDEFINED_COLUMN, f'column "{column.name}" does not exist')
             if len(owners) > 1:
-                raise SqlError("42702", f'column reference "{column.name}" is ambiguous')
+                raise SqlError(SqlState.AMBIGUOUS_COLUMN,
+                               f'column reference "{column.name}" is ambiguous')
             alias = owners[0]
             column.set("table", exp.to_identifier(alias))
         sources.add(alias)
     if len(sources) > 1:
-        raise SqlError("0A000", f"prompt value {field_.sql()} mixes columns of several tables",
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                       f"prompt value {field_.sql()} mixes columns of several tables",
                        hint="Pass each table's columns as separate prompt values.")
     return sources.pop() if sources else None
 
@@ -424,9 +431,9 @@ def _ask(planner: Planner, op: _Operator, prompts: list) -> Any:
     try:
         answers = planner.engine.answer_bool(prompts, cancel=planner.cancelled)
     except EngineCancelled as exc:
-        raise SqlError("57014", str(exc)) from None
+        raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
     except EngineError as exc:
-        raise SqlError("58000", f"the inference engine failed: {exc}") from None
+        raise SqlError(SqlState.SYSTEM_ERROR, f"the inference engine failed: {exc}") from None
     metrics = answers.metrics
     op.stats.prompts += metrics.prompts
     op.stats.input_tokens += metrics.input_tokens
@@ -468,7 +475,7 @@ def _bind(tree: exp.Expression, params: Sequence[Any]) -> exp.Expression:
         if isinstance(node, exp.Parameter):
             index = int(node.name) - 1
         else:
-            raise SqlError("42601", "use $1, $2, ... for parameters in AI statements")
+            raise SqlError(SqlState.SYNTAX_ERROR, "use $1, $2, ... for parameters in AI statements")
         node.replace(_literal(params[index]))
     return tree
 

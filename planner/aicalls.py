@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from heron.planner.errors import SqlError
+from heron.planner.errors import SqlError, SqlState
 from sqlglot import exp
 
 BOOLEAN_FUNCTIONS = {"AI.IF", "AI_FILTER"}
@@ -67,7 +67,7 @@ def find_calls(tree: exp.Expression) -> list[AiCall]:
         if name is None:
             continue
         if name in LATER_FUNCTIONS:
-            raise SqlError("0A000", f"{name} is not supported yet",
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, f"{name} is not supported yet",
                            hint="AI.IF and AI_FILTER are available in this version.")
         if name not in BOOLEAN_FUNCTIONS:
             continue
@@ -83,9 +83,10 @@ def _arguments(node: exp.Expression) -> list[exp.Expression]:
 
 def template(name: str, args: list[exp.Expression]) -> Template:
     if len(args) != 1:
-        raise SqlError("42883", f"{name} takes one prompt argument, got {len(args)}",
+        raise SqlError(SqlState.UNDEFINED_FUNCTION,
+                       f"{name} takes one prompt argument, got {len(args)}",
                        hint="Write the prompt as ('question ', column) or "
-                            "PROMPT('question {0}', column).")
+                       "PROMPT('question {0}', column).")
     parts: list[str | exp.Expression] = _pieces(args[0])
     fields: list[exp.Expression] = []
     normalized: list[str | int] = []
@@ -105,7 +106,7 @@ def template(name: str, args: list[exp.Expression]) -> Template:
     has_text = any(isinstance(p, str) and p.strip() for p in normalized)
     # A value reading no column (a parameter not bound yet) is question text, not a document.
     if not has_text and all(f.find(exp.Column) is not None for f in fields):
-        raise SqlError("22023", f"{name} needs a question",
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"{name} needs a question",
                        hint=f"For example {name}(('Is this review positive? ', body)).")
     return Template(tuple(normalized), tuple(fields))
 
@@ -129,7 +130,8 @@ def _pieces(node: exp.Expression) -> list[str | exp.Expression]:
 
 def _prompt_function(args: list[exp.Expression]) -> list[str | exp.Expression]:
     if not args or not (isinstance(args[0], exp.Literal) and args[0].is_string):
-        raise SqlError("42883", "PROMPT needs a string literal template as its first argument",
+        raise SqlError(SqlState.UNDEFINED_FUNCTION,
+                       "PROMPT needs a string literal template as its first argument",
                        hint="For example PROMPT('Does {0} mention a dog?', body).")
     text, values = args[0].this, args[1:]
     pieces: list[str | exp.Expression] = []
@@ -137,8 +139,9 @@ def _prompt_function(args: list[exp.Expression]) -> list[str | exp.Expression]:
     for match in _PLACEHOLDER.finditer(text):
         index = int(match.group(1))
         if index >= len(values):
-            raise SqlError("42883", f"PROMPT template refers to {{{index}}} but only "
-                                    f"{len(values)} values follow it")
+            raise SqlError(SqlState.UNDEFINED_FUNCTION,
+                           f"PROMPT template refers to {{{index}}} but only "
+                           f"{len(values)} values follow it")
         pieces.append(text[position:match.start()])
         pieces.extend(_pieces(values[index]))
         position = match.end()

@@ -1,21 +1,69 @@
 """SQL errors with PostgreSQL SQLSTATEs.
 
-Contract: every error a client can see is a `SqlError` carrying a SQLSTATE, a message and optionally
-a detail and a hint; `from_duckdb` translates DuckDB's exception classes (and the few messages that
-name a more specific condition) into the codes PostgreSQL would send for the same mistake.
+Contract: every error a client can see is a `SqlError` carrying a `SqlState` (PostgreSQL's
+condition names, appendix A of its manual), a message and optionally a detail and a hint. An error
+raised from more than one place is built by one function here, so its wording cannot drift.
+`from_duckdb` translates DuckDB's exception classes (and the few messages that name a more
+specific condition) into the codes PostgreSQL would send for the same mistake.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 
 import duckdb
 
 
+class SqlState(enum.StrEnum):
+    """The SQLSTATEs Heron sends, named as in PostgreSQL's errcodes table."""
+
+    SUCCESSFUL_COMPLETION = "00000"  # NOTICE messages
+    PROTOCOL_VIOLATION = "08P01"
+    FEATURE_NOT_SUPPORTED = "0A000"
+    DATA_EXCEPTION = "22000"
+    CHARACTER_NOT_IN_REPERTOIRE = "22021"
+    NUMERIC_VALUE_OUT_OF_RANGE = "22003"
+    DIVISION_BY_ZERO = "22012"
+    INVALID_PARAMETER_VALUE = "22023"
+    INVALID_TEXT_REPRESENTATION = "22P02"
+    INVALID_BINARY_REPRESENTATION = "22P03"
+    INTEGRITY_CONSTRAINT_VIOLATION = "23000"
+    NOT_NULL_VIOLATION = "23502"
+    FOREIGN_KEY_VIOLATION = "23503"
+    UNIQUE_VIOLATION = "23505"
+    INVALID_TRANSACTION_STATE = "25000"
+    IN_FAILED_SQL_TRANSACTION = "25P02"
+    INVALID_SQL_STATEMENT_NAME = "26000"
+    INVALID_AUTHORIZATION_SPECIFICATION = "28000"
+    INVALID_CURSOR_NAME = "34000"
+    INVALID_SCHEMA_NAME = "3F000"
+    SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION = "42000"
+    INSUFFICIENT_PRIVILEGE = "42501"
+    SYNTAX_ERROR = "42601"
+    UNDEFINED_COLUMN = "42703"
+    AMBIGUOUS_COLUMN = "42702"
+    GROUPING_ERROR = "42803"
+    UNDEFINED_FUNCTION = "42883"
+    UNDEFINED_TABLE = "42P01"
+    DUPLICATE_CURSOR = "42P03"
+    DUPLICATE_PREPARED_STATEMENT = "42P05"
+    DUPLICATE_TABLE = "42P07"
+    UNDEFINED_OBJECT = "42704"
+    OUT_OF_MEMORY = "53200"
+    OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
+    CANT_CHANGE_RUNTIME_PARAM = "55P02"
+    QUERY_CANCELED = "57014"
+    ADMIN_SHUTDOWN = "57P01"
+    SYSTEM_ERROR = "58000"
+    IO_ERROR = "58030"
+    INTERNAL_ERROR = "XX000"
+
+
 @dataclass
 class SqlError(Exception):
-    sqlstate: str
+    sqlstate: SqlState
     message: str
     detail: str | None = None
     hint: str | None = None
@@ -25,38 +73,57 @@ class SqlError(Exception):
         return self.message
 
 
+def bind_count_mismatch(given: int, needed: int, statement: str = "") -> SqlError:
+    """Bind (or an execution) supplies the wrong number of parameter values."""
+    name = f' "{statement}"' if statement else ""
+    return SqlError(SqlState.PROTOCOL_VIOLATION, f"bind message supplies {given} parameters, "
+                                                 f"but prepared statement{name} requires {needed}")
+
+
+def in_failed_transaction() -> SqlError:
+    """Any statement but COMMIT/ROLLBACK inside a transaction block that already failed."""
+    return SqlError(SqlState.IN_FAILED_SQL_TRANSACTION, "current transaction is aborted, "
+                    "commands ignored until end of transaction block")
+
+
 # Checked in order: the first class the exception is an instance of decides the code.
-_DUCKDB_CODES: list[tuple[type[BaseException], str]] = [
-    (duckdb.InterruptException, "57014"),  # query_canceled
-    (duckdb.ParserException, "42601"),  # syntax_error
-    (duckdb.CatalogException, "42P01"),  # undefined_table (refined below)
-    (duckdb.BinderException, "42703"),  # undefined_column (refined below)
-    (duckdb.ConversionException, "22P02"),  # invalid_text_representation
-    (duckdb.OutOfRangeException, "22003"),  # numeric_value_out_of_range
-    (duckdb.ConstraintException, "23000"),  # integrity_constraint_violation (refined below)
-    (duckdb.TransactionException, "25000"),  # invalid_transaction_state
-    (duckdb.InvalidInputException, "22023"),  # invalid_parameter_value
-    (duckdb.NotImplementedException, "0A000"),  # feature_not_supported
-    (duckdb.PermissionException, "42501"),  # insufficient_privilege
-    (duckdb.IOException, "58030"),  # io_error
-    (duckdb.OutOfMemoryException, "53200"),  # out_of_memory
-    (duckdb.ProgrammingError, "42000"),  # syntax_error_or_access_rule_violation
-    (duckdb.DataError, "22000"),  # data_exception
-    (duckdb.Error, "XX000"),  # internal_error
+_S = SqlState
+_DUCKDB_CODES: list[tuple[type[BaseException], SqlState]] = [
+    (duckdb.InterruptException, _S.QUERY_CANCELED),
+    (duckdb.ParserException, _S.SYNTAX_ERROR),
+    (duckdb.CatalogException, _S.UNDEFINED_TABLE),  # refined below
+    (duckdb.BinderException, _S.UNDEFINED_COLUMN),  # refined below
+    (duckdb.ConversionException, _S.INVALID_TEXT_REPRESENTATION),
+    (duckdb.OutOfRangeException, _S.NUMERIC_VALUE_OUT_OF_RANGE),
+    (duckdb.ConstraintException, _S.INTEGRITY_CONSTRAINT_VIOLATION),  # refined below
+    (duckdb.TransactionException, _S.INVALID_TRANSACTION_STATE),
+    (duckdb.InvalidInputException, _S.INVALID_PARAMETER_VALUE),
+    (duckdb.NotImplementedException, _S.FEATURE_NOT_SUPPORTED),
+    (duckdb.PermissionException, _S.INSUFFICIENT_PRIVILEGE),
+    (duckdb.IOException, _S.IO_ERROR),
+    (duckdb.OutOfMemoryException, _S.OUT_OF_MEMORY),
+    (duckdb.ProgrammingError, _S.SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
+    (duckdb.DataError, _S.DATA_EXCEPTION),
+    (duckdb.Error, _S.INTERNAL_ERROR),
 ]
 
-_REFINEMENTS: list[tuple[str, re.Pattern[str], str]] = [
-    ("42P01", re.compile(r"Schema with name .* does not exist"), "3F000"),
-    ("42P01", re.compile(r"(Scalar|Table|Aggregate) Function with name .* does not exist"),
-     "42883"),
-    ("42P01", re.compile(r"already exists"), "42P07"),
-    ("42703", re.compile(r"No function matches|Could not choose a best candidate"), "42883"),
-    ("42703", re.compile(r"(must appear in the GROUP BY|aggregate)"), "42803"),
-    ("23000", re.compile(r"NOT NULL constraint"), "23502"),
-    ("23000", re.compile(r"(PRIMARY KEY|UNIQUE) constraint|Duplicate key"), "23505"),
-    ("23000", re.compile(r"foreign key", re.IGNORECASE), "23503"),
-    ("22023", re.compile(r"[Dd]ivision by zero"), "22012"),
-    ("22000", re.compile(r"[Dd]ivision by zero"), "22012"),
+_REFINEMENTS: list[tuple[SqlState, re.Pattern[str], SqlState]] = [
+    (_S.UNDEFINED_TABLE, re.compile(r"Schema with name .* does not exist"), _S.INVALID_SCHEMA_NAME),
+    (_S.UNDEFINED_TABLE, re.compile(r"(Scalar|Table|Aggregate) Function with name .* does not "
+                                    r"exist"), _S.UNDEFINED_FUNCTION),
+    (_S.UNDEFINED_TABLE, re.compile(r"already exists"), _S.DUPLICATE_TABLE),
+    (_S.UNDEFINED_COLUMN, re.compile(r"No function matches|Could not choose a best candidate"),
+     _S.UNDEFINED_FUNCTION),
+    (_S.UNDEFINED_COLUMN, re.compile(r"(must appear in the GROUP BY|aggregate)"),
+     _S.GROUPING_ERROR),
+    (_S.INTEGRITY_CONSTRAINT_VIOLATION, re.compile(r"NOT NULL constraint"),
+     _S.NOT_NULL_VIOLATION),
+    (_S.INTEGRITY_CONSTRAINT_VIOLATION,
+     re.compile(r"(PRIMARY KEY|UNIQUE) constraint|Duplicate key"), _S.UNIQUE_VIOLATION),
+    (_S.INTEGRITY_CONSTRAINT_VIOLATION, re.compile(r"foreign key", re.IGNORECASE),
+     _S.FOREIGN_KEY_VIOLATION),
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
+    (_S.DATA_EXCEPTION, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
 ]
 
 # DuckDB prefixes messages with their class ("Catalog Error: ..."); clients show the SQLSTATE.

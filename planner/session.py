@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 from heron.planner import pg_catalog, statement
-from heron.planner.errors import SqlError
+from heron.planner.errors import SqlError, SqlState
 from heron.planner.statement import Column, Prepared, Result
 
 
@@ -63,7 +63,8 @@ class Planner:
             from heron.planner import ai
 
             if self.engine is None:
-                raise SqlError("55000", "AI functions need a model; start heron serve with --model")
+                raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
+                               "AI functions need a model; start heron serve with --model")
             self.cancelled.clear()
             return ai.execute(self, plan, params)
         return statement.run(self.con, plan.prepared, params)

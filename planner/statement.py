@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from heron.planner.errors import SqlError, from_duckdb
+from heron.planner.errors import SqlError, SqlState, from_duckdb
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
@@ -55,7 +55,7 @@ def split(sql: str) -> list[str]:
     try:
         tokens = _TOKENIZER().tokenize(sql)
     except TokenError as exc:
-        raise SqlError("42601", f"syntax error: {exc}") from None
+        raise SqlError(SqlState.SYNTAX_ERROR, f"syntax error: {exc}") from None
     statements, start = [], None
     end = 0
     for token in tokens:
@@ -84,7 +84,8 @@ def prepare(con: duckdb.DuckDBPyConnection, sql: str) -> Prepared:
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     if len(parsed) != 1:
-        raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
+        raise SqlError(SqlState.SYNTAX_ERROR,
+                       "cannot insert multiple commands into a prepared statement")
     statement = parsed[0]
     kind = statement.type.name
     verb = _verb(sql)
@@ -146,7 +147,7 @@ def run(
     """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement)."""
     if len(params) != prepared.param_count:
         raise SqlError(
-            "08P01",
+            SqlState.PROTOCOL_VIOLATION,
             f"bind message supplies {len(params)} parameters, "
             f"but prepared statement requires {prepared.param_count}",
         )

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from heron.catalog import Database
 from heron.planner import Column, Result, SqlError
+from heron.planner.errors import SqlState
 from heron.server import protocol, types
 from heron.server.protocol import FieldDescription, ProtocolError
 from heron.server.session import Session, Statement
@@ -128,10 +129,11 @@ class Connection:
         except (asyncio.IncompleteReadError, ConnectionError, _Fatal):
             pass
         except ProtocolError as exc:
-            await self._fatal("08P01", str(exc))
+            await self._fatal(SqlState.PROTOCOL_VIOLATION, str(exc))
         except asyncio.CancelledError:
             # Server shutdown: tell the client why, like PostgreSQL's "terminating connection".
-            await self._fatal("57P01", "terminating connection due to administrator command")
+            await self._fatal(SqlState.ADMIN_SHUTDOWN,
+                              "terminating connection due to administrator command")
             raise
         finally:
             await self._cleanup()
@@ -192,7 +194,8 @@ class Connection:
         else:
             # A bug of ours: report it, keep the connection usable, keep the trace for us.
             traceback.print_exception(exc, file=sys.stderr)
-            self._send(protocol.error_response("XX000", str(exc) or type(exc).__name__))
+            self._send(protocol.error_response(SqlState.INTERNAL_ERROR,
+                                               str(exc) or type(exc).__name__))
 
     def _send_parameter_changes(self) -> None:
         assert self.session is not None
@@ -225,8 +228,9 @@ class Connection:
     async def _start_session(self, startup: protocol.Startup) -> bool:
         major, minor = startup.version >> 16, startup.version & 0xFFFF
         if major != 3:
-            await self._fatal("0A000", f"unsupported frontend protocol {major}.{minor}: "
-                                       "server supports 3.0 to 3.0")
+            await self._fatal(SqlState.FEATURE_NOT_SUPPORTED,
+                              f"unsupported frontend protocol {major}.{minor}: "
+                              "server supports 3.0 to 3.0")
             return False
         params = startup.parameters
         extensions = [k for k in params if k.startswith("_pq_.")]
@@ -234,7 +238,8 @@ class Connection:
             self._send(protocol.negotiate_protocol_version(0, extensions))
         user = params.get("user")
         if not user:
-            await self._fatal("28000", "no PostgreSQL user name specified in startup packet")
+            await self._fatal(SqlState.INVALID_AUTHORIZATION_SPECIFICATION,
+                              "no PostgreSQL user name specified in startup packet")
             return False
         settings = {k: v for k, v in params.items()
                     if k not in {"user", "database", "options", "replication"}
@@ -347,15 +352,17 @@ class Connection:
             return None
         assert self.session is not None
         if self.session.transaction_status == "E":
-            raise SqlError("25P02", "current transaction is aborted, commands ignored until end "
-                                    "of transaction block")
+            raise SqlError(SqlState.IN_FAILED_SQL_TRANSACTION,
+                           "current transaction is aborted, commands ignored until end "
+                           "of transaction block")
         name = m["name"]
         if name.upper() == "ALL" and not m["quoted"]:
             self.statements.clear()
             return Result("DEALLOCATE ALL", None, None)
         name = name if m["quoted"] else name.lower()
         if self.statements.pop(name, None) is None:
-            raise SqlError("26000", f'prepared statement "{name}" does not exist')
+            raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
+                           f'prepared statement "{name}" does not exist')
         return Result("DEALLOCATE", None, None)
 
     async def _run_statement(self, statement: Statement, params: Sequence[Any]) -> Result:
@@ -366,7 +373,8 @@ class Connection:
         finally:
             self._running = False
         for text in result.notices:
-            self._send(protocol.error_response("00000", text, severity="NOTICE", notice=True))
+            self._send(protocol.error_response(SqlState.SUCCESSFUL_COMPLETION,
+                                               text, severity="NOTICE", notice=True))
         return result
 
     async def _send_rows(self, table: pa.Table, formats: Sequence[int]) -> None:
@@ -383,7 +391,8 @@ class Connection:
     async def _parse(self, message: protocol.Parse) -> None:
         assert self.session is not None
         if message.name and message.name in self.statements:
-            raise SqlError("42P05", f'prepared statement "{message.name}" already exists')
+            raise SqlError(SqlState.DUPLICATE_PREPARED_STATEMENT,
+                           f'prepared statement "{message.name}" already exists')
         if not message.name:
             self.statements.pop("", None)  # replaced even if this Parse fails
         statement: Statement | None = None
@@ -406,21 +415,24 @@ class Connection:
     async def _bind(self, message: protocol.Bind) -> None:
         prepared = self.statements.get(message.statement)
         if prepared is None:
-            raise SqlError("26000", f'prepared statement "{message.statement}" does not exist')
+            raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
+                           f'prepared statement "{message.statement}" does not exist')
         if message.portal and message.portal in self.portals:
-            raise SqlError("42P03", f'cursor "{message.portal}" already exists')
+            raise SqlError(SqlState.DUPLICATE_CURSOR, f'cursor "{message.portal}" already exists')
         count = len(prepared.param_oids)
         if len(message.params) != count:
-            raise SqlError("08P01", f"bind message supplies {len(message.params)} parameters, "
-                                    f'but prepared statement "{message.statement}" requires '
-                                    f"{count}")
+            raise SqlError(SqlState.PROTOCOL_VIOLATION,
+                           f"bind message supplies {len(message.params)} parameters, "
+                           f'but prepared statement "{message.statement}" requires '
+                           f"{count}")
         param_formats = _expand_formats(message.param_formats, count)
         if param_formats is None:
-            raise SqlError("08P01", f"bind message has {len(message.param_formats)} parameter "
-                                    f"formats but {count} parameters")
+            raise SqlError(SqlState.PROTOCOL_VIOLATION,
+                           f"bind message has {len(message.param_formats)} parameter "
+                           f"formats but {count} parameters")
         for code in (*param_formats, *message.result_formats):
             if code not in (0, 1):
-                raise SqlError("22023", f"unsupported format code: {code}")
+                raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {code}")
         values = [types.decode_param(data, oid, fmt) for data, oid, fmt
                   in zip(message.params, prepared.param_oids, param_formats, strict=True)]
         # Types beyond those the statement uses (PostgreSQL allows declaring extra ones) are
@@ -436,7 +448,8 @@ class Connection:
         if message.kind == "S":
             prepared = self.statements.get(message.name)
             if prepared is None:
-                raise SqlError("26000", f'prepared statement "{message.name}" does not exist')
+                raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
+                               f'prepared statement "{message.name}" does not exist')
             self._send(protocol.parameter_description(
                 [types.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
@@ -492,7 +505,7 @@ class Connection:
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
         if portal is None:
-            raise SqlError("34000", f'portal "{name}" does not exist')
+            raise SqlError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
         return portal
 
     async def _execute(self, message: protocol.Execute) -> None:
@@ -553,8 +566,9 @@ def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:
 def _result_formats(codes: Sequence[int], columns: int) -> list[int]:
     formats = _expand_formats(codes, columns)
     if formats is None:
-        raise SqlError("08P01", f"bind message has {len(codes)} result formats but query has "
-                                f"{columns} columns")
+        raise SqlError(SqlState.PROTOCOL_VIOLATION,
+                       f"bind message has {len(codes)} result formats but query has "
+                       f"{columns} columns")
     return formats
 
 
@@ -562,7 +576,7 @@ def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
     """The result cast to the column types the client was promised."""
     if len(columns) != table.num_columns:
         # PostgreSQL's words when a prepared statement's result shape changes.
-        raise SqlError("0A000", "cached plan must not change result type")
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
     # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
     targets = [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
     if targets == table.schema.types:
@@ -572,7 +586,7 @@ def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
                          for col, target in zip(table.columns, targets, strict=True)],
                         names=[c.name for c in columns])
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SqlError("0A000", "cached plan must not change result type",
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type",
                        detail=str(exc)) from None
 
 

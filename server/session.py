@@ -24,7 +24,7 @@ import duckdb
 import pyarrow as pa
 from heron.catalog import Database
 from heron.planner import Column, Plan, Planner, Result, SqlError, split
-from heron.planner.errors import from_duckdb
+from heron.planner.errors import SqlState, from_duckdb
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
@@ -130,7 +130,8 @@ class Session:
         try:
             return self._settings[name.lower()][1]
         except KeyError:
-            raise SqlError("42704", f'unrecognized configuration parameter "{name}"') from None
+            raise SqlError(SqlState.UNDEFINED_OBJECT,
+                           f'unrecognized configuration parameter "{name}"') from None
 
     def _publish_settings(self) -> None:
         """Let current_setting() in SQL see the session's settings."""
@@ -139,9 +140,11 @@ class Session:
     def _set(self, name: str, value: str) -> None:
         key = name.lower()
         if key in READ_ONLY:
-            raise SqlError("55P02", f'parameter "{name}" cannot be changed')
+            raise SqlError(SqlState.CANT_CHANGE_RUNTIME_PARAM,
+                           f'parameter "{name}" cannot be changed')
         if key == "client_encoding" and value.upper().replace("-", "") not in {"UTF8", "UNICODE"}:
-            raise SqlError("0A000", f"client encoding {value!r} is not supported; use UTF8")
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                           f"client encoding {value!r} is not supported; use UTF8")
         canonical = self._settings.get(key, (name, ""))[0]
         if key == "client_encoding":
             value = "UTF8"
@@ -183,7 +186,8 @@ class Session:
         command = statement.command
         if self.transaction_status == "E" and (command is None or command.kind not in
                                                {"commit", "rollback"}):
-            raise SqlError("25P02", "current transaction is aborted, commands ignored until end "
+            raise SqlError(SqlState.IN_FAILED_SQL_TRANSACTION,
+                           "current transaction is aborted, commands ignored until end "
                            "of transaction block")
         try:
             if command is not None:

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from heron.planner import pg_types
-from heron.planner.errors import SqlError
+from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
     BOOL,
     BPCHAR,
@@ -145,7 +145,7 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
         return [None if s is None else s.encode("utf-8") for s in _text(array, timezone)]
     if fmt == 1:
         return _binary(array)
-    raise SqlError("22023", f"unsupported format code: {fmt}")
+    raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
 
 
 def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
@@ -495,16 +495,18 @@ def decode_param(data: bytes | None, oid: int, fmt: int) -> Any:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise SqlError("22021", 'invalid byte sequence for encoding "UTF8"') from None
+            raise SqlError(SqlState.CHARACTER_NOT_IN_REPERTOIRE,
+                           'invalid byte sequence for encoding "UTF8"') from None
         return _decode_text(text, oid)
     if fmt == 1:
         try:
             return _decode_binary(data, oid)
         except (struct.error, ValueError, IndexError, OverflowError):
             name = _BY_OID[oid].name if oid in _BY_OID else str(oid)
-            raise SqlError("22P03", f"incorrect binary data format in bind parameter "
-                                    f"of type {name}") from None
-    raise SqlError("22023", f"unsupported format code: {fmt}")
+            raise SqlError(SqlState.INVALID_BINARY_REPRESENTATION,
+                           f"incorrect binary data format in bind parameter "
+                           f"of type {name}") from None
+    raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
 
 
 def _decode_text(text: str, oid: int) -> Any:
@@ -515,8 +517,9 @@ def _decode_text(text: str, oid: int) -> Any:
         try:
             return parser(text)
         except (ValueError, InvalidOperation):
-            raise SqlError("22P02", f'invalid input syntax for type {_BY_OID[oid].name}: '
-                                    f'"{text}"') from None
+            raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                           f'invalid input syntax for type {_BY_OID[oid].name}: '
+                           f'"{text}"') from None
     if oid in _ARRAY_ELEMENT:
         element = _ARRAY_ELEMENT[oid].oid
         return _parse_array_literal(text, lambda s: None if s is None else _decode_text(s, element))
@@ -599,7 +602,8 @@ def _parse_array_literal(text: str, element: Callable[[str | None], Any]) -> lis
     def parse_array() -> list[Any]:
         nonlocal pos
         if text[pos] != "{":
-            raise SqlError("22P02", f'malformed array literal: "{text}"')
+            raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                           f'malformed array literal: "{text}"')
         pos += 1
         items: list[Any] = []
         while pos < len(text):
@@ -627,14 +631,15 @@ def _parse_array_literal(text: str, element: Callable[[str | None], Any]) -> lis
                     pos += 1
                 word = text[start:pos].strip()
                 items.append(element(None if word.upper() == "NULL" else word))
-        raise SqlError("22P02", f'malformed array literal: "{text}"')
+        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
 
     try:
         stripped = text.strip()
         text = stripped[stripped.index("=") + 1 :] if stripped.startswith("[") else stripped
         return parse_array()
     except IndexError:
-        raise SqlError("22P02", f'malformed array literal: "{text}"') from None
+        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                       f'malformed array literal: "{text}"') from None
 
 
 def _numeric_from_binary(data: bytes) -> Decimal:
@@ -691,8 +696,9 @@ def _decode_binary(data: bytes, oid: int) -> Any:
         return f"{months} months {days} days {micros} microseconds"
     if oid in _ARRAY_ELEMENT:
         return _array_from_binary(data)
-    raise SqlError("0A000", f"binary format is not supported for parameters of type OID {oid}; "
-                            "send it in text format")
+    raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                   f"binary format is not supported for parameters of type OID {oid}; "
+                   "send it in text format")
 
 
 def _array_from_binary(data: bytes) -> list[Any]:
