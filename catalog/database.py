@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+
 from heron.catalog import demo
 
 DATABASE_FILE = "heron.duckdb"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+
 from heron.engine.api import EngineError
 
 TRUTHY = ("TRUE", " TRUE", "True", " True")

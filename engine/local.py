@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 import torch
+
 from heron.engine.answers import AnswerTokens
 from heron.engine.api import (
     DEFAULT_MODEL,

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors import safe_open
+
 from heron.engine.api import EngineError
 from heron.engine.attention import RowSpan, packed_attention, plan_attention
 from heron.engine.kv_cache import PrefixKV
 from heron.engine.rope import apply_rotary, inverse_frequencies, rotary_tables
 from heron.engine.spec import ModelSpec
 from heron.kernels.rmsnorm import rmsnorm, rmsnorm_reference
-from safetensors import safe_open
 
 
 @dataclass(frozen=True)

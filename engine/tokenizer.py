@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from heron.engine.prompts import Prompt
 from tokenizers import Tokenizer
+
+from heron.engine.prompts import Prompt
 
 TokenIds = tuple[int, ...]
 

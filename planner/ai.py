@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
 from heron.engine.api import EngineCancelled, EngineError
 from heron.planner import prompting, statement
 from heron.planner.aicalls import MAYBE_AI, AiCall, Template, find_calls
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.statement import Column, Prepared, Result
-from sqlglot import exp
-from sqlglot.errors import ParseError
 
 if TYPE_CHECKING:
     from heron.planner.session import Plan, Planner

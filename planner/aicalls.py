@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from heron.planner.errors import SqlError, SqlState
 from sqlglot import exp
+
+from heron.planner.errors import SqlError, SqlState
 
 BOOLEAN_FUNCTIONS = {"AI.IF", "AI_FILTER"}
 LATER_FUNCTIONS = {"AI.CLASSIFY", "AI.SCORE", "AI.GENERATE", "AI_CLASSIFY", "AI_COMPLETE",

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 
 import duckdb
 import sqlglot
-from heron.planner import pg_types
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+
+from heron.planner import pg_types
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+
 from heron.planner import pg_catalog, statement
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.statement import Column, Prepared, Result

@@ -17,10 +17,11 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from heron.planner.errors import SqlError, SqlState, from_duckdb
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
+
+from heron.planner.errors import SqlError, SqlState, from_duckdb
 
 _TOKENIZER = Postgres().tokenizer_class
 

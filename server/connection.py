@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pyarrow as pa
+
 from heron.catalog import Database
 from heron.planner import Column, Result, SqlError
 from heron.planner.errors import SqlState

@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+
 from heron.catalog import Database
 from heron.planner import Column, Plan, Planner, Result, SqlError, split
 from heron.planner.errors import SqlState, from_duckdb

@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from heron.planner import pg_types
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from heron.engine.attention import (
     RowSpan,
     packed_attention,

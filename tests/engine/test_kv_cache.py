@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from heron.engine.kv_cache import PrefixKV, PrefixKVCache
 
 

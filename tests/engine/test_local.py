@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.engine_reference import mixed_prompts, reference_logits
+
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import Prompt, filter_prompt
-from support.engine_reference import mixed_prompts, reference_logits
 
 ATOL = 1e-4
 

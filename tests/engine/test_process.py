@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from heron.engine import open_engine
 from heron.engine.api import EngineError
 from heron.engine.local import LocalEngine

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.engine_reference import reference_logits
+
 from heron.engine.api import DEFAULT_MODEL
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import filter_prompt, join_prompt
-from support.engine_reference import reference_logits
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.engine_reference import qwen_tokenizer_json
+
 from heron.engine.answers import AnswerTokens
 from heron.engine.api import EngineError
 from heron.engine.rope import inverse_frequencies
 from heron.engine.spec import ModelSpec
 from heron.engine.tokenizer import PromptTokenizer
-from support.engine_reference import qwen_tokenizer_json
 
 BASE = {
     "model_type": "llama",

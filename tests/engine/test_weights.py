@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from heron.engine.api import EngineError
 from heron.engine.weights import resolve_model
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from heron.kernels.rmsnorm import rmsnorm, rmsnorm_reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")

@@ -5,6 +5,7 @@ planner should have built: pushdown, spellings, NULLs, joins, cascades, EXPLAIN 
 """
 
 import pytest
+
 from heron.catalog import Database
 from heron.engine.prompts import filter_prompt, join_prompt
 from heron.planner import Planner, SqlError

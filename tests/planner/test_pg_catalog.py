@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
+
 from heron.planner import pg_catalog
 
 

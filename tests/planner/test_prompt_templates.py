@@ -2,6 +2,7 @@
 
 import pytest
 import sqlglot
+
 from heron.engine.prompts import filter_prompt, join_prompt
 from heron.planner import prompting
 from heron.planner.aicalls import find_calls

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+
 from heron.planner.errors import SqlError
 from heron.server import types
 

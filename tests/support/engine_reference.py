@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
 from heron.engine.prompts import Prompt, filter_prompt, join_prompt
 
 
