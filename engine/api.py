@@ -15,6 +15,7 @@ Contract:
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -23,6 +24,15 @@ from heron.engine.prompts import Prompt
 
 # The model `heron serve` uses when none is named: small enough to run on any CPU.
 DEFAULT_MODEL = "smollm2-135m"
+
+
+class AnswerKind(enum.Enum):
+    """What an answer is read as: the kinds of question the engine can be asked."""
+
+    BOOLEAN = "boolean"  # TRUE or FALSE, from the answer-token logits of one prefill
+    LABEL = "label"  # one of a set of labels, scored as suffixes sharing the prompt's KV
+    SCORE = "score"  # the probability of TRUE
+    TEXT = "text"  # a greedy continuation
 
 
 class EngineError(Exception):

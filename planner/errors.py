@@ -73,9 +73,10 @@ class SqlError(Exception):
         return self.message
 
 
-def bind_count_mismatch(given: int, needed: int, statement: str = "") -> SqlError:
-    """Bind (or an execution) supplies the wrong number of parameter values."""
-    name = f' "{statement}"' if statement else ""
+def bind_count_mismatch(given: int, needed: int, statement: str | None = None) -> SqlError:
+    """Bind (or an execution) supplies the wrong number of parameter values for `statement`
+    (a protocol-level name, "" for the unnamed one; None when there is none)."""
+    name = f' "{statement}"' if statement is not None else ""
     return SqlError(SqlState.PROTOCOL_VIOLATION, f"bind message supplies {given} parameters, "
                                                  f"but prepared statement{name} requires {needed}")
 

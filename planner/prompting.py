@@ -1,9 +1,16 @@
-"""Rendering a normalized prompt template into the engine's document-first prompts.
+"""Prompts: the three spellings normalized to one template, rendered document-first.
 
-Contract: for one candidate (the text values of a template's fields), `row_prompt` renders the
-filter layout and `pair_prompt` the join layout of `engine.prompts`. The document holds the field
-values; the question is the user's text with each field reference replaced by a name for the
-document (user text written before the first reference therefore moves after the document):
+Contract: `template(call, prompt)` turns a prompt argument into a `Template`, a sequence of text
+pieces and field references. The three spellings of a prompt normalize to the same template:
+
+    PROMPT('Is this about cats? {0}', body)
+    ('Is this about cats? ', body)
+    'Is this about cats? ' || body
+
+For one candidate (the text values of a template's fields), `row_prompt` renders the filter layout
+and `pair_prompt` the join layout of `engine.prompts`. The document holds the field values; the
+question is the user's text with each field reference replaced by a name for the document (user
+text written before the first reference therefore moves after the document):
 
 - one row, one field: references become "DOCUMENT"; a reference at either end of the template is
   just the slot the document came from and is dropped: ('Is it about cats? ', body) asks
@@ -14,14 +21,98 @@ document (user text written before the first reference therefore moves after the
   "DOCUMENT 1" (the partner); each side's fields form its document as above.
 
 Fields reading no table (constants, inlined parameters) are rendered inline in the question.
+Malformed prompts raise `SqlError` (42883 for a bad PROMPT template, 22023 for no question).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
 
 from heron.engine.prompts import Prompt, filter_prompt, join_prompt
-from heron.planner.aicalls import Template
+from heron.planner.dialect import Prompt as PromptCall
+from heron.planner.errors import SqlError, SqlState
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A prompt: text pieces (str) and references to `fields` (int indexes); adjacent text is
+    merged, so equivalent spellings compare equal. The field expressions are never mutated."""
+
+    parts: tuple[str | int, ...]
+    fields: tuple[exp.Expression, ...]
+
+    def field_sql(self) -> tuple[str, ...]:
+        return tuple(f.sql(dialect="duckdb") for f in self.fields)
+
+
+def template(function: str, prompt: exp.Expression) -> Template:
+    """The normalized template of `prompt`, the prompt argument of a call to `function`."""
+    fields: list[exp.Expression] = []
+    normalized: list[str | int] = []
+    for part in _pieces(prompt):
+        if isinstance(part, str):
+            if normalized and isinstance(normalized[-1], str):
+                normalized[-1] += part
+            elif part:
+                normalized.append(part)
+            continue
+        key = part.sql()
+        index = next((i for i, f in enumerate(fields) if f.sql() == key), None)
+        if index is None:
+            index = len(fields)
+            fields.append(part)
+        normalized.append(index)
+    has_text = any(isinstance(p, str) and p.strip() for p in normalized)
+    # A value reading no column (a parameter not bound yet) is question text, not a document.
+    if not has_text and all(f.find(exp.Column) is not None for f in fields):
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"{function} needs a question",
+                       hint=f"For example {function}(('Is this review positive? ', body)).")
+    return Template(tuple(normalized), tuple(fields))
+
+
+def _pieces(node: exp.Expression) -> list[str | exp.Expression]:
+    """Flatten a prompt expression into text pieces and value expressions."""
+    if isinstance(node, exp.Paren):
+        return _pieces(node.this)
+    if isinstance(node, exp.Tuple):
+        return [p for item in node.expressions for p in _pieces(item)]
+    if isinstance(node, exp.DPipe):
+        return _pieces(node.this) + _pieces(node.expression)
+    if isinstance(node, exp.Concat):
+        return [p for item in node.expressions for p in _pieces(item)]
+    if isinstance(node, PromptCall):
+        return _prompt_function(node)
+    if isinstance(node, exp.Literal):
+        return [node.this if node.is_string else str(node.this)]
+    return [node]
+
+
+def _prompt_function(call: PromptCall) -> list[str | exp.Expression]:
+    text_node, values = call.this, list(call.expressions)
+    if not (isinstance(text_node, exp.Literal) and text_node.is_string):
+        raise SqlError(SqlState.UNDEFINED_FUNCTION,
+                       "PROMPT needs a string literal template as its first argument",
+                       hint="For example PROMPT('Does {0} mention a dog?', body).")
+    text = text_node.this
+    pieces: list[str | exp.Expression] = []
+    position = 0
+    for match in _PLACEHOLDER.finditer(text):
+        index = int(match.group(1))
+        if index >= len(values):
+            raise SqlError(SqlState.UNDEFINED_FUNCTION,
+                           f"PROMPT template refers to {{{index}}} but only "
+                           f"{len(values)} values follow it")
+        pieces.append(text[position:match.start()])
+        pieces.extend(_pieces(values[index]))
+        position = match.end()
+    pieces.append(text[position:])
+    return pieces
 
 
 def field_label(template: Template, index: int) -> str:

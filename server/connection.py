@@ -28,11 +28,12 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from heron.catalog import Database
-from heron.planner import Column, Result, SqlError
-from heron.planner.errors import SqlState
+from heron.engine.api import Engine
+from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement, split
+from heron.planner.errors import bind_count_mismatch
 from heron.server import protocol, types
 from heron.server.protocol import FieldDescription, ProtocolError
-from heron.server.session import Session, Statement
+from heron.server.session import Session, TransactionStatus
 
 T = TypeVar("T")
 
@@ -75,15 +76,14 @@ class ServerContext:
     """What every connection shares: the database, the engine, the thread pool, cancel keys."""
 
     database: Database
-    engine: Any
+    engine: Engine | None
     executor: concurrent.futures.Executor
     registry: CancelRegistry = field(default_factory=CancelRegistry)
 
 
 @dataclass
 class PreparedStatement:
-    sql: str
-    statement: Statement | None  # None: the empty query
+    statement: Statement
     param_oids: tuple[int, ...]  # as given by the client, 0 where it left the type open
     columns: tuple[Column, ...] | None = None
     described: bool = False
@@ -310,7 +310,7 @@ class Connection:
         # Portals live until the end of their transaction; outside a transaction block each
         # Sync (or simple Query) ends the implicit one.
         assert self.session is not None
-        if self.session.transaction_status == "I":
+        if self.session.transaction_status is TransactionStatus.IDLE:
             self.portals.clear()
 
     # -- simple query ----------------------------------------------------------------------
@@ -318,7 +318,7 @@ class Connection:
     async def _query(self, message: protocol.Query) -> None:
         assert self.session is not None
         self.portals.pop("", None)
-        statements = await self._call(self.session.split, message.sql)
+        statements = await self._call(split, message.sql)
         if not statements:
             self._send(protocol.empty_query_response())
         if len(statements) > 1:  # all or nothing, as in PostgreSQL
@@ -327,10 +327,8 @@ class Connection:
         try:
             for sql in statements:
                 try:
-                    result = self._deallocate(sql)
-                    if result is None:
-                        statement = await self._call(self.session.prepare, sql)
-                        result = await self._run_statement(statement, [])
+                    statement = await self._call(self.session.prepare, sql)
+                    result = await self._run_statement(statement, [])
                     if result.columns is not None:
                         formats = [0] * len(result.columns)
                         self._send(protocol.row_description(_fields(result.columns, formats)))
@@ -345,22 +343,15 @@ class Connection:
         self._end_of_transaction_portals()
         self._send_ready()
 
-    def _deallocate(self, sql: str) -> Result | None:
+    def _deallocate(self, statement: Statement) -> Result:
         """DEALLOCATE [PREPARE] name|ALL: SQL's handle on protocol-level prepared statements,
         which live here (psycopg sends DEALLOCATE ALL after a failed transaction)."""
-        m = _DEALLOCATE.match(sql)
-        if m is None:
-            return None
-        assert self.session is not None
-        if self.session.transaction_status == "E":
-            raise SqlError(SqlState.IN_FAILED_SQL_TRANSACTION,
-                           "current transaction is aborted, commands ignored until end "
-                           "of transaction block")
-        name = m["name"]
-        if name.upper() == "ALL" and not m["quoted"]:
+        assert self.session is not None and statement.command is not None
+        self.session.admit(statement)
+        name = statement.command.name
+        if not name:
             self.statements.clear()
             return Result("DEALLOCATE ALL", None, None)
-        name = name if m["quoted"] else name.lower()
         if self.statements.pop(name, None) is None:
             raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
                            f'prepared statement "{name}" does not exist')
@@ -368,6 +359,8 @@ class Connection:
 
     async def _run_statement(self, statement: Statement, params: Sequence[Any]) -> Result:
         assert self.session is not None
+        if statement.kind is Kind.DEALLOCATE:
+            return self._deallocate(statement)
         self._running = True
         try:
             result = await self._call(self.session.execute, statement, params)
@@ -396,21 +389,13 @@ class Connection:
                            f'prepared statement "{message.name}" already exists')
         if not message.name:
             self.statements.pop("", None)  # replaced even if this Parse fails
-        statement: Statement | None = None
-        if message.sql.strip():
-            try:
-                statement = await self._call(self.session.prepare, message.sql)
-            except SqlError:
-                # A string of only comments is the empty query, not a syntax error.
-                if await self._call(self.session.split, message.sql):
-                    raise
+        statement = await self._call(self.session.prepare, message.sql)
         # Types the client left open (0) are taken from explicit casts in the statement.
         given = message.param_oids
-        needed = statement.param_count if statement is not None else 0
-        casts = types.cast_parameter_types(message.sql) if statement is not None else {}
+        casts = types.cast_parameter_types(message.sql) if statement.kind is not Kind.EMPTY else {}
         oids = tuple(given[i] if i < len(given) and given[i] else casts.get(i + 1, 0)
-                     for i in range(max(needed, len(given))))
-        self.statements[message.name] = PreparedStatement(message.sql, statement, oids)
+                     for i in range(max(statement.param_count, len(given))))
+        self.statements[message.name] = PreparedStatement(statement, oids)
         self._send(protocol.parse_complete())
 
     async def _bind(self, message: protocol.Bind) -> None:
@@ -422,10 +407,7 @@ class Connection:
             raise SqlError(SqlState.DUPLICATE_CURSOR, f'cursor "{message.portal}" already exists')
         count = len(prepared.param_oids)
         if len(message.params) != count:
-            raise SqlError(SqlState.PROTOCOL_VIOLATION,
-                           f"bind message supplies {len(message.params)} parameters, "
-                           f'but prepared statement "{message.statement}" requires '
-                           f"{count}")
+            raise bind_count_mismatch(len(message.params), count, message.statement)
         param_formats = _expand_formats(message.param_formats, count)
         if param_formats is None:
             raise SqlError(SqlState.PROTOCOL_VIOLATION,
@@ -438,7 +420,7 @@ class Connection:
                   in zip(message.params, prepared.param_oids, param_formats, strict=True)]
         # Types beyond those the statement uses (PostgreSQL allows declaring extra ones) are
         # accepted and not bound.
-        used = prepared.statement.param_count if prepared.statement is not None else 0
+        used = prepared.statement.param_count
         # A client that described the statement decodes rows with those types.
         promised = prepared.columns if prepared.described else None
         self.portals[message.portal] = Portal(prepared, values[:used], message.result_formats,
@@ -458,7 +440,7 @@ class Connection:
                        protocol.row_description(_fields(columns, [0] * len(columns))))
             return
         portal = self._portal(message.name)
-        if not _returns_rows(portal.prepared):
+        if not portal.prepared.statement.returns_rows:
             self._send(protocol.no_data())
             return
         # The portal's parameter values take part (DuckDB infers a bare $1 from its value), so the
@@ -466,7 +448,7 @@ class Connection:
         # known only by running (INSERT ... RETURNING, EXPLAIN) run now; Execute sends their rows.
         columns = portal.promised
         if columns is None and portal.result is None:
-            assert self.session is not None and portal.prepared.statement is not None
+            assert self.session is not None
             columns = await self._call(self.session.describe, portal.prepared.statement,
                                        portal.params)
         if columns is None:
@@ -482,8 +464,8 @@ class Connection:
 
     async def _statement_columns(self, prepared: PreparedStatement) -> tuple[Column, ...] | None:
         if not prepared.described:
-            if _returns_rows(prepared):
-                assert self.session is not None and prepared.statement is not None
+            if prepared.statement.returns_rows:
+                assert self.session is not None
                 prepared.columns = await self._call(self.session.describe, prepared.statement)
             prepared.described = True
         return prepared.columns
@@ -496,7 +478,7 @@ class Connection:
                 self._send_error(exc)
 
     async def _run_portal(self, portal: Portal) -> Result:
-        assert portal.prepared.statement is not None and self.session is not None
+        assert self.session is not None
         await self._call(self.session.begin_implicit)
         try:
             return await self._run_statement(portal.prepared.statement, portal.params)
@@ -511,7 +493,7 @@ class Connection:
 
     async def _execute(self, message: protocol.Execute) -> None:
         portal = self._portal(message.portal)
-        if portal.prepared.statement is None:
+        if portal.prepared.statement.kind is Kind.EMPTY:
             self._send(protocol.empty_query_response())
             return
         if portal.result is None:
@@ -544,14 +526,6 @@ class Connection:
         else:
             self.portals.pop(message.name, None)
         self._send(protocol.close_complete())
-
-
-_DEALLOCATE = re.compile(r'^\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<quoted>")?(?P<name>[^"\s;]+)"?)'
-                        r"\s*;?\s*$", re.IGNORECASE)
-
-
-def _returns_rows(prepared: PreparedStatement) -> bool:
-    return prepared.statement is not None and prepared.statement.returns_rows
 
 
 def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:

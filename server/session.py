@@ -1,11 +1,13 @@
 """A client session: run-time parameters, transaction state, and statement dispatch.
 
 Contract: one `Session` per client connection, used from one worker thread at a time (the protocol
-code runs it off the event loop); `cancel()` may be called from any thread. The session answers
-the commands PostgreSQL clients send about the session itself (SET/RESET/SHOW of client parameters
-such as DateStyle or application_name, redundant BEGIN/COMMIT) and hands everything else to its
-`Planner`. It keeps PostgreSQL's transaction states for ReadyForQuery: 'I' idle, 'T' in a
-transaction block, 'E' in a failed block, where only ROLLBACK (or COMMIT, which rolls back) runs.
+code runs it off the event loop); `cancel()` may be called from any thread. Statements are
+prepared by the `Planner`, which decides their `Kind`; the session answers the commands PostgreSQL
+clients send about the session itself (SET/RESET/SHOW of the parameters it knows, such as
+DateStyle or application_name; BEGIN/COMMIT/ROLLBACK) and hands everything else to the planner,
+which also owns the transactions of the database connection. It keeps PostgreSQL's transaction
+states for ReadyForQuery (`TransactionStatus`): idle, in a transaction block, or in a failed block,
+where only ROLLBACK (or COMMIT, which rolls back) runs.
 
 Like PostgreSQL, statements outside an explicit block run in an implicit transaction that the
 protocol opens (`begin_implicit`: several statements of one Query message, or the extended-protocol
@@ -15,17 +17,17 @@ an error. BEGIN inside it turns it into an explicit block; COMMIT or ROLLBACK in
 
 from __future__ import annotations
 
-import re
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 
 from heron.catalog import Database
-from heron.planner import Column, Plan, Planner, Result, SqlError, split
-from heron.planner.errors import SqlState, from_duckdb
+from heron.engine.api import Engine
+from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement
+from heron.planner.errors import in_failed_transaction
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
@@ -68,47 +70,25 @@ OTHER_DEFAULTS = {
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "session_authorization"}
 
-_SET = re.compile(
-    r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
-    r"(?P<name>[\w.]+)\s*(?:=|\s+TO\s+)\s*(?P<value>.+?))\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-_RESET = re.compile(r"^\s*RESET\s+(?P<name>[\w.]+)\s*$", re.IGNORECASE)
-_SHOW = re.compile(r"^\s*SHOW\s+(?P<name>[\w.]+(?:\s+[\w.]+)*)\s*$", re.IGNORECASE)
 _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": "TimeZone"}
-_TRANSACTION_VERBS = re.compile(
-    r"^\s*(?P<verb>BEGIN|START|COMMIT|END|ROLLBACK|ABORT)\b(?P<rest>.*)$", re.IGNORECASE | re.DOTALL
-)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionCommand:
-    """A command the session answers itself."""
+class TransactionStatus(enum.StrEnum):
+    """PostgreSQL's transaction states, as ReadyForQuery reports them."""
 
-    kind: str  # "set", "reset", "show", "begin", "commit", "rollback"
-    name: str = ""
-    value: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """A prepared statement: planner work or a session command."""
-
-    sql: str
-    param_count: int
-    returns_rows: bool
-    plan: Plan | None = None
-    command: SessionCommand | None = None
+    IDLE = "I"
+    IN_BLOCK = "T"
+    FAILED = "E"  # only ROLLBACK (or COMMIT, which rolls back) runs
 
 
 @dataclass
 class Session:
     database: Database
-    engine: Any = None
+    engine: Engine | None = None
     user: str = "heron"
     database_name: str = "heron"
     parameters: dict[str, str] = field(default_factory=dict)
-    transaction_status: str = "I"
+    transaction_status: TransactionStatus = TransactionStatus.IDLE
     implicit: bool = False  # the open block was opened by the protocol, not by BEGIN
 
     def __post_init__(self) -> None:
@@ -153,58 +133,67 @@ class Session:
 
     # -- statements -----------------------------------------------------------------------
 
-    def split(self, sql: str) -> list[str]:
-        return split(sql)
-
     def prepare(self, sql: str) -> Statement:
-        command = _session_command(sql)
-        if command is not None and self._answers(command):
-            return Statement(sql, 0, command.kind == "show", command=command)
         try:
-            plan = self.planner.prepare(sql)
+            statement = self.planner.classify(sql)
+            self.admit(statement)
+            return self.planner.plan(statement)
         except SqlError:
-            if self.transaction_status == "T":
-                self.transaction_status = "E"
+            self._fail()
             raise
-        return Statement(sql, plan.param_count, plan.returns_rows, plan=plan)
 
-    def _answers(self, command: SessionCommand) -> bool:
-        """Whether the session answers this command itself (else DuckDB sees it)."""
-        name = _SHOW_ALIASES.get(command.name.lower(), command.name).lower()
-        return command.kind not in {"set", "reset", "show"} or name in self._settings or (
-            command.kind == "reset" and name == "all")
+    def admit(self, statement: Statement) -> None:
+        """Refuse (25P02) what a failed transaction block does not run: all but its end (and
+        the empty query)."""
+        if self.transaction_status is TransactionStatus.FAILED and statement.kind not in {
+                Kind.COMMIT, Kind.ROLLBACK, Kind.EMPTY}:
+            raise in_failed_transaction()
+
+    def _answers(self, statement: Statement) -> bool:
+        """Whether the session answers this statement itself (else the planner runs it)."""
+        if statement.kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK}:
+            return True
+        if statement.kind not in {Kind.SET, Kind.RESET, Kind.SHOW} or statement.command is None:
+            return False
+        name = _SHOW_ALIASES.get(statement.command.name.lower(), statement.command.name).lower()
+        return name in self._settings or (statement.kind is Kind.RESET and name == "all")
 
     def describe(self, statement: Statement, params: Sequence[Any] | None = None
                  ) -> tuple[Column, ...] | None:
         """See `Planner.describe`; nothing runs."""
-        if statement.command is not None:
-            if statement.command.kind == "show":
-                return (Column(statement.command.name.lower(), pa.string()),)
-            return None
-        return self.planner.describe(statement.plan, params)
+        if not self._answers(statement):
+            return self.planner.describe(statement, params)
+        if statement.kind is Kind.SHOW:
+            assert statement.command is not None
+            return (Column(statement.command.name.lower(), pa.string()),)
+        return None
 
     def execute(self, statement: Statement, params: Sequence[Any] = ()) -> Result:
-        command = statement.command
-        if self.transaction_status == "E" and (command is None or command.kind not in
-                                               {"commit", "rollback"}):
-            raise SqlError(SqlState.IN_FAILED_SQL_TRANSACTION,
-                           "current transaction is aborted, commands ignored until end "
-                           "of transaction block")
+        self.admit(statement)
         try:
-            if command is not None:
-                return self._command(command)
-            return self.planner.execute(statement.plan, params)
+            if self._answers(statement):
+                return self._command(statement)
+            return self.planner.execute(statement, params)
         except SqlError:
-            if self.transaction_status == "T":
-                self.transaction_status = "E"
+            self._fail()
             raise
 
-    def _command(self, command: SessionCommand) -> Result:
-        if command.kind in {"set", "reset"} and command.value is not None:
+    def _fail(self) -> None:
+        if self.transaction_status is TransactionStatus.IN_BLOCK:
+            self.transaction_status = TransactionStatus.FAILED
+
+    def _command(self, statement: Statement) -> Result:
+        kind, command = statement.kind, statement.command
+        if kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK}:
+            return self._transaction(kind)
+        assert command is not None
+        if kind is Kind.SHOW:
+            name = _SHOW_ALIASES.get(command.name.lower(), command.name)
+            table = pa.table({command.name.lower(): [self.setting(name)]})
+            return Result("SHOW", (Column(command.name.lower(), pa.string()),), table)
+        if kind is Kind.SET and command.value is not None:
             self._set(command.name, command.value)
-            self._publish_settings()
-            return Result("SET", None, None)
-        if command.kind in {"set", "reset"}:
+        else:  # RESET, or SET ... TO DEFAULT
             key = command.name.lower()
             defaults = {k.lower(): v for k, v in {**OTHER_DEFAULTS, **REPORTED_DEFAULTS}.items()}
             if key == "all":
@@ -213,90 +202,44 @@ class Session:
                         self._set(name, value)
             elif key in defaults:
                 self._set(key, defaults[key])
-            self._publish_settings()
-            return Result(command.kind.upper(), None, None)
-        if command.kind == "show":
-            name = _SHOW_ALIASES.get(command.name.lower(), command.name)
-            table = pa.table({command.name.lower(): [self.setting(name)]})
-            return Result("SHOW", (Column(command.name.lower(), pa.string()),), table)
-        return self._transaction(command.kind)
+        self._publish_settings()
+        return Result(kind.name, None, None)
+
+    # -- transactions ---------------------------------------------------------------------
 
     def begin_implicit(self) -> None:
-        if self.transaction_status == "I":
-            self._run(self.planner.con, "BEGIN TRANSACTION")
-            self.transaction_status = "T"
+        if self.transaction_status is TransactionStatus.IDLE:
+            self.planner.begin()
+            self.transaction_status = TransactionStatus.IN_BLOCK
             self.implicit = True
 
     def end_implicit(self, failed: bool = False) -> None:
         """Commit the implicit block, or roll it back if a statement failed."""
         if self.implicit:
-            ok = not failed and self.transaction_status == "T"
-            self._transaction("commit" if ok else "rollback")
+            ok = not failed and self.transaction_status is TransactionStatus.IN_BLOCK
+            self._transaction(Kind.COMMIT if ok else Kind.ROLLBACK)
 
-    def _transaction(self, kind: str) -> Result:
-        con = self.planner.con
-        if kind == "begin":
-            if self.transaction_status == "I":
-                self._run(con, "BEGIN TRANSACTION")
-                self.transaction_status = "T"
+    def _transaction(self, kind: Kind) -> Result:
+        if kind is Kind.BEGIN:
+            if self.transaction_status is TransactionStatus.IDLE:
+                self.planner.begin()
+                self.transaction_status = TransactionStatus.IN_BLOCK
             self.implicit = False
             return Result("BEGIN", None, None)
         was = self.transaction_status
-        self.transaction_status = "I"
+        self.transaction_status = TransactionStatus.IDLE
         self.implicit = False
-        if was == "I":
-            return Result("COMMIT" if kind == "commit" else "ROLLBACK", None, None)
-        if kind == "commit" and was == "T":
-            try:
-                self._run(con, "COMMIT")
-            except SqlError:
-                self._run(con, "ROLLBACK", quiet=True)
-                raise
-            return Result("COMMIT", None, None)
-        self._run(con, "ROLLBACK", quiet=True)
-        return Result("ROLLBACK", None, None)
-
-    @staticmethod
-    def _run(con: duckdb.DuckDBPyConnection, sql: str, quiet: bool = False) -> None:
-        try:
-            con.execute(sql)
-        except duckdb.Error as exc:
-            if not quiet:
-                raise from_duckdb(exc) from None
+        if kind is Kind.COMMIT and was is TransactionStatus.IN_BLOCK:
+            self.planner.commit()
+        elif was is not TransactionStatus.IDLE:
+            self.planner.rollback()
+        return Result("COMMIT" if kind is Kind.COMMIT and was is not TransactionStatus.FAILED
+                      else "ROLLBACK", None, None)
 
     def cancel(self) -> None:
         self.planner.interrupt()
 
     def close(self) -> None:
-        if self.transaction_status != "I":
-            self._run(self.planner.con, "ROLLBACK", quiet=True)
-        self.planner.con.close()
-
-
-def _session_command(sql: str) -> SessionCommand | None:
-    if m := _SET.match(sql):
-        if m["tz"]:
-            return SessionCommand("set", "TimeZone", _unquote(m["tzvalue"]))
-        return SessionCommand("set", m["name"], _unquote(m["value"]))
-    if m := _RESET.match(sql):
-        return SessionCommand("reset", m["name"])
-    if m := _SHOW.match(sql):
-        return SessionCommand("show", m["name"])
-    if m := _TRANSACTION_VERBS.match(sql):
-        verb = m["verb"].upper()
-        kind = {"BEGIN": "begin", "START": "begin", "COMMIT": "commit", "END": "commit",
-                "ROLLBACK": "rollback", "ABORT": "rollback"}[verb]
-        if kind == "rollback" and re.match(r"\s*TO\b", m["rest"], re.IGNORECASE):
-            return None  # ROLLBACK TO SAVEPOINT: DuckDB decides
-        return SessionCommand(kind)
-    return None
-
-
-def _unquote(value: str) -> str | None:
-    """A SET value without its quotes; None for DEFAULT."""
-    value = value.strip()
-    if value.upper() == "DEFAULT":
-        return None
-    parts = [p.strip() for p in value.split(",")]
-    return ", ".join(p[1:-1].replace("''", "'") if len(p) >= 2 and p[0] == p[-1] == "'" else p
-                     for p in parts)
+        if self.transaction_status is not TransactionStatus.IDLE:
+            self.planner.rollback()
+        self.planner.close()

@@ -8,8 +8,7 @@ import pytest
 
 from heron.catalog import Database
 from heron.engine.prompts import filter_prompt, join_prompt
-from heron.planner import Planner, SqlError
-from heron.planner import ai as ai_statements
+from heron.planner import Planner, SqlError, executor
 
 QUESTION = "Does this review discuss the ending?"
 
@@ -38,8 +37,13 @@ def run(planner: Planner, sql: str, params=()):
 
 
 def rows(planner: Planner, sql: str, params=()):
+    return rows_and_work(planner, sql, params)[0]
+
+
+def rows_and_work(planner: Planner, sql: str, params=()):
+    """The result rows, and the work of each AI operator."""
     result = run(planner, sql, params)
-    return [tuple(r.values()) for r in result.table.to_pylist()]
+    return [tuple(r.values()) for r in result.table.to_pylist()], result.work
 
 
 def truth(engine, docs, question=QUESTION):
@@ -48,18 +52,17 @@ def truth(engine, docs, question=QUESTION):
 
 
 def test_filter_matches_the_engines_answers_and_pushes_predicates_down(planner, smollm2):
-    got = rows(planner, f"SELECT id FROM reviews r WHERE r.stars >= 3 AND AI.IF(('{QUESTION} ', "
-                        "r.body)) ORDER BY id")
+    got, work = rows_and_work(planner, f"SELECT id FROM reviews r WHERE r.stars >= 3 AND "
+                                       f"AI.IF(('{QUESTION} ', r.body)) ORDER BY id")
     docs = [d for (d,) in planner.con.sql(
         "SELECT DISTINCT body FROM reviews WHERE stars >= 3 AND body IS NOT NULL").fetchall()]
     answers = truth(smollm2, docs)
     expected = [i for (i, b) in planner.con.sql(
         "SELECT id, body FROM reviews WHERE stars >= 3 ORDER BY id").fetchall() if answers.get(b)]
     assert got == [(i,) for i in expected]
-    stats = planner.last_ai_stats[0]
     # Ordinary predicates ran first, and identical documents were asked once.
-    assert stats.candidates == len(docs) == 2
-    assert stats.prompts == 2
+    assert work[0].candidates == len(docs) == 2
+    assert work[0].metrics.prompts == 2
 
 
 def test_the_spellings_agree(planner):
@@ -96,10 +99,9 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
     sql = ("SELECT a.name, count(*) FROM reviews r JOIN aspects a ON r.stars >= 3 AND "
            "AI_FILTER(PROMPT('Review: {0} Does it discuss {1}?', r.body, a.aspect)) "
            "GROUP BY 1 ORDER BY 1")
-    got = rows(planner, sql)
-    stats = planner.last_ai_stats[0]
-    assert stats.kind == "AI Join"
-    assert stats.anchor == "r"  # reviews are longer than aspect names
+    got, (work,) = rows_and_work(planner, sql)
+    assert work.operator.label == "AI Join"
+    assert work.anchor == "r"  # reviews are longer than aspect names
     pairs = planner.con.sql("SELECT r.body, a.aspect, a.name FROM reviews r, aspects a "
                             "WHERE r.stars >= 3 AND r.body IS NOT NULL").fetchall()
     distinct = sorted({(b, asp) for b, asp, _ in pairs})
@@ -111,44 +113,46 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
         if answer[(body, aspect)]:
             expected[name] = expected.get(name, 0) + 1
     assert dict(got) == expected
-    assert stats.candidates == len(distinct)
+    assert work.candidates == len(distinct)
     # Each anchor's prefix ran once; partners reused it.
-    assert stats.cached_tokens > 0
+    assert work.metrics.cached_tokens > 0
 
 
 def test_limit_stops_engine_work_once_enough_rows_passed(planner, tiny_engine, monkeypatch):
-    monkeypatch.setattr(ai_statements, "MIN_LIMIT_BATCH", 1)
+    monkeypatch.setattr(executor, "MIN_LIMIT_BATCH", 1)
     planner = Planner(planner.con, tiny_engine)  # answers TRUE to about 3 in 4 of these
     planner.con.execute("CREATE TABLE many AS SELECT i AS id, 'Review ' || i || ': ' || "
                         "CASE WHEN i % 2 = 0 THEN 'The ending is perfect.' ELSE 'Dull acting.' "
                         "END AS body FROM range(40) t(i)")
     docs = [d for (d,) in planner.con.sql("SELECT body FROM many").fetchall()]
     passing = {d for d, answer in truth(tiny_engine, docs).items() if answer}
-    got = rows(planner, f"SELECT id, body FROM many WHERE AI.IF(('{QUESTION} ', body)) LIMIT 3")
+    got, (work,) = rows_and_work(
+        planner, f"SELECT id, body FROM many WHERE AI.IF(('{QUESTION} ', body)) LIMIT 3")
     assert len(got) == min(3, len(passing))
     assert all(body in passing for _, body in got)
-    stats = planner.last_ai_stats[0]
-    assert stats.goal == 3 and stats.candidates == 40
+    assert work.operator.goal == 3 and work.candidates == 40
     assert len(passing) >= 20
-    assert stats.prompts < stats.candidates  # batches of 6, 12, ... stopped early
+    assert work.metrics.prompts < work.candidates  # batches of 6, 12, ... stopped early
     # Ordered or aggregated statements need every answer.
-    rows(planner, f"SELECT id FROM many WHERE AI.IF(('{QUESTION} ', body)) ORDER BY id LIMIT 3")
-    assert planner.last_ai_stats[0].goal is None
-    assert planner.last_ai_stats[0].prompts == 40
+    _, (work,) = rows_and_work(
+        planner, f"SELECT id FROM many WHERE AI.IF(('{QUESTION} ', body)) ORDER BY id LIMIT 3")
+    assert work.operator.goal is None
+    assert work.metrics.prompts == 40
 
 
 def test_filters_cascade(planner):
-    rows(planner, f"SELECT id FROM reviews WHERE AI.IF(('{QUESTION} ', body)) "
-                  "AND AI.IF(('Is this review positive? ', body))")
-    first, second = planner.last_ai_stats
+    _, (first, second) = rows_and_work(
+        planner, f"SELECT id FROM reviews WHERE AI.IF(('{QUESTION} ', body)) "
+                 "AND AI.IF(('Is this review positive? ', body))")
     assert second.candidates == first.passed
 
 
 def test_second_question_reuses_document_kv(planner):
     rows(planner, f"SELECT id FROM reviews WHERE AI.IF(('{QUESTION} ', body))")
-    rows(planner, "SELECT id FROM reviews WHERE AI.IF(('Is the music mentioned? ', body))")
-    stats = planner.last_ai_stats[0]
-    assert stats.cached_tokens > 0 and stats.fresh_tokens < stats.input_tokens
+    _, (work,) = rows_and_work(
+        planner, "SELECT id FROM reviews WHERE AI.IF(('Is the music mentioned? ', body))")
+    assert work.metrics.cached_tokens > 0
+    assert work.metrics.fresh_tokens < work.metrics.input_tokens
 
 
 def test_parameters_bind_into_ai_statements(planner):

@@ -1,18 +1,18 @@
 """Prompt spellings normalize to one template, and templates render to document-first prompts."""
 
 import pytest
-import sqlglot
 
 from heron.engine.prompts import filter_prompt, join_prompt
-from heron.planner import prompting
-from heron.planner.aicalls import find_calls
+from heron.planner import dialect, functions, prompting
+from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError
 
 
-def call(sql: str):
-    calls = find_calls(sqlglot.parse_one(sql, read="postgres"))
-    assert len(calls) == 1
-    return calls[0]
+def template_of(sql: str) -> prompting.Template:
+    """The template of the statement's only AI call, as the planner builds it."""
+    (node,) = dialect.parse(sql).find_all(AIFunction)
+    functions.lookup(node)
+    return prompting.template(node.spelling, node.arguments[0])
 
 
 SPELLINGS = [
@@ -25,28 +25,28 @@ SPELLINGS = [
 
 @pytest.mark.parametrize("sql", SPELLINGS)
 def test_spellings_give_the_same_prompt(sql: str) -> None:
-    template = call(sql).template
+    template = template_of(sql)
     assert template.parts == ("Is this about cats? ", 0)
     assert prompting.row_prompt(template, [0], ["A cat sat."]) == filter_prompt(
         "A cat sat.", "Is this about cats?")
 
 
 def test_text_before_the_reference_moves_after_the_document() -> None:
-    template = call("SELECT AI.IF(PROMPT('Does {0} mention a dog?', body)) FROM t").template
+    template = template_of("SELECT AI.IF(PROMPT('Does {0} mention a dog?', body)) FROM t")
     prompt = prompting.row_prompt(template, [0], ["My dog barks."])
     assert prompt == filter_prompt("My dog barks.", "Does DOCUMENT mention a dog?")
     assert prompt.prefix.startswith("DOCUMENT:\nMy dog barks.")
 
 
 def test_several_columns_of_a_row_form_one_labelled_document() -> None:
-    template = call("SELECT AI.IF(PROMPT('Is {0} the title of {1}?', title, body)) FROM t").template
+    template = template_of("SELECT AI.IF(PROMPT('Is {0} the title of {1}?', title, body)) FROM t")
     prompt = prompting.row_prompt(template, [0, 1], ["Cats", "A story."])
     assert prompt == filter_prompt("title: Cats\nbody: A story.", "Is title the title of body?")
 
 
 def test_join_prompt_names_the_documents() -> None:
-    template = call("SELECT 1 FROM r JOIN a ON AI_FILTER(PROMPT('Review: {0} Does it discuss "
-                    "{1}?', r.body, a.aspect))").template
+    template = template_of("SELECT 1 FROM r JOIN a ON AI_FILTER(PROMPT('Review: {0} Does it "
+                           "discuss {1}?', r.body, a.aspect))")
     prompt = prompting.pair_prompt(template, [0], [1], ["Great ending.", "the ending"])
     assert prompt == join_prompt("Great ending.", "Review: DOCUMENT 0 Does it discuss DOCUMENT 1?",
                                  "the ending")
@@ -57,7 +57,7 @@ def test_join_prompt_names_the_documents() -> None:
 
 
 def test_repeated_column_is_one_field() -> None:
-    template = call("SELECT AI.IF(PROMPT('{0} or {1}?', body, body)) FROM t").template
+    template = template_of("SELECT AI.IF(PROMPT('{0} or {1}?', body, body)) FROM t")
     assert len(template.fields) == 1
 
 
@@ -73,5 +73,5 @@ def test_repeated_column_is_one_field() -> None:
 )
 def test_malformed_calls_are_refused_with_a_sqlstate(sql: str, sqlstate: str) -> None:
     with pytest.raises(SqlError) as info:
-        find_calls(sqlglot.parse_one(sql, read="postgres"))
+        template_of(sql)
     assert info.value.sqlstate == sqlstate

@@ -1,0 +1,154 @@
+"""Heron's SQL dialect: PostgreSQL plus the AI functions, parsed into typed expressions.
+
+Contract: `parse(sql)` reads one statement with sqlglot's PostgreSQL grammar and returns its tree,
+in which every AI function call is an `AIFunction` node, whatever its spelling:
+
+    AI.IF(prompt)        AI_FILTER(prompt)                    -> AIIf        (TRUE/FALSE)
+    AI.CLASSIFY(x, labels)  AI_CLASSIFY(x, labels)            -> AIClassify  (a label)
+    AI.SCORE(prompt)                                           -> AIScore     (P(TRUE))
+    AI.GENERATE(prompt)  AI_COMPLETE(prompt [, max_tokens])    -> AIComplete  (text)
+    PROMPT('template {0}', v0, ...)                            -> Prompt
+
+Names are case-insensitive. Each AI node keeps the spelling it was written with (`spelling`, upper
+case) and its arguments in order (`expressions`); what the arguments mean is checked by the
+planner (`planner.functions`), so a wrong call is refused with a SQLSTATE, not a parse error.
+Any other `AI.name(...)` call, and the other AI functions of the BigQuery and Snowflake families
+(`AI_AGG`, `AI_SENTIMENT`, ...), parse as a plain `AIFunction` that the planner refuses by name;
+other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in this dialect, AI
+calls in their written spelling. Syntax errors raise `SqlError` 42601.
+
+sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
+into the typed node, and maps the one-word spellings through its function table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ParseError, TokenError
+
+from heron.planner.errors import SqlError, SqlState
+
+
+class AIFunction(exp.Expression, exp.Func):
+    """An AI function call: `spelling` as written (upper case), `expressions` its arguments."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": True, "spelling": True}
+    is_var_len_args = True
+
+    @property
+    def spelling(self) -> str:
+        return self.text("spelling")
+
+    @property
+    def arguments(self) -> list[exp.Expression]:
+        return list(self.expressions)
+
+
+class AIIf(AIFunction):
+    """AI.IF / AI_FILTER: is the prompt TRUE?"""
+
+
+class AIClassify(AIFunction):
+    """AI.CLASSIFY / AI_CLASSIFY: which of the labels fits the input best?"""
+
+
+class AIScore(AIFunction):
+    """AI.SCORE: the probability that the prompt is TRUE."""
+
+
+class AIComplete(AIFunction):
+    """AI.GENERATE / AI_COMPLETE: the model's text continuation of the prompt."""
+
+
+class Prompt(exp.Expression, exp.Func):
+    """PROMPT('text {0} text {1}', v0, v1): a prompt template and the values of its slots."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
+    is_var_len_args = True
+
+
+# Spelling (upper case) -> node class. `AI.` names are the BigQuery spellings, `AI_` Snowflake's.
+SPELLINGS: dict[str, type[AIFunction]] = {
+    "AI.IF": AIIf,
+    "AI_FILTER": AIIf,
+    "AI.CLASSIFY": AIClassify,
+    "AI_CLASSIFY": AIClassify,
+    "AI.SCORE": AIScore,
+    "AI.GENERATE": AIComplete,
+    "AI_COMPLETE": AIComplete,
+}
+
+
+# AI functions of the same families that Heron does not evaluate: parsed so they can be refused
+# by name (sqlglot's own classes for some of them insist on their own argument lists).
+OTHER_SPELLINGS = frozenset({
+    "AI_AGG", "AI_SUMMARIZE_AGG", "AI_SENTIMENT", "AI_EMBED", "AI_SIMILARITY", "AI_EXTRACT",
+    "AI_TRANSLATE", "AI_REDACT", "AI_PARSE_DOCUMENT", "AI_TRANSCRIBE",
+})
+
+
+def _builder(spelling: str) -> Callable[[Sequence[exp.Expression]], AIFunction]:
+    def build(args: Sequence[exp.Expression]) -> AIFunction:
+        node_class = SPELLINGS.get(spelling, AIFunction)
+        return node_class(expressions=list(args), spelling=exp.Literal.string(spelling))
+
+    return build
+
+
+def _dotted_ai_call(node: exp.Expression | None) -> exp.Expression | None:
+    """`Dot(AI, name(args))` as an AI node (typed when `AI.name` is one Heron evaluates)."""
+    if not isinstance(node, exp.Dot) or not isinstance(node.this, exp.Identifier | exp.Column):
+        return node
+    inner = node.expression
+    if node.this.name.upper() != "AI" or not isinstance(inner, exp.Anonymous | exp.Func):
+        return node
+    name = inner.name if isinstance(inner, exp.Anonymous) else inner.sql_name()
+    spelling = f"AI.{name.upper()}"
+    args = inner.expressions if isinstance(inner, exp.Anonymous) else [
+        a for a in inner.args.values() if isinstance(a, exp.Expression)]
+    return _builder(spelling)(args)
+
+
+class Heron(Postgres):
+    class Parser(Postgres.Parser):
+        FUNCTIONS: ClassVar = {
+            **Postgres.Parser.FUNCTIONS,
+            **{name: _builder(name) for name in (*SPELLINGS, *OTHER_SPELLINGS) if "." not in name},
+            "PROMPT": lambda args: Prompt(this=args[0] if args else None,
+                                          expressions=list(args[1:])),
+        }
+
+        def _parse_column_ops(self, this: exp.Expression | None) -> exp.Expression | None:
+            return _dotted_ai_call(super()._parse_column_ops(this))
+
+    class Generator(Postgres.Generator):
+        TRANSFORMS: ClassVar = {
+            **Postgres.Generator.TRANSFORMS,
+            **{cls: lambda self, e: self.func(e.spelling, *e.expressions)
+               for cls in {AIFunction, *SPELLINGS.values()}},
+            Prompt: lambda self, e: self.func("PROMPT", e.this, *e.expressions),
+        }
+
+
+def parse(sql: str) -> exp.Expression:
+    """One statement's tree; AI calls are typed nodes."""
+    try:
+        tree = Heron().parse(sql)
+    except (ParseError, TokenError) as exc:
+        errors = getattr(exc, "errors", None)
+        reason = errors[0]["description"] if errors else str(exc)
+        raise SqlError(SqlState.SYNTAX_ERROR, f"syntax error: {reason}") from None
+    statements = [t for t in tree if t is not None]
+    if len(statements) != 1:
+        raise SqlError(SqlState.SYNTAX_ERROR,
+                       "cannot insert multiple commands into a prepared statement")
+    return statements[0]
+
+
+def sql(tree: exp.Expression) -> str:
+    """The tree printed back in Heron's dialect (AI calls in their written spelling)."""
+    return tree.sql(dialect=Heron)
