@@ -197,14 +197,17 @@ def _session_command(sql: str) -> tuple[Kind, SessionCommand] | None:
     return None
 
 
+_LIST_ITEM = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*,?")  # one item of a SET value list
+
+
 def _unquote(value: str) -> str | None:
     """A SET value without its quotes; None for DEFAULT."""
     value = value.strip()
     if value.upper() == "DEFAULT":
         return None
-    parts = [p.strip() for p in value.split(",")]
+    parts = [p.strip() for p in _LIST_ITEM.findall(value)]
     return ", ".join(p[1:-1].replace("''", "'") if len(p) >= 2 and p[0] == p[-1] == "'" else p
-                     for p in parts)
+                     for p in parts if p.strip())
 
 
 def _verb(sql: str) -> str:
