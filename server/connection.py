@@ -30,6 +30,7 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.planner import Column, Result, SqlError
 from heron.planner.errors import SqlState
+from heron.planner.parameters import cast_parameter_types
 from heron.server import protocol, types
 from heron.server.protocol import FieldDescription, ProtocolError
 from heron.server.session import Session, Statement
@@ -407,7 +408,7 @@ class Connection:
         # Types the client left open (0) are taken from explicit casts in the statement.
         given = message.param_oids
         needed = statement.param_count if statement is not None else 0
-        casts = types.cast_parameter_types(message.sql) if statement is not None else {}
+        casts = cast_parameter_types(message.sql) if statement is not None else {}
         oids = tuple(given[i] if i < len(given) and given[i] else casts.get(i + 1, 0)
                      for i in range(max(needed, len(given))))
         self.statements[message.name] = PreparedStatement(message.sql, statement, oids)

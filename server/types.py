@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
 import struct
 import uuid
 from collections.abc import Callable
@@ -454,33 +453,6 @@ def numeric_binary(value: Decimal) -> bytes:
 _TEXTUAL = {0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid, JSON.oid, 18}
 _TRUE = {"t", "true", "y", "yes", "on", "1"}
 _FALSE = {"f", "false", "n", "no", "off", "0"}
-
-
-_TYPE_NAMES = {
-    "bool": BOOL, "boolean": BOOL, "smallint": INT2, "int2": INT2, "int": INT4, "integer": INT4,
-    "int4": INT4, "bigint": INT8, "int8": INT8, "real": FLOAT4, "float4": FLOAT4, "float": FLOAT8,
-    "float8": FLOAT8, "double": FLOAT8, "double precision": FLOAT8, "numeric": NUMERIC,
-    "decimal": NUMERIC, "text": TEXT, "varchar": VARCHAR, "character varying": VARCHAR,
-    "string": TEXT, "bytea": BYTEA, "blob": BYTEA, "date": DATE, "time": TIME,
-    "timestamp": TIMESTAMP, "timestamp without time zone": TIMESTAMP, "timestamptz": TIMESTAMPTZ,
-    "timestamp with time zone": TIMESTAMPTZ, "interval": INTERVAL, "uuid": UUID, "json": JSON,
-    "jsonb": JSONB,
-}
-_TYPE_PATTERN = "|".join(sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _TYPE_NAMES),
-                                key=len, reverse=True))
-_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?!\s*\[)|"
-                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b(?!\s*\[)",
-                   re.IGNORECASE)
-
-
-def cast_parameter_types(sql: str) -> dict[int, int]:
-    """Parameter number -> type OID for parameters cast explicitly (`$1::int`, `CAST($2 AS
-    date)`), as PostgreSQL infers them; clients like asyncpg encode arguments by these types."""
-    found: dict[int, int] = {}
-    for m in _CAST.finditer(sql):
-        number, name = (m["n1"], m["t1"]) if m["n1"] else (m["n2"], m["t2"])
-        found.setdefault(int(number), _TYPE_NAMES[" ".join(name.lower().split())].oid)
-    return found
 
 
 def parameter_type(oid: int) -> int:

@@ -230,8 +230,3 @@ def test_binary_parameter_decoding():
         types.decode_param(b"\1\2", 23, 1)
     assert err.value.sqlstate == "22P03"
 
-
-def test_cast_parameter_types():
-    assert types.cast_parameter_types(
-        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone"
-    ) == {1: 23, 2: 701, 4: 1184}
