@@ -31,7 +31,7 @@ from heron.catalog import Database
 from heron.planner import Column, Result, SqlError
 from heron.planner.errors import SqlState
 from heron.planner.parameters import cast_parameter_types
-from heron.server import protocol, types
+from heron.server import decode, encode, protocol
 from heron.server.protocol import FieldDescription, ProtocolError
 from heron.server.session import Session, Statement
 
@@ -380,7 +380,7 @@ class Connection:
         return result
 
     async def _send_rows(self, table: pa.Table, formats: Sequence[int]) -> None:
-        timezone = types.session_timezone(self.session.setting("TimeZone"))
+        timezone = encode.session_timezone(self.session.setting("TimeZone"))
         for start in range(0, table.num_rows, ENCODE_BATCH_ROWS):
             batch = table.slice(start, ENCODE_BATCH_ROWS)
             rows = await self._call(_encode_rows, batch, formats, timezone)
@@ -435,7 +435,7 @@ class Connection:
         for code in (*param_formats, *message.result_formats):
             if code not in (0, 1):
                 raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {code}")
-        values = [types.decode_param(data, oid, fmt) for data, oid, fmt
+        values = [decode.decode_param(data, oid, fmt) for data, oid, fmt
                   in zip(message.params, prepared.param_oids, param_formats, strict=True)]
         # Types beyond those the statement uses (PostgreSQL allows declaring extra ones) are
         # accepted and not bound.
@@ -453,7 +453,7 @@ class Connection:
                 raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
                                f'prepared statement "{message.name}" does not exist')
             self._send(protocol.parameter_description(
-                [types.parameter_type(oid) for oid in prepared.param_oids]))
+                [decode.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
             self._send(protocol.no_data() if columns is None else
                        protocol.row_description(_fields(columns, [0] * len(columns))))
@@ -595,13 +595,13 @@ def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
 def _fields(columns: Sequence[Column], formats: Sequence[int]) -> list[FieldDescription]:
     out = []
     for column, fmt in zip(columns, formats, strict=True):
-        pg = types.pg_type(column.type)
+        pg = encode.pg_type(column.type)
         out.append(FieldDescription(column.name, pg.oid, pg.typlen, format=fmt))
     return out
 
 
 def _encode_rows(table: pa.Table, formats: Sequence[int], timezone: dt.tzinfo) -> list[bytes]:
     """DataRow messages for a slice of a result (runs on the thread pool)."""
-    columns = [types.encode_column(table.column(i), fmt, timezone)
+    columns = [encode.encode_column(table.column(i), fmt, timezone)
                for i, fmt in enumerate(formats)]
     return list(protocol.data_rows(columns, table.num_rows))
