@@ -189,7 +189,7 @@ def _array_text(node: exp.Binary) -> exp.Expression:
 PG_TYPE_NAMES = {t.oid: t.display_name for t in pg_types.ALL if t is not pg_types.UNKNOWN}
 ARRAY_OIDS = {t.oid: t.array_oid for t in pg_types.ALL if t.array_oid}
 # DuckDB's column type (without its parameters) -> the PostgreSQL type OID Heron sends it as
-# (server/types.py decides the wire types; this table mirrors it for the catalog).
+# (server/encode.py decides the wire types; this table mirrors it for the catalog).
 DUCKDB_TYPE_OIDS = {
     "BOOLEAN": 16, "TINYINT": 21, "SMALLINT": 21, "UTINYINT": 21, "INTEGER": 23, "USMALLINT": 23,
     "BIGINT": 20, "UINTEGER": 20, "UBIGINT": 1700, "HUGEINT": 1700, "UHUGEINT": 1700,

@@ -2,7 +2,7 @@
 
 Contract: one `PgType` per type Heron sends or describes: its OID, `typname`, the name
 `format_type` prints, its length on the wire and the OID of its array type. The wire encoders
-(`server/types.py`) and the catalog shim (`planner/pg_catalog.py`) both read this table, so what
+(`server/encode.py`) and the catalog shim (`planner/pg_catalog.py`) both read this table, so what
 a client is told about a column and what it receives cannot disagree.
 """
 

@@ -27,6 +27,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
 from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.parameters import cast_parameter_types
 
 if TYPE_CHECKING:
     from heron.planner.logical import AiPlan, OperatorWork
@@ -81,6 +82,7 @@ class Statement:
     kind: Kind
     verb: str = ""  # the leading keywords, upper case: "SELECT", "CREATE TABLE", "BEGIN", ...
     param_count: int = 0
+    param_types: tuple[int, ...] = ()  # per parameter: the type OID the statement implies, or 0
     returns_rows: bool = False
     bindable: bool = False  # its result columns can be found by binding it, without running
     command: SessionCommand | None = None
@@ -180,8 +182,10 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     kind = session[0] if session else _DUCKDB_KINDS.get(duck_type, Kind.OTHER)
     returns_rows = (duck_type in {"SELECT", "RELATION", "EXPLAIN", "PRAGMA", "CALL"}
                     or (kind in _DML and _has_token(sql, TokenType.RETURNING)))
-    return Statement(sql, kind, _verb(sql), len(parsed[0].named_parameters), returns_rows,
-                     bindable=duck_type in {"SELECT", "RELATION"},
+    count = len(parsed[0].named_parameters)
+    casts = cast_parameter_types(sql)
+    return Statement(sql, kind, _verb(sql), count, tuple(casts.get(i + 1, 0) for i in range(count)),
+                     returns_rows, bindable=duck_type in {"SELECT", "RELATION"},
                      command=session[1] if session else None)
 
 

@@ -31,7 +31,7 @@ from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement, split
 from heron.planner.errors import bind_count_mismatch
-from heron.server import protocol, types
+from heron.server import decode, encode, protocol
 from heron.server.protocol import FieldDescription, ProtocolError
 from heron.server.session import Session, TransactionStatus
 
@@ -372,7 +372,7 @@ class Connection:
         return result
 
     async def _send_rows(self, table: pa.Table, formats: Sequence[int]) -> None:
-        timezone = types.session_timezone(self.session.setting("TimeZone"))
+        timezone = encode.session_timezone(self.session.setting("TimeZone"))
         for start in range(0, table.num_rows, ENCODE_BATCH_ROWS):
             batch = table.slice(start, ENCODE_BATCH_ROWS)
             rows = await self._call(_encode_rows, batch, formats, timezone)
@@ -390,10 +390,11 @@ class Connection:
         if not message.name:
             self.statements.pop("", None)  # replaced even if this Parse fails
         statement = await self._call(self.session.prepare, message.sql)
-        # Types the client left open (0) are taken from explicit casts in the statement.
+        # Types the client left open (0) are the ones the statement implies.
         given = message.param_oids
-        casts = types.cast_parameter_types(message.sql) if statement.kind is not Kind.EMPTY else {}
-        oids = tuple(given[i] if i < len(given) and given[i] else casts.get(i + 1, 0)
+        implied = statement.param_types
+        oids = tuple(given[i] if i < len(given) and given[i] else
+                     (implied[i] if i < len(implied) else 0)
                      for i in range(max(statement.param_count, len(given))))
         self.statements[message.name] = PreparedStatement(statement, oids)
         self._send(protocol.parse_complete())
@@ -416,7 +417,7 @@ class Connection:
         for code in (*param_formats, *message.result_formats):
             if code not in (0, 1):
                 raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {code}")
-        values = [types.decode_param(data, oid, fmt) for data, oid, fmt
+        values = [decode.decode_param(data, oid, fmt) for data, oid, fmt
                   in zip(message.params, prepared.param_oids, param_formats, strict=True)]
         # Types beyond those the statement uses (PostgreSQL allows declaring extra ones) are
         # accepted and not bound.
@@ -434,7 +435,7 @@ class Connection:
                 raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
                                f'prepared statement "{message.name}" does not exist')
             self._send(protocol.parameter_description(
-                [types.parameter_type(oid) for oid in prepared.param_oids]))
+                [decode.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
             self._send(protocol.no_data() if columns is None else
                        protocol.row_description(_fields(columns, [0] * len(columns))))
@@ -568,13 +569,13 @@ def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
 def _fields(columns: Sequence[Column], formats: Sequence[int]) -> list[FieldDescription]:
     out = []
     for column, fmt in zip(columns, formats, strict=True):
-        pg = types.pg_type(column.type)
+        pg = encode.pg_type(column.type)
         out.append(FieldDescription(column.name, pg.oid, pg.typlen, format=fmt))
     return out
 
 
 def _encode_rows(table: pa.Table, formats: Sequence[int], timezone: dt.tzinfo) -> list[bytes]:
     """DataRow messages for a slice of a result (runs on the thread pool)."""
-    columns = [types.encode_column(table.column(i), fmt, timezone)
+    columns = [encode.encode_column(table.column(i), fmt, timezone)
                for i, fmt in enumerate(formats)]
     return list(protocol.data_rows(columns, table.num_rows))

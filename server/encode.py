@@ -1,4 +1,4 @@
-"""PostgreSQL types on the wire: Arrow result columns out, bind parameters in.
+"""Arrow result columns as PostgreSQL wire values.
 
 Contract:
 - `pg_type(arrow_type)` names the PostgreSQL type a result column is sent as (OID and typlen).
@@ -8,10 +8,12 @@ Contract:
   None for NULL) in text (fmt 0) or binary (fmt 1) format, byte-for-byte as PostgreSQL 16 sends
   them (text: floats shortest round-trip as with extra_float_digits >= 1, booleans t/f,
   timestamps trimmed to significant microseconds, timestamptz in the session time zone with
-  +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres).
-- `decode_param(data, oid, fmt)` turns one Bind parameter into the Python value DuckDB binds;
-  unknown OIDs (0) and text-like types in text format stay `str`, so DuckDB casts them in
-  context. Bad input raises `SqlError` with PostgreSQL's SQLSTATE (22P02, 22P03, 22007, 0A000).
+  +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres). Another format code raises
+  `SqlError` 22023.
+- `session_timezone(name)` is the `timezone` for a session's TimeZone setting (UTC when unknown).
+- `numeric_binary(value)` is numeric_send's layout of a Decimal.
+- `PG_EPOCH_DATE`, `PG_EPOCH` and `INT64_MAX` describe PostgreSQL's binary dates and timestamps
+  for both directions; `server/decode.py` reads them from here.
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
 import struct
 import uuid
-from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -35,7 +35,6 @@ from heron.planner import pg_types
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
     BOOL,
-    BPCHAR,
     BYTEA,
     DATE,
     FLOAT4,
@@ -45,31 +44,27 @@ from heron.planner.pg_types import (
     INT8,
     INTERVAL,
     JSON,
-    JSONB,
-    NAME,
     NUMERIC,
-    OID,
     TEXT,
     TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
-    UNKNOWN,
     UUID,
-    VARCHAR,
     PgType,
 )
 
 Wire = list[bytes | None]
 
 
-_BY_OID = pg_types.BY_OID
 _ARRAY_ELEMENT = pg_types.ARRAY_ELEMENT
 
+# PostgreSQL counts binary dates and timestamps from 2000-01-01, Arrow from 1970-01-01.
 PG_EPOCH_DATE = dt.date(2000, 1, 1)
 PG_EPOCH = dt.datetime(2000, 1, 1)
-_UNIX_TO_PG_DAYS = 10957
+_UNIX_TO_PG_DAYS = (PG_EPOCH_DATE - dt.date(1970, 1, 1)).days
 _UNIX_TO_PG_MICROS = _UNIX_TO_PG_DAYS * 86_400_000_000
-_INT64_MAX = 2**63 - 1
+# Timestamps at the int64 extremes are +-infinity, in DuckDB's results as on PostgreSQL's wire.
+INT64_MAX = 2**63 - 1
 
 
 def _is_uuid(t: pa.DataType) -> bool:
@@ -124,9 +119,6 @@ def pg_type(t: pa.DataType) -> PgType:
             return TEXT
         return PgType(element.array_oid, f"_{element.name}", -1)
     return TEXT  # null, struct, map, union: text (JSON for structs and maps)
-
-
-# -- result encoding --------------------------------------------------------------------------
 
 
 def session_timezone(name: str) -> dt.tzinfo:
@@ -260,10 +252,10 @@ def _timestamps_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         if m is None:
             out.append(None)
             continue
-        if m == _INT64_MAX:
+        if m == INT64_MAX:
             out.append("infinity")
             continue
-        if m == -_INT64_MAX or m == -_INT64_MAX - 1:
+        if m == -INT64_MAX or m == -INT64_MAX - 1:
             out.append("-infinity")
             continue
         try:
@@ -447,276 +439,3 @@ def numeric_binary(value: Decimal) -> bytes:
         weight = 0
     header = struct.pack("!hhHh", len(groups), weight, 0x4000 if sign else 0, dscale)
     return header + struct.pack(f"!{len(groups)}h", *groups)
-
-
-# -- parameter decoding -----------------------------------------------------------------------
-
-_TEXTUAL = {0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid, JSON.oid, 18}
-_TRUE = {"t", "true", "y", "yes", "on", "1"}
-_FALSE = {"f", "false", "n", "no", "off", "0"}
-
-
-_TYPE_NAMES = {
-    "bool": BOOL, "boolean": BOOL, "smallint": INT2, "int2": INT2, "int": INT4, "integer": INT4,
-    "int4": INT4, "bigint": INT8, "int8": INT8, "real": FLOAT4, "float4": FLOAT4, "float": FLOAT8,
-    "float8": FLOAT8, "double": FLOAT8, "double precision": FLOAT8, "numeric": NUMERIC,
-    "decimal": NUMERIC, "text": TEXT, "varchar": VARCHAR, "character varying": VARCHAR,
-    "string": TEXT, "bytea": BYTEA, "blob": BYTEA, "date": DATE, "time": TIME,
-    "timestamp": TIMESTAMP, "timestamp without time zone": TIMESTAMP, "timestamptz": TIMESTAMPTZ,
-    "timestamp with time zone": TIMESTAMPTZ, "interval": INTERVAL, "uuid": UUID, "json": JSON,
-    "jsonb": JSONB,
-}
-_TYPE_PATTERN = "|".join(sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _TYPE_NAMES),
-                                key=len, reverse=True))
-_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?!\s*\[)|"
-                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b(?!\s*\[)",
-                   re.IGNORECASE)
-
-
-def cast_parameter_types(sql: str) -> dict[int, int]:
-    """Parameter number -> type OID for parameters cast explicitly (`$1::int`, `CAST($2 AS
-    date)`), as PostgreSQL infers them; clients like asyncpg encode arguments by these types."""
-    found: dict[int, int] = {}
-    for m in _CAST.finditer(sql):
-        number, name = (m["n1"], m["t1"]) if m["n1"] else (m["n2"], m["t2"])
-        found.setdefault(int(number), _TYPE_NAMES[" ".join(name.lower().split())].oid)
-    return found
-
-
-def parameter_type(oid: int) -> int:
-    """The OID reported in ParameterDescription: the client's, or text where it left it open."""
-    return oid or TEXT.oid
-
-
-def decode_param(data: bytes | None, oid: int, fmt: int) -> Any:
-    """A Bind parameter as a Python value for DuckDB (None for SQL NULL)."""
-    if data is None:
-        return None
-    if fmt == 0:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SqlError(SqlState.CHARACTER_NOT_IN_REPERTOIRE,
-                           'invalid byte sequence for encoding "UTF8"') from None
-        return _decode_text(text, oid)
-    if fmt == 1:
-        try:
-            return _decode_binary(data, oid)
-        except (struct.error, ValueError, IndexError, OverflowError):
-            name = _BY_OID[oid].name if oid in _BY_OID else str(oid)
-            raise SqlError(SqlState.INVALID_BINARY_REPRESENTATION,
-                           f"incorrect binary data format in bind parameter "
-                           f"of type {name}") from None
-    raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
-
-
-def _decode_text(text: str, oid: int) -> Any:
-    if oid in _TEXTUAL or oid == JSONB.oid:
-        return text
-    parser = _TEXT_PARSERS.get(oid)
-    if parser is not None:
-        try:
-            return parser(text)
-        except (ValueError, InvalidOperation):
-            raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
-                           f'invalid input syntax for type {_BY_OID[oid].name}: '
-                           f'"{text}"') from None
-    if oid in _ARRAY_ELEMENT:
-        element = _ARRAY_ELEMENT[oid].oid
-        return _parse_array_literal(text, lambda s: None if s is None else _decode_text(s, element))
-    # Types we do not know by OID (interval, ranges, ...): DuckDB casts the text in context.
-    return text
-
-
-def _bool(text: str) -> bool:
-    word = text.strip().lower()
-    if word in _TRUE:
-        return True
-    if word in _FALSE:
-        return False
-    raise ValueError(text)
-
-
-def _bytea_text(text: str) -> bytes:
-    if text.startswith("\\x"):
-        return bytes.fromhex(text[2:])
-    # Escape format: backslash-octal and doubled backslashes.
-    out, i = bytearray(), 0
-    while i < len(text):
-        if text[i] == "\\":
-            if text[i + 1 : i + 2] == "\\":
-                out.append(0x5C)
-                i += 2
-                continue
-            out.append(int(text[i + 1 : i + 4], 8))
-            i += 4
-            continue
-        out.extend(text[i].encode("utf-8"))
-        i += 1
-    return bytes(out)
-
-
-def _or_text(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """Parse with Python when it can; leave other spellings ('infinity', 'epoch', 'today', ...)
-    as text for DuckDB to cast, which accepts PostgreSQL's special values."""
-
-    def parser(text: str) -> Any:
-        try:
-            return parse(text.strip())
-        except ValueError:
-            return text
-
-    return parser
-
-
-def _timestamptz(text: str) -> dt.datetime:
-    value = dt.datetime.fromisoformat(text)
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
-def _timestamp(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text).replace(tzinfo=None)
-
-
-_TEXT_PARSERS: dict[int, Callable[[str], Any]] = {
-    BOOL.oid: _bool,
-    INT2.oid: lambda s: int(s.strip()),
-    INT4.oid: lambda s: int(s.strip()),
-    INT8.oid: lambda s: int(s.strip()),
-    OID.oid: lambda s: int(s.strip()),
-    FLOAT4.oid: lambda s: float(s.strip()),
-    FLOAT8.oid: lambda s: float(s.strip()),
-    NUMERIC.oid: lambda s: Decimal(s.strip()),
-    BYTEA.oid: _bytea_text,
-    UUID.oid: lambda s: uuid.UUID(s.strip()),
-    DATE.oid: _or_text(dt.date.fromisoformat),
-    TIME.oid: _or_text(dt.time.fromisoformat),
-    TIMESTAMP.oid: _or_text(_timestamp),
-    TIMESTAMPTZ.oid: _or_text(_timestamptz),
-}
-
-
-def _parse_array_literal(text: str, element: Callable[[str | None], Any]) -> list[Any]:
-    """A PostgreSQL array literal such as {1,2,NULL} or {"a b",{c}} as nested Python lists."""
-    pos = 0
-
-    def parse_array() -> list[Any]:
-        nonlocal pos
-        if text[pos] != "{":
-            raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
-                           f'malformed array literal: "{text}"')
-        pos += 1
-        items: list[Any] = []
-        while pos < len(text):
-            ch = text[pos]
-            if ch == "}":
-                pos += 1
-                return items
-            if ch in ", \t\n":
-                pos += 1
-            elif ch == "{":
-                items.append(parse_array())
-            elif ch == '"':
-                pos += 1
-                buf = []
-                while text[pos] != '"':
-                    if text[pos] == "\\":
-                        pos += 1
-                    buf.append(text[pos])
-                    pos += 1
-                pos += 1
-                items.append(element("".join(buf)))
-            else:
-                start = pos
-                while pos < len(text) and text[pos] not in ",}":
-                    pos += 1
-                word = text[start:pos].strip()
-                items.append(element(None if word.upper() == "NULL" else word))
-        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
-
-    try:
-        stripped = text.strip()
-        text = stripped[stripped.index("=") + 1 :] if stripped.startswith("[") else stripped
-        return parse_array()
-    except IndexError:
-        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
-                       f'malformed array literal: "{text}"') from None
-
-
-def _numeric_from_binary(data: bytes) -> Decimal:
-    ndigits, weight, sign, dscale = struct.unpack_from("!hhHh", data)
-    if sign == 0xC000:
-        return Decimal("NaN")
-    if sign in (0xD000, 0xF000):
-        return Decimal("Infinity") if sign == 0xD000 else Decimal("-Infinity")
-    groups = struct.unpack_from(f"!{ndigits}h", data, 8)
-    digits = "".join(f"{g:04d}" for g in groups) or "0"
-    value = Decimal(int(digits)).scaleb(4 * (weight - ndigits + 1))
-    value = value.quantize(Decimal(1).scaleb(-dscale))
-    return -value if sign == 0x4000 else value
-
-
-def _decode_binary(data: bytes, oid: int) -> Any:
-    if oid in _TEXTUAL:
-        return data.decode("utf-8")
-    if oid == JSONB.oid:
-        if data[:1] != b"\x01":
-            raise ValueError("unsupported jsonb version")
-        return data[1:].decode("utf-8")
-    if oid == BOOL.oid:
-        return data != b"\x00"
-    fixed = {INT2.oid: "!h", INT4.oid: "!i", INT8.oid: "!q", OID.oid: "!I", FLOAT4.oid: "!f",
-             FLOAT8.oid: "!d"}
-    if oid in fixed:
-        (value,) = struct.unpack(fixed[oid], data)
-        return value
-    if oid == BYTEA.oid:
-        return bytes(data)
-    if oid == NUMERIC.oid:
-        return _numeric_from_binary(data)
-    if oid == UUID.oid:
-        return uuid.UUID(bytes=bytes(data))
-    if oid == DATE.oid:
-        (days,) = struct.unpack("!i", data)
-        if days in (2**31 - 1, -(2**31)):
-            return "infinity" if days > 0 else "-infinity"
-        return PG_EPOCH_DATE + dt.timedelta(days=days)
-    if oid == TIME.oid:
-        (micros,) = struct.unpack("!q", data)
-        return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
-    if oid in (TIMESTAMP.oid, TIMESTAMPTZ.oid):
-        (micros,) = struct.unpack("!q", data)
-        if micros in (_INT64_MAX, -_INT64_MAX - 1):
-            return "infinity" if micros > 0 else "-infinity"
-        value = PG_EPOCH + dt.timedelta(microseconds=micros)
-        return value.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ.oid else value
-    if oid == INTERVAL.oid:
-        micros, days, months = struct.unpack("!qii", data)
-        if not months:
-            return dt.timedelta(days=days, microseconds=micros)
-        return f"{months} months {days} days {micros} microseconds"
-    if oid in _ARRAY_ELEMENT:
-        return _array_from_binary(data)
-    raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
-                   f"binary format is not supported for parameters of type OID {oid}; "
-                   "send it in text format")
-
-
-def _array_from_binary(data: bytes) -> list[Any]:
-    ndim, _has_null, element = struct.unpack_from("!iiI", data)
-    if ndim == 0:
-        return []
-    dims = [struct.unpack_from("!ii", data, 12 + 8 * i)[0] for i in range(ndim)]
-    pos = 12 + 8 * ndim
-    flat: list[Any] = []
-    for _ in range(math.prod(dims)):
-        (size,) = struct.unpack_from("!i", data, pos)
-        pos += 4
-        if size < 0:
-            flat.append(None)
-            continue
-        flat.append(_decode_binary(data[pos : pos + size], element))
-        pos += size
-    for size in reversed(dims[1:]):
-        flat = [flat[i : i + size] for i in range(0, len(flat), size)]
-    return flat

@@ -1,4 +1,4 @@
-"""Wire encodings of result columns and decoding of bind parameters, without a server."""
+"""Wire encodings of result columns, without a server."""
 
 from __future__ import annotations
 
@@ -10,14 +10,13 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from heron.planner.errors import SqlError
-from heron.server import types
+from heron.server import decode, encode
 
 
 def text(values, arrow_type, tz=dt.UTC):
     return [
         None if v is None else v.decode()
-        for v in types.encode_column(pa.array(values, arrow_type), 0, tz)
+        for v in encode.encode_column(pa.array(values, arrow_type), 0, tz)
     ]
 
 
@@ -54,7 +53,7 @@ def text(values, arrow_type, tz=dt.UTC):
     ],
 )
 def test_pg_type_mapping(arrow_type, oid, typlen):
-    pg = types.pg_type(arrow_type)
+    pg = encode.pg_type(arrow_type)
     assert (pg.oid, pg.typlen) == (oid, typlen)
 
 
@@ -119,9 +118,9 @@ def test_timestamp_text_formats():
     assert text(ts, pa.timestamp("us")) == ["2020-01-02 03:04:05", "2020-01-02 03:04:05.12"]
     aware = [dt.datetime(2020, 1, 2, 3, 4, 5, tzinfo=dt.UTC)]
     assert text(aware, pa.timestamp("us", "UTC")) == ["2020-01-02 03:04:05+00"]
-    kolkata = types.session_timezone("Asia/Kolkata")
+    kolkata = encode.session_timezone("Asia/Kolkata")
     assert text(aware, pa.timestamp("us", "UTC"), kolkata) == ["2020-01-02 08:34:05+05:30"]
-    assert types.session_timezone("Not/AZone") is dt.UTC
+    assert encode.session_timezone("Not/AZone") is dt.UTC
 
 
 def test_interval_text_postgres_style():
@@ -156,7 +155,7 @@ def test_array_and_struct_text():
 
 def test_binary_encodings():
     def binary(values, arrow_type):
-        return types.encode_column(pa.array(values, arrow_type), 1)
+        return encode.encode_column(pa.array(values, arrow_type), 1)
 
     assert binary([1, None, -2], pa.int32()) == [b"\0\0\0\1", None, b"\xff\xff\xff\xfe"]
     assert binary([1], pa.int8()) == [b"\0\1"]
@@ -177,61 +176,11 @@ def test_binary_encodings():
     ["0", "1", "-1", "12.340", "-0.0001", "10000", "123456789.5", "0.00000001", "1E+5", "NaN"],
 )
 def test_numeric_binary_round_trip(value):
-    encoded = types.numeric_binary(Decimal(value))
-    decoded = types.decode_param(encoded, 1700, 1)
+    encoded = encode.numeric_binary(Decimal(value))
+    decoded = decode.decode_param(encoded, 1700, 1)
     assert decoded == Decimal(value) or (decoded.is_nan() and Decimal(value).is_nan())
 
 
 def test_numeric_binary_matches_postgres_layout():
     # numeric_send(12.340): 2 digits [12, 3400], weight 0, positive, dscale 3.
-    assert types.numeric_binary(Decimal("12.340")) == struct.pack("!hhHhhh", 2, 0, 0, 3, 12, 3400)
-
-
-def test_text_parameter_decoding():
-    assert types.decode_param(b"42", 23, 0) == 42
-    assert types.decode_param(b"on", 16, 0) is True
-    assert types.decode_param(b"2.5", 701, 0) == 2.5
-    assert types.decode_param(b"1.10", 1700, 0) == Decimal("1.10")
-    assert types.decode_param(b"2020-01-02", 1082, 0) == dt.date(2020, 1, 2)
-    assert types.decode_param(b"2020-01-02 03:04:05.5", 1114, 0) == dt.datetime(
-        2020, 1, 2, 3, 4, 5, 500000
-    )
-    assert types.decode_param(b"2020-01-02 03:04:05+02", 1184, 0) == dt.datetime(
-        2020, 1, 2, 1, 4, 5, tzinfo=dt.UTC
-    )
-    assert types.decode_param(b"infinity", 1082, 0) == "infinity"  # DuckDB casts it
-    assert types.decode_param(b"\\x00ff", 17, 0) == b"\x00\xff"
-    assert types.decode_param(b"{1,NULL,3}", 1007, 0) == [1, None, 3]
-    assert types.decode_param(b'{"a b","c"}', 1009, 0) == ["a b", "c"]
-    assert types.decode_param(b"anything", 0, 0) == "anything"
-    assert types.decode_param(None, 23, 0) is None
-    with pytest.raises(SqlError) as err:
-        types.decode_param(b"x", 23, 0)
-    assert err.value.sqlstate == "22P02"
-
-
-def test_binary_parameter_decoding():
-    assert types.decode_param(struct.pack("!h", -3), 21, 1) == -3
-    assert types.decode_param(struct.pack("!q", 2**40), 20, 1) == 2**40
-    assert types.decode_param(struct.pack("!f", 0.5), 700, 1) == 0.5
-    assert types.decode_param(b"\1", 16, 1) is True
-    assert types.decode_param("é".encode(), 25, 1) == "é"
-    assert types.decode_param(b"\1{}", 3802, 1) == "{}"
-    assert types.decode_param(struct.pack("!i", -1), 1082, 1) == dt.date(1999, 12, 31)
-    assert types.decode_param(struct.pack("!q", 1), 1184, 1) == dt.datetime(
-        2000, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC
-    )
-    assert types.decode_param(uuid.UUID(int=5).bytes, 2950, 1) == uuid.UUID(int=5)
-    array = (
-        struct.pack("!iiIii", 1, 0, 23, 2, 1) + struct.pack("!ii", 4, 7) + struct.pack("!ii", 4, 8)
-    )
-    assert types.decode_param(array, 1007, 1) == [7, 8]
-    with pytest.raises(SqlError) as err:
-        types.decode_param(b"\1\2", 23, 1)
-    assert err.value.sqlstate == "22P03"
-
-
-def test_cast_parameter_types():
-    assert types.cast_parameter_types(
-        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone"
-    ) == {1: 23, 2: 701, 4: 1184}
+    assert encode.numeric_binary(Decimal("12.340")) == struct.pack("!hhHhhh", 2, 0, 0, 3, 12, 3400)
