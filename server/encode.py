@@ -10,6 +10,7 @@ Contract:
   timestamps trimmed to significant microseconds, timestamptz in the session time zone with
   +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres). Another format code raises
   `SqlError` 22023.
+- `fields(columns, formats)` are the RowDescription fields announcing result columns.
 - `session_timezone(name)` is the `timezone` for a session's TimeZone setting (UTC when unknown).
 - `numeric_binary(value)` is numeric_send's layout of a Decimal.
 - `PG_EPOCH_DATE`, `PG_EPOCH` and `INT64_MAX` describe PostgreSQL's binary dates and timestamps
@@ -23,6 +24,7 @@ import json
 import math
 import struct
 import uuid
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -52,6 +54,8 @@ from heron.planner.pg_types import (
     UUID,
     PgType,
 )
+from heron.planner.statement import Column
+from heron.server.protocol import FieldDescription
 
 Wire = list[bytes | None]
 
@@ -439,3 +443,10 @@ def numeric_binary(value: Decimal) -> bytes:
         weight = 0
     header = struct.pack("!hhHh", len(groups), weight, 0x4000 if sign else 0, dscale)
     return header + struct.pack(f"!{len(groups)}h", *groups)
+
+
+def fields(columns: Sequence[Column], formats: Sequence[int]) -> list[FieldDescription]:
+    """RowDescription fields of result columns, each sent in its format (0 text, 1 binary)."""
+    types = [pg_type(column.type) for column in columns]
+    return [FieldDescription(column.name, t.oid, t.typlen, format=fmt)
+            for column, t, fmt in zip(columns, types, formats, strict=True)]
