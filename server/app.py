@@ -33,7 +33,7 @@ def open_engine(model: str, device: str) -> Any:
     from heron import engine  # lazily: only a server with a model pays for the engine's imports
 
     print(f"heron: loading model {model} on {device} ...", file=sys.stderr, flush=True)
-    instance = engine.open_engine(model, device=device)
+    instance = engine.open_engine(engine.EngineConfig(model=model, device=device))
     info = instance.info
     print(f"heron: model ready: {info.architecture}, {info.num_layers} layers, "
           f"{info.num_params / 1e6:.1f}M parameters, {info.dtype} on {info.device}",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import Prompt, filter_prompt
 from support.engine_reference import mixed_prompts, reference_logits
@@ -21,7 +22,7 @@ def _expected(engine: LocalEngine, model: torch.nn.Module, prompts: list[Prompt]
 @pytest.mark.parametrize("checkpoint", ["tiny_qwen3", "tiny_llama3"])
 def test_logits_match_transformers(checkpoint: str, request: pytest.FixtureRequest) -> None:
     folder, model = request.getfixturevalue(checkpoint)
-    engine = LocalEngine(str(folder))
+    engine = LocalEngine(EngineConfig(model=str(folder)))
     prompts = mixed_prompts()
     logits, metrics = engine.answer_logits(prompts)
     expected = _expected(engine, model, prompts)
@@ -39,7 +40,7 @@ def test_logits_match_transformers(checkpoint: str, request: pytest.FixtureReque
 
 def test_prefix_sharing_and_cross_call_cache(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
     folder, _ = tiny_qwen3
-    engine = LocalEngine(str(folder))
+    engine = LocalEngine(EngineConfig(model=str(folder)))
     prompts = mixed_prompts()
     tokenized = engine.tokenizer.encode_prompts(prompts)
     total = sum(len(p) + len(s) for p, s in tokenized)
@@ -69,7 +70,9 @@ def test_chunking_and_eviction_do_not_change_answers(
     tiny_qwen3: tuple[Path, torch.nn.Module], chunk_tokens: int, cache_bytes: int
 ) -> None:
     folder, model = tiny_qwen3
-    engine = LocalEngine(str(folder), chunk_tokens=chunk_tokens, kv_cache_bytes=cache_bytes)
+    engine = LocalEngine(
+        EngineConfig(model=str(folder), chunk_tokens=chunk_tokens, kv_cache_bytes=cache_bytes)
+    )
     prompts = mixed_prompts() * 2  # duplicates: same prefix groups across chunks and waves
     expected = _expected(engine, model, prompts)
     for _ in range(2):
@@ -81,7 +84,7 @@ def test_chunking_and_eviction_do_not_change_answers(
 
 
 def test_empty_batch(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
-    engine = LocalEngine(str(tiny_qwen3[0]))
+    engine = LocalEngine(EngineConfig(model=str(tiny_qwen3[0])))
     result = engine.answer_bool([])
     assert result.answers == () and result.p_true == ()
     assert result.metrics.input_tokens == 0 and result.metrics.fresh_tokens == 0
@@ -89,7 +92,7 @@ def test_empty_batch(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
 
 def test_info_and_count_tokens(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
     folder, model = tiny_qwen3
-    engine = LocalEngine(str(folder))
+    engine = LocalEngine(EngineConfig(model=str(folder)))
     assert engine.info.architecture == "qwen3"
     assert engine.info.num_layers == 2 and engine.info.hidden_size == 64
     assert engine.info.num_params == sum(p.numel() for p in model.parameters())
