@@ -19,6 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from heron.engine import attention  # noqa: E402
+from heron.engine.attention.reference import packed_attention_reference  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM = 16, 8, 128  # Qwen3-0.6B's attention shape
 Case = tuple[list[tuple[int, int | None]], list[int]]  # (row length, prefix slot), prefix lengths
@@ -75,10 +76,10 @@ def main() -> None:
     with torch.inference_mode():
         for name, case in shapes(torch.Generator().manual_seed(0)):
             inputs = build(case, args.device, dtype)
-            reference = attention.packed_attention_reference(*inputs).float()
+            reference = packed_attention_reference(*inputs).float()
             error = (attention.packed_attention(*inputs).float() - reference).abs().max().item()
             batched = milliseconds(attention.packed_attention, inputs, 10, sync)
-            per_row = milliseconds(attention.packed_attention_reference, inputs, 2, sync)
+            per_row = milliseconds(packed_attention_reference, inputs, 2, sync)
             print(f"{name}: {inputs[0].shape[0]} tokens; batched {batched:.2f} ms, per-row "
                   f"reference {per_row:.2f} ms ({per_row / batched:.0f}x); max|err| {error:.1e}",
                   flush=True)
