@@ -8,13 +8,15 @@ vectorized ``merge_partials`` over every suffix token. The number of calls does 
 the number of rows and prefix groups, as long as the padded score tensors fit the plan's budget.
 
 The explicit-math path computes scores, softmax and log-sum-exp in float32 whatever the input
-dtype (16-bit CUDA inputs: 16-bit matmul operands with float32 accumulation and output, see
-``LOW_PRECISION_MATMUL``). Grouped-query attention views query heads as [kv_heads, group], so
-keys and values are never repeated.
+dtype. Its matmul operands are float32 too, except for 16-bit CUDA inputs with ``low_precision``
+(the default): there they stay 16-bit with float32 accumulation and output (tensor cores), where
+this torch supports it — probed once per device and dtype. Grouped-query attention views query
+heads as [kv_heads, group], so keys and values are never repeated.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -32,16 +34,21 @@ def packed_attention(
     prefix_kv: Sequence[tuple[torch.Tensor, torch.Tensor]],
     scale: float,
     plan: AttentionPlan | None = None,
+    *,
+    low_precision: bool = True,
 ) -> torch.Tensor:
     """Attention output [T, Hq, D] (dtype of q) for packed rows.
 
     ``row_prefix[i]`` is None, or the index in ``prefix_kv`` of the (keys, values) [P, Hkv, D]
     of this layer that row ``i`` continues. ``plan`` (from ``plan_attention`` over the same rows
-    and prefix lengths) saves rebuilding the index layout on every layer.
+    and prefix lengths) saves rebuilding the index layout on every layer. ``low_precision``:
+    allow 16-bit matmul operands for 16-bit inputs where supported; False upcasts them to float32
+    (slower; isolates the rounding of the inputs from that of the operands).
     """
     if plan is None:
         lengths = [pk.shape[0] for pk, _ in prefix_kv]
         plan = plan_attention(rows, row_prefix, lengths, q.shape[1], q.device)
+    low = low_precision and _low_precision_supported(q.device, q.dtype)
     total, hq, dim = q.shape
     hkv = k.shape[1]
     out = torch.empty_like(q)
@@ -66,7 +73,7 @@ def packed_attention(
         qb = q.index_select(0, b.q_gather).view(b.size, b.lq, hq, dim)
         kb = k.index_select(0, b.q_gather).view(b.size, b.lq, hkv, dim)
         vb = v.index_select(0, b.q_gather).view(b.size, b.lq, hkv, dim)
-        o, lse = _padded_attention_lse(qb, kb, vb, scale, causal=True)
+        o, lse = _padded_attention_lse(qb, kb, vb, scale, causal=True, low_precision=low)
         own_out.index_copy_(0, b.target, o.reshape(-1, hq, dim).index_select(0, b.valid))
         own_lse.index_copy_(0, b.target, lse.reshape(-1, hq).index_select(0, b.valid))
 
@@ -83,7 +90,9 @@ def packed_attention(
             qb = q.index_select(0, b.q_gather).view(b.size, b.lq, hq, dim)
             kb = keys.index_select(0, b.k_gather).view(b.size, b.lk, hkv, dim)
             vb = values.index_select(0, b.k_gather).view(b.size, b.lk, hkv, dim)
-            o, lse = _padded_attention_lse(qb, kb, vb, scale, causal=False, k_len=b.k_len)
+            o, lse = _padded_attention_lse(
+                qb, kb, vb, scale, causal=False, k_len=b.k_len, low_precision=low
+            )
             shared_out.index_copy_(0, b.target, o.reshape(-1, hq, dim).index_select(0, b.valid))
             shared_lse.index_copy_(0, b.target, lse.reshape(-1, hq).index_select(0, b.valid))
 
@@ -99,20 +108,23 @@ def _padded_attention_lse(
     scale: float,
     causal: bool,
     k_len: torch.Tensor | None = None,
+    *,
+    low_precision: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """q [B, Lq, Hq, D] over k, v [B, Lk, Hkv, D]: (out [B, Lq, Hq, D], lse [B, Lq, Hq]) float32.
 
     Keys at or past ``k_len[b]`` are masked; ``causal`` masks key j > query i. Every query must
     keep at least one key. Softmax and log-sum-exp in float32; GQA without repeating K/V.
+    ``low_precision``: matmul operands in the inputs' dtype (``_low_precision_supported`` must
+    hold for it), else upcast to float32.
     """
     b, lq, hq, dim = q.shape
     lk, hkv = k.shape[1], k.shape[2]
     group = hq // hkv
-    low = _low_precision_matmul(q)
     # [B, Hkv, G*Lq, D] @ [B, Hkv, D, Lk]: all query heads of a KV head share one matmul.
     qg = q.view(b, lq, hkv, group, dim).permute(0, 2, 3, 1, 4).reshape(b * hkv, group * lq, dim)
     kt = k.permute(0, 2, 3, 1).reshape(b * hkv, dim, lk)
-    if low:  # 16-bit operands, float32 accumulation and scores (tensor cores)
+    if low_precision:  # 16-bit operands, float32 accumulation and scores (tensor cores)
         scores = torch.bmm(qg, kt, out_dtype=torch.float32).mul_(scale)
     else:
         scores = torch.bmm(qg.float() * scale, kt.float())
@@ -128,7 +140,7 @@ def _padded_attention_lse(
     total = probs.sum(dim=-1, keepdim=True)
     probs = probs.view(b * hkv, group * lq, lk)
     vt = v.permute(0, 2, 1, 3).reshape(b * hkv, lk, dim)
-    if low:  # probabilities rounded to the input dtype, as flash attention does
+    if low_precision:  # probabilities rounded to the input dtype, as flash attention does
         out = torch.bmm(probs.to(v.dtype), vt, out_dtype=torch.float32)
     else:
         out = torch.bmm(probs, vt.float())
@@ -138,22 +150,14 @@ def _padded_attention_lse(
     return out, lse.permute(0, 3, 1, 2).reshape(b, lq, hq)
 
 
-# None: use 16-bit operands with float32 accumulation (``bmm(..., out_dtype=float32)``) for
-# 16-bit CUDA inputs when this torch supports it; False: always upcast operands to float32.
-LOW_PRECISION_MATMUL: bool | None = None
-_low_precision_ok: bool | None = None
-
-
-def _low_precision_matmul(x: torch.Tensor) -> bool:
-    global _low_precision_ok
-    if LOW_PRECISION_MATMUL is False or x.device.type != "cuda" or x.element_size() != 2:
+@functools.cache
+def _low_precision_supported(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether ``bmm(..., out_dtype=float32)`` takes ``dtype`` operands on ``device``: only
+    16-bit dtypes on CUDA gain from it, and older torch builds lack that overload."""
+    if device.type != "cuda" or dtype.itemsize != 2:
         return False
-    if _low_precision_ok is None:
-        try:
-            probe = torch.ones(1, 2, 2, dtype=x.dtype, device=x.device)
-            _low_precision_ok = torch.bmm(probe, probe, out_dtype=torch.float32).dtype == (
-                torch.float32
-            )
-        except (RuntimeError, TypeError):
-            _low_precision_ok = False
-    return _low_precision_ok
+    try:
+        probe = torch.ones(1, 2, 2, dtype=dtype, device=device)
+        return torch.bmm(probe, probe, out_dtype=torch.float32).dtype == torch.float32
+    except (RuntimeError, TypeError):
+        return False

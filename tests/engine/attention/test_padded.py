@@ -5,20 +5,23 @@ from __future__ import annotations
 import pytest
 import torch
 from heron.engine.attention import packed_attention, plan_attention
+from heron.engine.attention.padded import _low_precision_supported
 from heron.engine.attention.reference import packed_attention_reference
 from support.attention_cases import Case, random_case, random_rows
 
 ATOL = 1e-5
 
 
-def _check(case: Case, atol: float = ATOL, **plan_kwargs) -> None:
+def _check(case: Case, atol: float = ATOL, low_precision: bool = True, **plan_kwargs) -> None:
     q, k, v, rows, row_prefix, prefix_kv, scale = case
     expected = packed_attention_reference(q, k, v, rows, row_prefix, prefix_kv, scale)
     plan = None
     if plan_kwargs:
         lengths = [pk.shape[0] for pk, _ in prefix_kv]
         plan = plan_attention(rows, row_prefix, lengths, q.shape[1], q.device, **plan_kwargs)
-    got = packed_attention(q, k, v, rows, row_prefix, prefix_kv, scale, plan=plan)
+    got = packed_attention(
+        q, k, v, rows, row_prefix, prefix_kv, scale, plan=plan, low_precision=low_precision
+    )
     assert got.dtype == q.dtype and got.shape == q.shape
     assert torch.isfinite(got.float()).all()
     torch.testing.assert_close(got.float(), expected.float(), atol=atol, rtol=0)
@@ -94,3 +97,10 @@ def test_bfloat16_inputs() -> None:
     )
     for slack in SLACKS:
         _check(case, atol=3e-2, slack=slack)
+        _check(case, atol=3e-2, slack=slack, low_precision=False)
+
+
+def test_low_precision_operands_only_for_16_bit_cuda_inputs() -> None:
+    # Decided before any probe, so this needs no GPU: CPU and float32 always upcast.
+    assert not _low_precision_supported(torch.device("cpu"), torch.bfloat16)
+    assert not _low_precision_supported(torch.device("cuda", 0), torch.float32)
