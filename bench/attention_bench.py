@@ -2,6 +2,7 @@
 against its float32 per-row twin `packed_attention_reference`, on random inputs.
 
     python bench/attention_bench.py            # on CUDA (bf16); --device cpu for a dry run
+    python bench/attention_bench.py --fp32-operands   # batched path with float32 matmul operands
 
 Prints, per shape, the max |error| against the reference and milliseconds per layer call.
 """
@@ -9,6 +10,7 @@ Prints, per shape, the max |error| against the reference and milliseconds per la
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from heron.engine import attention  # noqa: E402
+from heron.engine.attention.reference import packed_attention_reference  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM = 16, 8, 128  # Qwen3-0.6B's attention shape
 Case = tuple[list[tuple[int, int | None]], list[int]]  # (row length, prefix slot), prefix lengths
@@ -68,17 +71,21 @@ def milliseconds(fn: Callable[..., object], inputs: tuple, iterations: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--fp32-operands", action="store_true",
+                        help="upcast 16-bit matmul operands to float32 (low_precision=False)")
     args = parser.parse_args()
+    batched_attention = functools.partial(attention.packed_attention,
+                                          low_precision=not args.fp32_operands)
     cuda = args.device.startswith("cuda")
     dtype = torch.bfloat16 if cuda else torch.float32
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     with torch.inference_mode():
         for name, case in shapes(torch.Generator().manual_seed(0)):
             inputs = build(case, args.device, dtype)
-            reference = attention.packed_attention_reference(*inputs).float()
-            error = (attention.packed_attention(*inputs).float() - reference).abs().max().item()
-            batched = milliseconds(attention.packed_attention, inputs, 10, sync)
-            per_row = milliseconds(attention.packed_attention_reference, inputs, 2, sync)
+            reference = packed_attention_reference(*inputs).float()
+            error = (batched_attention(*inputs).float() - reference).abs().max().item()
+            batched = milliseconds(batched_attention, inputs, 10, sync)
+            per_row = milliseconds(packed_attention_reference, inputs, 2, sync)
             print(f"{name}: {inputs[0].shape[0]} tokens; batched {batched:.2f} ms, per-row "
                   f"reference {per_row:.2f} ms ({per_row / batched:.0f}x); max|err| {error:.1e}",
                   flush=True)

@@ -2,19 +2,18 @@
 
 Public surface (importing this package never imports torch — the server process stays light):
 
-- ``open_engine(model, device=..., in_process=...)``: the entry point. By default it starts the
-  resident engine process (``engine.process.EngineProcess``), which owns the model and KV cache;
+- ``open_engine(config, in_process=...)``: the entry point. By default it starts the resident
+  engine process (``engine.process.EngineProcess``), which owns the model and KV cache;
   ``in_process=True`` builds a ``engine.local.LocalEngine`` in this process (tests, tools).
+- ``engine.config``: ``EngineConfig`` (model, device, budgets), validated when constructed.
 - ``engine.api``: ``Engine`` protocol, ``BoolAnswers``, ``Metrics``, ``ModelInfo``, ``EngineError``.
 - ``engine.prompts``: the versioned prompt layout (``filter_prompt``, ``join_prompt``).
-
-``model`` is an embedded name (``DEFAULT_MODEL``), a local Hugging Face-layout directory, or a
-Hugging Face id present in the local cache (see ``engine.weights``).
 """
 
 from __future__ import annotations
 
 from heron.engine.api import DEFAULT_MODEL, BoolAnswers, Engine, EngineError, Metrics, ModelInfo
+from heron.engine.config import EngineConfig
 from heron.engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
 
 __all__ = [
@@ -22,6 +21,7 @@ __all__ = [
     "TEMPLATE_VERSION",
     "BoolAnswers",
     "Engine",
+    "EngineConfig",
     "EngineError",
     "Metrics",
     "ModelInfo",
@@ -32,14 +32,12 @@ __all__ = [
 ]
 
 
-def open_engine(
-    model: str = DEFAULT_MODEL, *, device: str = "cpu", in_process: bool = False
-) -> Engine:
-    """Start an engine for ``model`` on ``device``; raises ``EngineError`` if it cannot load."""
+def open_engine(config: EngineConfig, *, in_process: bool = False) -> Engine:
+    """Start an engine as ``config`` says; raises ``EngineError`` if it cannot load."""
     if in_process:
         from heron.engine.local import LocalEngine  # noqa: PLC0415 - imports torch
 
-        return LocalEngine(model, device=device)
+        return LocalEngine(config)
     from heron.engine.process import EngineProcess  # noqa: PLC0415
 
-    return EngineProcess(model, device=device)
+    return EngineProcess(config)

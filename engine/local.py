@@ -1,5 +1,8 @@
 """``LocalEngine``: the in-process engine — tokenizer, decoder, prefix-KV cache and call loop.
 
+``LocalEngine(config)`` loads ``config.model`` onto ``config.device`` (``EngineError`` when the
+model cannot be found or CUDA is missing) and sizes its cache and chunks from the config.
+
 ``answer_bool`` tokenizes the prompts, walks the waves of ``engine.schedule`` (phase A: one full
 row per new prefix, capturing its KV into the cache; phase B: every other prompt as a suffix row
 over its prefix's KV), packs rows into chunks of ``chunk_tokens`` and reads each answer from the
@@ -17,7 +20,6 @@ import torch
 
 from heron.engine.answers import AnswerTokens
 from heron.engine.api import (
-    DEFAULT_MODEL,
     BoolAnswers,
     CancelFlag,
     EngineCancelled,
@@ -25,6 +27,7 @@ from heron.engine.api import (
     Metrics,
     ModelInfo,
 )
+from heron.engine.config import EngineConfig
 from heron.engine.kv_cache import PrefixKV, PrefixKVCache
 from heron.engine.model import Decoder, RowInput
 from heron.engine.prompts import Prompt
@@ -33,36 +36,21 @@ from heron.engine.spec import ModelSpec
 from heron.engine.tokenizer import PromptTokenizer
 from heron.engine.weights import resolve_model
 
-# Prefix-KV cache budget per device type. 1 GiB on CPU holds the KV of the demo table's 300
-# reviews for SmolLM2 (46 KB a token in float32), so a second question reuses every document.
-DEFAULT_KV_CACHE_BYTES = {"cpu": 1 << 30, "cuda": 16 << 30}
-# Tokens per forward chunk: on CPU larger chunks stop paying off and only raise peak memory.
-DEFAULT_CHUNK_TOKENS = {"cpu": 4096, "cuda": 32768}
-
 
 class LocalEngine:
-    def __init__(
-        self,
-        model: str = DEFAULT_MODEL,
-        *,
-        device: str = "cpu",
-        kv_cache_bytes: int | None = None,
-        chunk_tokens: int | None = None,
-    ) -> None:
-        device_type = torch.device(device).type
-        if device_type == "cuda" and not torch.cuda.is_available():
+    def __init__(self, config: EngineConfig) -> None:
+        device = config.device
+        if config.device_type == "cuda" and not torch.cuda.is_available():
             raise EngineError(f"device {device!r} requested but CUDA is not available")
-        folder = resolve_model(model)
+        folder = resolve_model(config.model)
         spec = ModelSpec.from_folder(folder)
         self.tokenizer = PromptTokenizer(folder / "tokenizer.json")
         self.answer_tokens = AnswerTokens.from_encoder(self.tokenizer.encode)
         self.decoder = Decoder.load(folder, spec, self.answer_tokens.ids, device)
-        if kv_cache_bytes is None:
-            kv_cache_bytes = DEFAULT_KV_CACHE_BYTES.get(device_type, 1 << 30)
-        self.cache = PrefixKVCache(kv_cache_bytes)
-        self.chunk_tokens = chunk_tokens or DEFAULT_CHUNK_TOKENS.get(device_type, 4096)
+        self.cache = PrefixKVCache(config.effective_kv_cache_bytes)
+        self.chunk_tokens = config.effective_chunk_tokens
         self.info = ModelInfo(
-            name=model,
+            name=config.model,
             architecture=spec.architecture,
             num_layers=spec.num_layers,
             hidden_size=spec.hidden_size,

@@ -1,13 +1,15 @@
 """``EngineProcess``: the resident engine, a child process that owns the model and KV cache.
 
-The parent (the server) never imports torch. It spawns a child with the multiprocessing
-"spawn" context; the child builds a ``LocalEngine`` and serves requests over a ``Pipe``.
+The parent (the server) never imports torch. ``EngineProcess(config)`` spawns a child with the
+multiprocessing "spawn" context, handing it the ``EngineConfig`` whole (pickled); the child
+builds ``LocalEngine(config)`` and serves requests over a ``Pipe``.
 Messages are pickled frozen dataclasses (``_AnswerBool``, ``_CountTokens``, ``_Stop`` one way;
 ``_Ready``, ``_Done``, ``_Failed`` back).
 
 Guarantees:
 - start-up failures in the child (unknown model, bad weights) raise ``EngineError`` in the parent
-  with the child's message, as soon as the child reports or dies;
+  with the child's message, as soon as the child reports or dies, or after
+  ``config.startup_timeout_s`` at the latest;
 - a call never hangs on a dead child: the parent polls the pipe and the child's liveness, and
   raises ``EngineError`` if it exits mid-call (after which the engine is closed);
 - calls are serialized by a lock, so several server threads may share one instance;
@@ -28,13 +30,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from heron.engine.api import (
-    DEFAULT_MODEL,
     BoolAnswers,
     CancelFlag,
     EngineCancelled,
     EngineError,
     ModelInfo,
 )
+from heron.engine.config import EngineConfig
 from heron.engine.prompts import Prompt
 
 _POLL_SECONDS = 0.05
@@ -75,9 +77,7 @@ class _Failed:
     cancelled: bool = False
 
 
-def _serve(
-    conn: Connection, stop_call: CancelFlag, model: str, device: str, options: dict[str, Any]
-) -> None:
+def _serve(conn: Connection, stop_call: CancelFlag, config: EngineConfig) -> None:
     """Child process main: build the engine, report readiness, answer requests until _Stop."""
     # Must precede the torch import: spinning OpenMP workers collapse (10-30x slower) when the
     # host is shared and a core is taken by another process; passive waiting costs ~nothing.
@@ -85,7 +85,7 @@ def _serve(
     try:
         from heron.engine.local import LocalEngine  # noqa: PLC0415 - torch lives only in the child
 
-        engine = LocalEngine(model, device=device, **options)
+        engine = LocalEngine(config)
     except Exception as exc:  # noqa: BLE001 - every start-up failure must reach the parent
         conn.send(_Failed(_message(exc), traceback.format_exc()))
         return
@@ -123,22 +123,15 @@ class EngineProcess:
 
     info: ModelInfo
 
-    def __init__(
-        self,
-        model: str = DEFAULT_MODEL,
-        *,
-        device: str = "cpu",
-        startup_timeout: float = 900.0,
-        **options: Any,
-    ) -> None:
+    def __init__(self, config: EngineConfig) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
         # Set by the parent to stop the call in flight; the child polls it between chunks.
         self._stop_call = context.Event()
         self._process = context.Process(
             target=_serve,
-            args=(child_conn, self._stop_call, model, device, options),
-            name=f"heron-engine[{model}]",
+            args=(child_conn, self._stop_call, config),
+            name=f"heron-engine[{config.model}]",
             daemon=True,  # never outlive the server
         )
         self._lock = threading.Lock()
@@ -146,7 +139,9 @@ class EngineProcess:
         self._process.start()
         child_conn.close()  # so the parent sees EOF if the child dies
         try:
-            reply = self._receive(deadline=time.monotonic() + startup_timeout, what="start-up")
+            reply = self._receive(
+                deadline=time.monotonic() + config.startup_timeout_s, what="start-up"
+            )
         except EngineError:
             self._kill()
             raise

@@ -1,11 +1,11 @@
 """The listener: one asyncio event loop (uvloop when installed) serving every connection.
 
-Contract: `serve(host, port, data_dir, model, device=...)` opens the data directory, loads the
-engine once (unless `model` is "none"), binds the socket and prints exactly one line
+Contract: `serve(config)` opens `config.data_dir`, loads the engine once (unless
+`config.engine` is None), binds the socket and prints exactly one line
 ``heron: listening on HOST:PORT`` to stdout (with the real port when 0 was asked) once clients
 can connect. It runs until SIGINT/SIGTERM (or `stop` is set), then stops accepting, interrupts
-running statements, closes every session, the engine and the database, and returns. `run(...)` is
-the blocking entry for the command line; it returns the process exit status.
+running statements, closes every session, the engine and the database, and returns.
+`run(config)` is the blocking entry for the command line; it returns the process exit status.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ import concurrent.futures
 import contextlib
 import signal
 import sys
-from pathlib import Path
-from typing import Any
 
+import heron.engine
 from heron.catalog import Database
+from heron.engine.api import Engine
+from heron.engine.config import EngineConfig
+from heron.server.config import ServerConfig
 from heron.server.connection import Connection, ServerContext
 
 # DuckDB and the engine release the GIL, so concurrent sessions overlap; threads idle cheaply.
@@ -26,14 +28,16 @@ MAX_WORKER_THREADS = 64
 SHUTDOWN_GRACE_S = 10.0
 
 
-def open_engine(model: str, device: str) -> Any:
-    """The engine for `model`, or None for "none" (AI statements then fail with 55000)."""
-    if model.lower() == "none":
-        return None
-    from heron import engine  # lazily: only a server with a model pays for the engine's imports
+def open_engine(config: EngineConfig | None) -> Engine | None:
+    """The engine `config` describes, or None without one (AI statements then fail with 55000).
 
-    print(f"heron: loading model {model} on {device} ...", file=sys.stderr, flush=True)
-    instance = engine.open_engine(model, device=device)
+    Importing ``heron.engine`` is cheap (no torch); the model loads in the engine process.
+    """
+    if config is None:
+        return None
+    print(f"heron: loading model {config.model} on {config.device} ...", file=sys.stderr,
+          flush=True)
+    instance = heron.engine.open_engine(config)
     info = instance.info
     print(f"heron: model ready: {info.architecture}, {info.num_layers} layers, "
           f"{info.num_params / 1e6:.1f}M parameters, {info.dtype} on {info.device}",
@@ -41,15 +45,7 @@ def open_engine(model: str, device: str) -> Any:
     return instance
 
 
-async def serve(
-    host: str,
-    port: int,
-    data_dir: str | Path,
-    model: str,
-    *,
-    device: str = "cpu",
-    stop: asyncio.Event | None = None,
-) -> None:
+async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -58,10 +54,10 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
     executor = concurrent.futures.ThreadPoolExecutor(MAX_WORKER_THREADS,
                                                      thread_name_prefix="heron-session")
-    database = await loop.run_in_executor(executor, Database, data_dir)
-    engine = None
+    database = await loop.run_in_executor(executor, Database, config.data_dir)
+    engine: Engine | None = None
     try:
-        engine = await loop.run_in_executor(executor, open_engine, model, device)
+        engine = await loop.run_in_executor(executor, open_engine, config.engine)
         context = ServerContext(database, engine, executor)
         tasks: set[asyncio.Task[None]] = set()
 
@@ -76,7 +72,7 @@ async def serve(
             finally:
                 tasks.discard(task)
 
-        server = await asyncio.start_server(accept, host, port)
+        server = await asyncio.start_server(accept, config.host, config.port)
         bound = server.sockets[0].getsockname()
         print(f"heron: listening on {bound[0]}:{bound[1]}", flush=True)
         try:
@@ -96,13 +92,13 @@ async def serve(
         executor.shutdown(wait=False, cancel_futures=True)
 
 
-def run(host: str, port: int, data_dir: str | Path, model: str, device: str = "cpu") -> int:
+def run(config: ServerConfig) -> int:
     """Serve until a signal arrives; the exit status for the command line."""
     try:
         import uvloop
     except ImportError:  # Windows, or a minimal install: the default loop works too
         uvloop = None
-    coroutine = serve(host, port, data_dir, model, device=device)
+    coroutine = serve(config)
     try:
         if uvloop is not None:
             uvloop.run(coroutine)
@@ -111,7 +107,8 @@ def run(host: str, port: int, data_dir: str | Path, model: str, device: str = "c
     except KeyboardInterrupt:
         pass
     except OSError as exc:
-        print(f"heron: cannot start on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"heron: cannot start on {config.host}:{config.port}: {exc.strerror or exc}",
+              file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - e.g. a model that cannot load: say why, exit 1
         print(f"heron: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -1,19 +1,22 @@
 """The `heron` command line.
 
 Contract: `main(argv)` parses arguments and returns the exit status; `heron serve [--host]
-[--port] [--data-dir] [--model] [--device]` runs the server until SIGINT/SIGTERM, `heron
---version` prints the version. Bad arguments exit with status 2 and a usage message (argparse).
+[--port] [--data-dir] [--model] [--device]` builds a ``ServerConfig`` (``server_config``) and
+runs the server until SIGINT/SIGTERM, `heron --version` prints the version. Bad arguments, and
+values the configs reject, exit with status 2 and a usage message (argparse).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from pathlib import Path
 
-FALLBACK_DEFAULT_MODEL = "smollm2-135m"  # engine.DEFAULT_MODEL, when the engine can't import
+from heron.engine.api import EngineError
+from heron.engine.config import EngineConfig
+from heron.server.config import ServerConfig
 
 
 def _version() -> str:
@@ -23,32 +26,16 @@ def _version() -> str:
         return "0.1.0"
 
 
-def _default_model() -> str:
-    try:
-        from heron import engine  # does not import torch
-
-        return str(engine.DEFAULT_MODEL)
-    except (ImportError, AttributeError):
-        return FALLBACK_DEFAULT_MODEL
-
-
 def _port(text: str) -> int:
+    # Only the parsing: the range is ServerConfig's to check.
     try:
-        port = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {port}")
-    return port
-
-
-def _device(text: str) -> str:
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
-        raise argparse.ArgumentTypeError(f"device must be cpu, cuda or cuda:N, got {text!r}")
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
+    defaults, engine_defaults = ServerConfig(), EngineConfig()
     parser = argparse.ArgumentParser(
         prog="heron",
         description="A PostgreSQL-wire SQL server that evaluates AI functions with a local LLM.")
@@ -56,26 +43,43 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve = commands.add_parser("serve", help="run the server",
                                 description="Run the PostgreSQL wire-protocol server.")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on "
+    serve.add_argument("--host", default=defaults.host, help="address to listen on "
                        "(default: %(default)s)")
-    serve.add_argument("--port", type=_port, default=5433,
+    serve.add_argument("--port", type=_port, default=defaults.port,
                        help="TCP port, 0 for any free one (default: %(default)s)")
-    serve.add_argument("--data-dir", default="./heron-data",
+    serve.add_argument("--data-dir", type=Path, default=defaults.data_dir,
                        help="directory of the database and caches (default: %(default)s)")
-    serve.add_argument("--model", default=_default_model(),
+    serve.add_argument("--model", default=engine_defaults.model,
                        help="model name, local path, Hugging Face id, or 'none' for no AI "
                        "functions (default: %(default)s)")
-    serve.add_argument("--device", type=_device, default="cpu",
+    serve.add_argument("--device", default=engine_defaults.device,
                        help="where the model runs: cpu, cuda or cuda:N (default: %(default)s)")
+    # A value the configs refuse is reported like a bad flag: `heron serve` usage, status 2.
+    serve.set_defaults(usage_error=serve.error)
     return parser
+
+
+def server_config(args: argparse.Namespace) -> ServerConfig:
+    """The ``ServerConfig`` of parsed `heron serve` arguments (``--model none``: no engine).
+
+    Raises ``ValueError`` or ``EngineError`` for a value the configs reject.
+    """
+    # Built even for --model none, so a bad --device is refused whatever the model.
+    engine = EngineConfig(model=args.model, device=args.device)
+    return ServerConfig(host=args.host, port=args.port, data_dir=args.data_dir,
+                        engine=None if args.model.lower() == "none" else engine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
+        try:
+            config = server_config(args)
+        except (ValueError, EngineError) as exc:
+            args.usage_error(str(exc))  # exits with status 2
         from heron.server import app  # imports asyncio machinery only when serving
 
-        return app.run(args.host, args.port, args.data_dir, args.model, args.device)
+        return app.run(config)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 

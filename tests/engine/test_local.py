@@ -8,6 +8,7 @@ import pytest
 import torch
 from support.engine_reference import mixed_prompts, reference_logits
 
+from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import Prompt, filter_prompt
 
@@ -22,7 +23,7 @@ def _expected(engine: LocalEngine, model: torch.nn.Module, prompts: list[Prompt]
 @pytest.mark.parametrize("checkpoint", ["tiny_qwen3", "tiny_llama3"])
 def test_logits_match_transformers(checkpoint: str, request: pytest.FixtureRequest) -> None:
     folder, model = request.getfixturevalue(checkpoint)
-    engine = LocalEngine(str(folder))
+    engine = LocalEngine(EngineConfig(model=str(folder)))
     prompts = mixed_prompts()
     logits, metrics = engine.answer_logits(prompts)
     expected = _expected(engine, model, prompts)
@@ -40,7 +41,7 @@ def test_logits_match_transformers(checkpoint: str, request: pytest.FixtureReque
 
 def test_prefix_sharing_and_cross_call_cache(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
     folder, _ = tiny_qwen3
-    engine = LocalEngine(str(folder))
+    engine = LocalEngine(EngineConfig(model=str(folder)))
     prompts = mixed_prompts()
     tokenized = engine.tokenizer.encode_prompts(prompts)
     total = sum(len(p) + len(s) for p, s in tokenized)
@@ -70,7 +71,9 @@ def test_chunking_and_eviction_do_not_change_answers(
     tiny_qwen3: tuple[Path, torch.nn.Module], chunk_tokens: int, cache_bytes: int
 ) -> None:
     folder, model = tiny_qwen3
-    engine = LocalEngine(str(folder), chunk_tokens=chunk_tokens, kv_cache_bytes=cache_bytes)
+    engine = LocalEngine(
+        EngineConfig(model=str(folder), chunk_tokens=chunk_tokens, kv_cache_bytes=cache_bytes)
+    )
     prompts = mixed_prompts() * 2  # duplicates: same prefix groups across chunks and waves
     expected = _expected(engine, model, prompts)
     for _ in range(2):
@@ -82,7 +85,7 @@ def test_chunking_and_eviction_do_not_change_answers(
 
 
 def test_empty_batch(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
-    engine = LocalEngine(str(tiny_qwen3[0]))
+    engine = LocalEngine(EngineConfig(model=str(tiny_qwen3[0])))
     result = engine.answer_bool([])
     assert result.answers == () and result.p_true == ()
     assert result.metrics.input_tokens == 0 and result.metrics.fresh_tokens == 0
@@ -90,7 +93,7 @@ def test_empty_batch(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
 
 def test_info_and_count_tokens(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
     folder, model = tiny_qwen3
-    engine = LocalEngine(str(folder))
+    engine = LocalEngine(EngineConfig(model=str(folder)))
     assert engine.info.architecture == "qwen3"
     assert engine.info.num_layers == 2 and engine.info.hidden_size == 64
     assert engine.info.num_params == sum(p.numel() for p in model.parameters())

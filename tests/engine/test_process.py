@@ -11,6 +11,7 @@ import pytest
 
 from heron.engine import open_engine
 from heron.engine.api import EngineError
+from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.process import EngineProcess
 from heron.engine.prompts import filter_prompt, join_prompt
@@ -21,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_importing_engine_does_not_import_torch() -> None:
     code = (
         "import sys, heron.engine, heron.engine.process, heron.engine.prompts, heron.engine.api\n"
+        "import heron.engine.config\n"
         "import heron.engine.spec, heron.engine.weights\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "assert 'transformers' not in sys.modules\n"
@@ -35,9 +37,9 @@ def test_process_answers_like_local_engine(smollm2_folder: Path) -> None:
         filter_prompt("A delightful, warm film.", "Is the review negative?"),
         join_prompt("Topic: food", "Is DOCUMENT 1 about DOCUMENT 0?", "We ate pasta."),
     ]
-    local = LocalEngine()
+    local = LocalEngine(EngineConfig())
     expected = local.answer_bool(prompts)
-    with EngineProcess() as engine:
+    with EngineProcess(EngineConfig()) as engine:
         assert engine.info == local.info
         got = engine.answer_bool(prompts)
         assert got.answers == expected.answers
@@ -54,14 +56,14 @@ def test_process_answers_like_local_engine(smollm2_folder: Path) -> None:
 def test_bad_model_path_fails_fast(tmp_path: Path) -> None:
     started = time.monotonic()
     with pytest.raises(EngineError, match="not found") as info:
-        open_engine(str(tmp_path / "no-such-model"))
+        open_engine(EngineConfig(model=str(tmp_path / "no-such-model")))
     assert "no-such-model" in str(info.value)
     assert time.monotonic() - started < 60  # spawn + imports, never a hang
 
 
 @pytest.mark.timeout(120)
 def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None:
-    engine = EngineProcess(str(tiny_qwen3[0]))
+    engine = EngineProcess(EngineConfig(model=str(tiny_qwen3[0])))
     try:
         engine._process.kill()  # noqa: SLF001 - simulate the OOM killer
         engine._process.join()  # noqa: SLF001
@@ -81,7 +83,7 @@ def test_cancel_stops_a_long_call_and_the_engine_stays_usable(smollm2_folder: Pa
 
     documents = [f"Review {i}: " + "a long and winding plot. " * 40 for i in range(64)]
     prompts = [filter_prompt(d, "Is the plot long?") for d in documents]
-    with EngineProcess(chunk_tokens=512) as engine:
+    with EngineProcess(EngineConfig(chunk_tokens=512)) as engine:
         cancel = threading.Event()
         timer = threading.Timer(1.0, cancel.set)
         timer.start()

@@ -8,7 +8,7 @@ import pytest
 import torch
 from support.engine_reference import reference_logits
 
-from heron.engine.api import DEFAULT_MODEL
+from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import filter_prompt, join_prompt
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(300)
 def test_embedded_default_matches_transformers(smollm2_folder: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    engine = LocalEngine(DEFAULT_MODEL)
+    engine = LocalEngine(EngineConfig())
     assert engine.info.architecture == "llama" and engine.info.num_layers == 30
     assert engine.info.vocab_size == 49152
     # SmolLM2 spells TRUE/FALSE with several tokens; the first ones stand for the variants.

@@ -6,7 +6,7 @@ from heron import engine
 @pytest.fixture(scope="session")
 def smollm2():
     """The embedded default model, in this process (the engine process is tested elsewhere)."""
-    instance = engine.open_engine(engine.DEFAULT_MODEL, in_process=True)
+    instance = engine.open_engine(engine.EngineConfig(), in_process=True)
     yield instance
     instance.close()
 
@@ -17,6 +17,6 @@ def tiny_engine(tiny_qwen3):
     the embedded model, which leans FALSE) it answers TRUE for a fair share of prompts."""
     from heron.engine.local import LocalEngine
 
-    instance = LocalEngine(str(tiny_qwen3[0]))
+    instance = LocalEngine(engine.EngineConfig(model=str(tiny_qwen3[0])))
     yield instance
     instance.close()

@@ -4,65 +4,25 @@ from __future__ import annotations
 
 import pytest
 import torch
+from support.attention_cases import Case, random_case, random_rows
 
-from heron.engine.attention import (
-    RowSpan,
-    packed_attention,
-    packed_attention_reference,
-    plan_attention,
-)
+from heron.engine.attention import packed_attention, plan_attention
+from heron.engine.attention.padded import _low_precision_supported
+from heron.engine.attention.reference import packed_attention_reference
 
 ATOL = 1e-5
 
 
-def _case(
-    seed: int,
-    row_specs: list[tuple[int, int | None]],
-    prefix_lengths: list[int],
-    kv_heads: int,
-    group: int,
-    head_dim: int,
-    dtype: torch.dtype = torch.float32,
-):
-    """Random packed q/k/v for rows given as (length, prefix slot or None)."""
-    gen = torch.Generator().manual_seed(seed)
-    total = sum(n for n, _ in row_specs)
-    heads = kv_heads * group
-
-    def rand(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=gen).to(dtype)
-
-    q, k = rand(total, heads, head_dim), rand(total, kv_heads, head_dim)
-    v = rand(total, kv_heads, head_dim)
-    rows, start = [], 0
-    for n, _ in row_specs:
-        rows.append(RowSpan(start, start + n))
-        start += n
-    row_prefix = [slot for _, slot in row_specs]
-    prefix_kv = [(rand(p, kv_heads, head_dim), rand(p, kv_heads, head_dim)) for p in prefix_lengths]
-    return q, k, v, rows, row_prefix, prefix_kv, head_dim**-0.5
-
-
-def _random_rows(seed: int, count: int, prefix_lengths: list[int]) -> list[tuple[int, int | None]]:
-    gen = torch.Generator().manual_seed(1000 + seed)
-    specs: list[tuple[int, int | None]] = []
-    for _ in range(count):
-        if torch.rand(1, generator=gen).item() < 0.35:
-            specs.append((int(torch.randint(1, 41, (1,), generator=gen)), None))
-        else:
-            slot = int(torch.randint(0, len(prefix_lengths), (1,), generator=gen))
-            specs.append((int(torch.randint(1, 13, (1,), generator=gen)), slot))
-    return specs
-
-
-def _check(case, atol: float = ATOL, **plan_kwargs) -> None:
+def _check(case: Case, atol: float = ATOL, low_precision: bool = True, **plan_kwargs) -> None:
     q, k, v, rows, row_prefix, prefix_kv, scale = case
     expected = packed_attention_reference(q, k, v, rows, row_prefix, prefix_kv, scale)
     plan = None
     if plan_kwargs:
         lengths = [pk.shape[0] for pk, _ in prefix_kv]
         plan = plan_attention(rows, row_prefix, lengths, q.shape[1], q.device, **plan_kwargs)
-    got = packed_attention(q, k, v, rows, row_prefix, prefix_kv, scale, plan=plan)
+    got = packed_attention(
+        q, k, v, rows, row_prefix, prefix_kv, scale, plan=plan, low_precision=low_precision
+    )
     assert got.dtype == q.dtype and got.shape == q.shape
     assert torch.isfinite(got.float()).all()
     torch.testing.assert_close(got.float(), expected.float(), atol=atol, rtol=0)
@@ -79,10 +39,10 @@ SLACKS = [1.0, 100.0]
 def test_mixed_rows_match_reference(seed: int, group: int, head_dim: int, slack: float) -> None:
     # Slot 2 is never used (an empty group); prefixes of different lengths, one of a single token.
     prefix_lengths = [37, 5, 20, 1, 64]
-    specs = _random_rows(seed, 24, prefix_lengths)
+    specs = random_rows(seed, 24, prefix_lengths)
     specs += [(1, 0), (1, None), (1, 3)]  # length-1 suffix and plain rows
     specs = [(n, None if slot == 2 else slot) for n, slot in specs]
-    case = _case(seed, specs, prefix_lengths, kv_heads=2, group=group, head_dim=head_dim)
+    case = random_case(seed, specs, prefix_lengths, kv_heads=2, group=group, head_dim=head_dim)
     _check(case, slack=slack)
 
 
@@ -90,8 +50,8 @@ def test_mixed_rows_match_reference(seed: int, group: int, head_dim: int, slack:
 def test_tiny_score_budget_splits_batches(seed: int) -> None:
     # A budget below one group's work forces query blocks and one row per padded call.
     prefix_lengths = [50, 9, 30]
-    specs = _random_rows(seed, 30, prefix_lengths)
-    case = _case(seed, specs, prefix_lengths, kv_heads=2, group=2, head_dim=16)
+    specs = random_rows(seed, 30, prefix_lengths)
+    case = random_case(seed, specs, prefix_lengths, kv_heads=2, group=2, head_dim=16)
     for slack in SLACKS:
         _check(case, score_budget=200, slack=slack)
         _check(case, score_budget=4000, slack=slack)
@@ -109,29 +69,39 @@ def test_tiny_score_budget_splits_batches(seed: int) -> None:
     ],
 )
 def test_single_row_and_single_kind_chunks(specs: list[tuple[int, int | None]]) -> None:
-    _check(_case(3, specs, [11], kv_heads=1, group=4, head_dim=16))
-    _check(_case(3, specs, [11], kv_heads=1, group=4, head_dim=16), slack=100.0)
+    _check(random_case(3, specs, [11], kv_heads=1, group=4, head_dim=16))
+    _check(random_case(3, specs, [11], kv_heads=1, group=4, head_dim=16), slack=100.0)
 
 
 def test_zero_length_prefix_and_empty_chunk() -> None:
-    case = _case(4, [(3, 0), (2, 1), (4, None), (2, 0)], [0, 6], kv_heads=2, group=2, head_dim=16)
+    specs = [(3, 0), (2, 1), (4, None), (2, 0)]
+    case = random_case(4, specs, [0, 6], kv_heads=2, group=2, head_dim=16)
     for slack in SLACKS:
         _check(case, slack=slack)
-    _check(_case(5, [], [6], kv_heads=2, group=2, head_dim=16))
+    _check(random_case(5, [], [6], kv_heads=2, group=2, head_dim=16))
 
 
 def test_join_shape_many_groups() -> None:
     # Many anchors, each with a few short partners (the AI-join layout).
     prefix_lengths = [30 + (i * 7) % 25 for i in range(40)]
     specs = [(3 + (i + j) % 6, i) for i in range(40) for j in range(5)]
-    case = _case(6, specs, prefix_lengths, kv_heads=2, group=4, head_dim=16)
+    case = random_case(6, specs, prefix_lengths, kv_heads=2, group=4, head_dim=16)
     for slack in [*SLACKS, 1.25]:
         _check(case, slack=slack)
 
 
 def test_bfloat16_inputs() -> None:
     prefix_lengths = [37, 5, 20]
-    specs = _random_rows(7, 20, prefix_lengths)
-    case = _case(7, specs, prefix_lengths, kv_heads=2, group=2, head_dim=64, dtype=torch.bfloat16)
+    specs = random_rows(7, 20, prefix_lengths)
+    case = random_case(
+        7, specs, prefix_lengths, kv_heads=2, group=2, head_dim=64, dtype=torch.bfloat16
+    )
     for slack in SLACKS:
         _check(case, atol=3e-2, slack=slack)
+        _check(case, atol=3e-2, slack=slack, low_precision=False)
+
+
+def test_low_precision_operands_only_for_16_bit_cuda_inputs() -> None:
+    # Decided before any probe, so this needs no GPU: CPU and float32 always upcast.
+    assert not _low_precision_supported(torch.device("cpu"), torch.bfloat16)
+    assert not _low_precision_supported(torch.device("cuda", 0), torch.float32)

@@ -1,0 +1,35 @@
+"""Attention over packed variable-length rows, with optional resident prefix KV.
+
+The interface the model uses. Tokens of all rows are concatenated into one [T, heads, head_dim]
+tensor; ``RowSpan``s say where each row lies. Every row gets causal self-attention. A row that
+continues a prefix additionally attends, non-causally, to that prefix's keys/values; the two
+partial results are merged by their log-sum-exp (cascade / Hydragen style), so all suffix rows
+of one prefix share a single attention pass over its KV and the KV is never copied per row.
+
+- ``plan_attention(rows, row_prefix, prefix_lengths, num_heads, device)`` (``plan``): the
+  padded index layout for one set of rows, built once per forward pass and reused by every layer.
+- ``packed_attention(q, k, v, rows, row_prefix, prefix_kv, scale, plan=None)`` (``padded``):
+  the batched backend.
+- ``reference.packed_attention_reference``: the float32 row-at-a-time twin, the oracle.
+
+What a backend must guarantee, given q [T, Hq, D] and k, v [T, Hkv, D] (Hq a multiple of Hkv;
+query head h reads KV head h // (Hq / Hkv)), and for prefix slot s the (keys, values)
+[P_s, Hkv, D] of this layer:
+
+- output layout: one [T, Hq, D] tensor in q's dtype, each token's output at its packed position;
+  every token of every row is written;
+- a row without a prefix attends causally to its own tokens only;
+- a suffix row's token attends to all P_s prefix keys and causally to its row; the result equals
+  softmax attention over the union of both key sets, obtained by the log-sum-exp merge
+  ``out = exp(lse_a - lse) * out_a + exp(lse_b - lse) * out_b`` with
+  ``lse = logaddexp(lse_a, lse_b)`` (natural log of the scaled scores' exponential sums, float32);
+  an empty prefix (P_s = 0) contributes nothing (its LSE is -inf);
+- the float32 reference (``reference.packed_attention_reference``) is the oracle: a backend
+  matches it within float32 rounding on float32 inputs, and within the inputs' rounding on 16-bit
+  inputs.
+"""
+
+from heron.engine.attention.padded import packed_attention
+from heron.engine.attention.plan import AttentionPlan, RowSpan, plan_attention
+
+__all__ = ["AttentionPlan", "RowSpan", "packed_attention", "plan_attention"]
