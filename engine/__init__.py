@@ -6,26 +6,38 @@ Public surface (importing this package never imports torch — the server proces
   engine process (``engine.process.EngineProcess``), which owns the model and KV cache;
   ``in_process=True`` builds a ``engine.local.LocalEngine`` in this process (tests, tools).
 - ``engine.config``: ``EngineConfig`` (model, device, budgets), validated when constructed.
-- ``engine.api``: ``Engine`` protocol, ``BoolAnswers``, ``Metrics``, ``ModelInfo``, ``EngineError``.
+- ``engine.api``: the ``Engine`` protocol, ``Request``, ``Answers``, ``AnswerKind``, ``Metrics``,
+  ``ModelInfo``, ``EngineError``.
 - ``engine.prompts``: the versioned prompt layout (``filter_prompt``, ``join_prompt``).
 """
 
 from __future__ import annotations
 
-from heron.engine.api import DEFAULT_MODEL, BoolAnswers, Engine, EngineError, Metrics, ModelInfo
+from heron.engine.api import (
+    DEFAULT_MODEL,
+    AnswerKind,
+    Answers,
+    Engine,
+    EngineError,
+    Metrics,
+    ModelInfo,
+    Request,
+)
 from heron.engine.config import EngineConfig
 from heron.engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
 
 __all__ = [
     "DEFAULT_MODEL",
     "TEMPLATE_VERSION",
-    "BoolAnswers",
+    "AnswerKind",
+    "Answers",
     "Engine",
     "EngineConfig",
     "EngineError",
     "Metrics",
     "ModelInfo",
     "Prompt",
+    "Request",
     "filter_prompt",
     "join_prompt",
     "open_engine",

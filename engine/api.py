@@ -4,8 +4,9 @@ Pure Python (no torch): the server and planner import this module to type their 
 resident engine process pickles these dataclasses across its pipe.
 
 Contract:
-- ``Engine.answer_bool(prompts)`` returns one boolean per prompt, in order, plus the probability
-  of TRUE and the call's ``Metrics``. An empty sequence yields empty answers.
+- ``Engine.answer(request)`` answers a ``Request`` — prompts of one ``AnswerKind`` — with one value
+  per prompt, in order, and the call's ``Metrics``. An empty request yields empty answers. Several
+  threads may call one engine at once; each call is one request with its own cancel flag.
 - ``Engine.count_tokens(texts)`` counts tokens exactly as the engine tokenizes prompt parts
   (no special tokens), for the planner's cost model.
 - Every failure the user should see is an ``EngineError`` whose message is shown to SQL users.
@@ -101,11 +102,40 @@ class Metrics:
 
 
 @dataclass(frozen=True)
-class BoolAnswers:
-    """Answers of a TRUE/FALSE batch: ``answers[i]`` and ``p_true[i]`` belong to prompt ``i``."""
+class Request:
+    """Prompts of one kind, asked by one operator of one statement.
 
-    answers: tuple[bool, ...]
-    p_true: tuple[float, ...]
+    ``labels`` are the candidate answers of a LABEL request (each scored as a suffix following
+    the prompt, sharing its KV); ``max_tokens`` bounds a TEXT request's greedy continuation.
+    """
+
+    kind: AnswerKind
+    prompts: tuple[Prompt, ...]
+    labels: tuple[str, ...] = ()
+    max_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind is AnswerKind.LABEL and len(self.labels) < 2:
+            raise EngineError("a LABEL request needs at least two labels")
+        if self.kind is not AnswerKind.LABEL and self.labels:
+            raise EngineError(f"labels belong to LABEL requests, not {self.kind.name}")
+        if self.kind is AnswerKind.TEXT and self.max_tokens < 1:
+            raise EngineError("a TEXT request needs max_tokens >= 1")
+
+
+@dataclass(frozen=True)
+class Answers:
+    """Answers of a ``Request``: ``values[i]`` and ``scores[i]`` belong to prompt ``i``.
+
+    values: BOOLEAN -> bool; SCORE -> float, P(TRUE); LABEL -> the chosen label (str);
+    TEXT -> the generated text (str).
+    scores: BOOLEAN and SCORE -> P(TRUE); LABEL -> the chosen label's probability among the
+    labels; TEXT -> the mean log-probability of the generated tokens.
+    """
+
+    kind: AnswerKind
+    values: tuple[bool | float | str, ...]
+    scores: tuple[float, ...]
     metrics: Metrics
 
 
@@ -114,9 +144,7 @@ class Engine(Protocol):
 
     info: ModelInfo
 
-    def answer_bool(
-        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
-    ) -> BoolAnswers: ...
+    def answer(self, request: Request, cancel: CancelFlag | None = None) -> Answers: ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 

@@ -3,7 +3,7 @@
 ``LocalEngine(config)`` loads ``config.model`` onto ``config.device`` (``EngineError`` when the
 model cannot be found or CUDA is missing) and sizes its cache and chunks from the config.
 
-``answer_bool`` tokenizes the prompts, walks the waves of ``engine.schedule`` (phase A: one full
+``answer`` tokenizes the prompts, walks the waves of ``engine.schedule`` (phase A: one full
 row per new prefix, capturing its KV into the cache; phase B: every other prompt as a suffix row
 over its prefix's KV), packs rows into chunks of ``chunk_tokens`` and reads each answer from the
 pruned logits. The cache outlives calls, so a later question about the same documents runs only
@@ -20,12 +20,14 @@ import torch
 
 from heron.engine.answers import AnswerTokens
 from heron.engine.api import (
-    BoolAnswers,
+    AnswerKind,
+    Answers,
     CancelFlag,
     EngineCancelled,
     EngineError,
     Metrics,
     ModelInfo,
+    Request,
 )
 from heron.engine.config import EngineConfig
 from heron.engine.kv_cache import PrefixKV, PrefixKVCache
@@ -66,12 +68,13 @@ class LocalEngine:
     def close(self) -> None:
         self.cache.clear()
 
-    def answer_bool(
-        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
-    ) -> BoolAnswers:
-        logits, metrics = self.answer_logits(prompts, cancel)
-        decided, probabilities = self.answer_tokens.decide(logits)
-        return BoolAnswers(answers=tuple(decided), p_true=tuple(probabilities), metrics=metrics)
+    def answer(self, request: Request, cancel: CancelFlag | None = None) -> Answers:
+        if request.kind not in (AnswerKind.BOOLEAN, AnswerKind.SCORE):
+            raise EngineError(f"{request.kind.name} answers are not supported yet")
+        logits, metrics = self.answer_logits(request.prompts, cancel)
+        decided, p_true = self.answer_tokens.decide(logits)
+        values = tuple(decided) if request.kind is AnswerKind.BOOLEAN else tuple(p_true)
+        return Answers(request.kind, values, tuple(p_true), metrics)
 
     def answer_logits(
         self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None

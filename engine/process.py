@@ -3,7 +3,7 @@
 The parent (the server) never imports torch. ``EngineProcess(config)`` spawns a child with the
 multiprocessing "spawn" context, handing it the ``EngineConfig`` whole (pickled); the child
 builds ``LocalEngine(config)`` and serves requests over a ``Pipe``.
-Messages are pickled frozen dataclasses (``_AnswerBool``, ``_CountTokens``, ``_Stop`` one way;
+Messages are pickled frozen dataclasses (``_Answer``, ``_CountTokens``, ``_Stop`` one way;
 ``_Ready``, ``_Done``, ``_Failed`` back).
 
 Guarantees:
@@ -30,14 +30,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from heron.engine.api import (
-    BoolAnswers,
+    Answers,
     CancelFlag,
     EngineCancelled,
     EngineError,
     ModelInfo,
+    Request,
 )
 from heron.engine.config import EngineConfig
-from heron.engine.prompts import Prompt
 
 _POLL_SECONDS = 0.05
 _STOP_GRACE_SECONDS = 5.0
@@ -45,8 +45,8 @@ _STOP_GRACE_SECONDS = 5.0
 
 # Requests (parent -> child)
 @dataclass(frozen=True)
-class _AnswerBool:
-    prompts: tuple[Prompt, ...]
+class _Answer:
+    request: Request
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class _Ready:
 
 @dataclass(frozen=True)
 class _Done:
-    value: Any  # BoolAnswers for _AnswerBool, list[int] for _CountTokens
+    value: Any  # Answers for _Answer, list[int] for _CountTokens
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ def _serve(conn: Connection, stop_call: CancelFlag, config: EngineConfig) -> Non
             engine.close()
             return
         try:
-            if isinstance(request, _AnswerBool):
-                reply: _Done | _Failed = _Done(engine.answer_bool(request.prompts, stop_call))
+            if isinstance(request, _Answer):
+                reply: _Done | _Failed = _Done(engine.answer(request.request, stop_call))
             elif isinstance(request, _CountTokens):
                 reply = _Done(engine.count_tokens(request.texts))
             else:
@@ -151,11 +151,9 @@ class EngineProcess:
         assert isinstance(reply, _Ready)
         self.info = reply.info
 
-    def answer_bool(
-        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
-    ) -> BoolAnswers:
-        result = self._call(_AnswerBool(tuple(prompts)), cancel)
-        assert isinstance(result, BoolAnswers)
+    def answer(self, request: Request, cancel: CancelFlag | None = None) -> Answers:
+        result = self._call(_Answer(request), cancel)
+        assert isinstance(result, Answers)
         return result
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -177,7 +175,7 @@ class EngineProcess:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, request: _AnswerBool | _CountTokens, cancel: CancelFlag | None = None) -> Any:
+    def _call(self, request: _Answer | _CountTokens, cancel: CancelFlag | None = None) -> Any:
         # Wait for the engine in slices, so a caller cancelled while queued behind another
         # session's call gives up without ever reaching the child.
         while not self._lock.acquire(timeout=_POLL_SECONDS):

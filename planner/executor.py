@@ -37,7 +37,15 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from heron.engine.api import BoolAnswers, Engine, EngineCancelled, EngineError, Metrics
+from heron.engine.api import (
+    AnswerKind,
+    Answers,
+    Engine,
+    EngineCancelled,
+    EngineError,
+    Metrics,
+    Request,
+)
 from heron.engine.prompts import Prompt
 from heron.planner import prompting, statement
 from heron.planner.errors import SqlError, SqlState, from_duckdb
@@ -103,11 +111,12 @@ class Executor:
             for name in execution.registered:
                 self.con.unregister(name)
 
-    def ask(self, prompts: list[Prompt], metrics: Metrics) -> BoolAnswers:
+    def ask(self, prompts: list[Prompt], metrics: Metrics) -> Answers:
         assert self.engine is not None
         started = time.perf_counter()
         try:
-            answers = self.engine.answer_bool(prompts, cancel=self.cancel)
+            answers = self.engine.answer(Request(AnswerKind.BOOLEAN, tuple(prompts)),
+                                         cancel=self.cancel)
         except EngineCancelled as exc:
             raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
         except EngineError as exc:
@@ -150,8 +159,8 @@ class _Execution:
         metrics = Metrics()
         if not call.template.fields:  # a constant question: one prompt, the answer inlined
             answer = self.executor.ask([prompting.row_prompt(call.template, (), ())], metrics)
-            self._replace(call.marker, exp.true() if answer.answers[0] else exp.false())
-            return OperatorWork(op, 1, int(answer.answers[0]), metrics)
+            self._replace(call.marker, exp.true() if answer.values[0] else exp.false())
+            return OperatorWork(op, 1, int(answer.values[0]), metrics)
         pending = frozenset(o.call.marker for o in self.plan.operators[position:])
         candidates = self.executor.fetch(self._candidates_query(op, pending))
         rows = _rows(candidates)
@@ -163,7 +172,7 @@ class _Execution:
         answers: list[bool] = []
         while len(answers) < len(rows) and not (goal and sum(answers) >= goal):
             chunk = rows[len(answers):len(answers) + batch]
-            answers += self.executor.ask(prompts(call, chunk, anchor), metrics).answers
+            answers += self.executor.ask(prompts(call, chunk, anchor), metrics).values
             batch *= 2
         asked = candidates.slice(0, len(answers))
         self.answered(op, asked.append_column(ANSWER, pa.array(answers, pa.bool_())))

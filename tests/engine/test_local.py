@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.engine_reference import mixed_prompts, reference_logits
+from support.engine_reference import boolean, mixed_prompts, reference_logits
 
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
@@ -29,13 +29,13 @@ def test_logits_match_transformers(checkpoint: str, request: pytest.FixtureReque
     expected = _expected(engine, model, prompts)
     torch.testing.assert_close(logits, expected, atol=ATOL, rtol=0)
 
-    answers = engine.answer_bool(prompts)  # second call: all prefixes now come from the cache
+    answers = engine.answer(boolean(prompts))  # second call: all prefixes now come from the cache
     n_truthy = len(engine.answer_tokens.truthy)
     ref_true = torch.logsumexp(expected[:, :n_truthy], -1) > torch.logsumexp(
         expected[:, n_truthy:], -1
     )
-    assert answers.answers == tuple(ref_true.tolist())
-    assert all(0.0 <= p <= 1.0 for p in answers.p_true)
+    assert answers.values == tuple(ref_true.tolist())
+    assert all(0.0 <= p <= 1.0 for p in answers.scores)
     assert metrics.prompts == len(prompts)
 
 
@@ -86,8 +86,8 @@ def test_chunking_and_eviction_do_not_change_answers(
 
 def test_empty_batch(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
     engine = LocalEngine(EngineConfig(model=str(tiny_qwen3[0])))
-    result = engine.answer_bool([])
-    assert result.answers == () and result.p_true == ()
+    result = engine.answer(boolean([]))
+    assert result.values == () and result.scores == ()
     assert result.metrics.input_tokens == 0 and result.metrics.fresh_tokens == 0
 
 

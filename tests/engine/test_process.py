@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.engine_reference import boolean
 
 from heron.engine import open_engine
 from heron.engine.api import EngineError
@@ -38,18 +39,18 @@ def test_process_answers_like_local_engine(smollm2_folder: Path) -> None:
         join_prompt("Topic: food", "Is DOCUMENT 1 about DOCUMENT 0?", "We ate pasta."),
     ]
     local = LocalEngine(EngineConfig())
-    expected = local.answer_bool(prompts)
+    expected = local.answer(boolean(prompts))
     with EngineProcess(EngineConfig()) as engine:
         assert engine.info == local.info
-        got = engine.answer_bool(prompts)
-        assert got.answers == expected.answers
-        assert got.p_true == pytest.approx(expected.p_true, abs=1e-5)
+        got = engine.answer(boolean(prompts))
+        assert got.values == expected.values
+        assert got.scores == pytest.approx(expected.scores, abs=1e-5)
         assert got.metrics.input_tokens == expected.metrics.input_tokens
         assert got.metrics.fresh_tokens == expected.metrics.fresh_tokens
         assert engine.count_tokens(["hello world"]) == local.count_tokens(["hello world"])
-        assert engine.answer_bool([]).answers == ()
+        assert engine.answer(boolean([])).values == ()
     with pytest.raises(EngineError, match="closed"):
-        engine.answer_bool(prompts)
+        engine.answer(boolean(prompts))
 
 
 @pytest.mark.timeout(120)
@@ -68,7 +69,7 @@ def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None
         engine._process.kill()  # noqa: SLF001 - simulate the OOM killer
         engine._process.join()  # noqa: SLF001
         with pytest.raises(EngineError, match="engine process"):
-            engine.answer_bool([filter_prompt("x", "y?")])
+            engine.answer(boolean([filter_prompt("x", "y?")]))
         with pytest.raises(EngineError, match="closed"):
             engine.count_tokens(["x"])
     finally:
@@ -89,11 +90,11 @@ def test_cancel_stops_a_long_call_and_the_engine_stays_usable(smollm2_folder: Pa
         timer.start()
         started = time.monotonic()
         with pytest.raises(EngineCancelled):
-            engine.answer_bool(prompts, cancel=cancel)
+            engine.answer(boolean(prompts), cancel=cancel)
         timer.cancel()
         # Far sooner than the whole batch (several chunks of 512 tokens each take ~1 s).
         assert time.monotonic() - started < 30
         # A caller already cancelled never reaches the child; a fresh call still works.
         with pytest.raises(EngineCancelled):
-            engine.answer_bool(prompts[:1], cancel=cancel)
-        assert len(engine.answer_bool(prompts[:2]).answers) == 2
+            engine.answer(boolean(prompts[:1]), cancel=cancel)
+        assert len(engine.answer(boolean(prompts[:2])).values) == 2

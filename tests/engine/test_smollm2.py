@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.engine_reference import reference_logits
+from support.engine_reference import boolean, reference_logits
 
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
@@ -40,8 +40,8 @@ def test_embedded_default_matches_transformers(smollm2_folder: Path) -> None:
     expected = reference_logits(model, ids, engine.answer_tokens.ids)
     torch.testing.assert_close(logits, expected, atol=2e-4, rtol=0)
 
-    again = engine.answer_bool(prompts)
+    again = engine.answer(boolean(prompts))
     assert again.metrics.fresh_tokens < metrics.fresh_tokens
     n = len(engine.answer_tokens.truthy)
     ref = torch.logsumexp(expected[:, :n], -1) > torch.logsumexp(expected[:, n:], -1)
-    assert again.answers == tuple(ref.tolist())
+    assert again.values == tuple(ref.tolist())

@@ -5,6 +5,7 @@ planner should have built: pushdown, spellings, NULLs, joins, cascades, EXPLAIN 
 """
 
 import pytest
+from support.engine_reference import boolean
 
 from heron.catalog import Database
 from heron.engine.prompts import filter_prompt, join_prompt
@@ -47,7 +48,7 @@ def rows_and_work(planner: Planner, sql: str, params=()):
 
 
 def truth(engine, docs, question=QUESTION):
-    answers = engine.answer_bool([filter_prompt(d, question) for d in docs]).answers
+    answers = engine.answer(boolean([filter_prompt(d, question) for d in docs])).values
     return dict(zip(docs, answers, strict=True))
 
 
@@ -106,7 +107,8 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
                             "WHERE r.stars >= 3 AND r.body IS NOT NULL").fetchall()
     distinct = sorted({(b, asp) for b, asp, _ in pairs})
     question = "Review: DOCUMENT 0 Does it discuss DOCUMENT 1?"
-    answers = smollm2.answer_bool([join_prompt(b, question, asp) for b, asp in distinct]).answers
+    answers = smollm2.answer(boolean([join_prompt(b, question, asp)
+                                      for b, asp in distinct])).values
     answer = dict(zip(distinct, answers, strict=True))
     expected: dict[str, int] = {}
     for body, aspect, name in pairs:
@@ -169,9 +171,9 @@ class CountingEngine:
     def __init__(self, inner):
         self.inner, self.prompts = inner, 0
 
-    def answer_bool(self, prompts, cancel=None):
-        self.prompts += len(prompts)
-        return self.inner.answer_bool(prompts, cancel)
+    def answer(self, request, cancel=None):
+        self.prompts += len(request.prompts)
+        return self.inner.answer(request, cancel)
 
     def count_tokens(self, texts):
         return self.inner.count_tokens(texts)

@@ -1,5 +1,6 @@
-"""Engine test helpers: the real Qwen3 tokenizer file, a prompt mix exercising prefix sharing, and
-transformers' reference logits. Imported by name (pytest puts this folder on sys.path)."""
+"""Engine test helpers: the real Qwen3 tokenizer file, a prompt mix exercising prefix sharing,
+transformers' reference logits, and TRUE/FALSE requests. Imported as `support.engine_reference`
+(pytest puts tests/ on sys.path)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from heron.engine.api import AnswerKind, Request
 from heron.engine.prompts import Prompt, filter_prompt, join_prompt
 
 
@@ -48,3 +50,8 @@ def reference_logits(
             logits = model(input_ids=torch.tensor([list(ids)])).logits[0, -1]
             rows.append(logits[list(answer_ids)])
     return torch.stack(rows).float()
+
+
+def boolean(prompts: Sequence[Prompt]) -> Request:
+    """A TRUE/FALSE request of `prompts`."""
+    return Request(AnswerKind.BOOLEAN, tuple(prompts))
