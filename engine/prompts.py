@@ -17,6 +17,7 @@ TEMPLATE_VERSION = 1
 
 _DOCUMENT = "DOCUMENT:\n"
 _QUESTION = "Evaluate TRUE or FALSE for the following question: "
+_CLASSIFY = "Answer with exactly one of the categories below for the following question: "
 _ANSWER = "\nANSWER:"
 
 
@@ -48,3 +49,22 @@ def join_prompt(anchor: str, question: str, partner: str) -> Prompt:
         + "\n\nDOCUMENT 1:\n"
     )
     return Prompt(prefix=prefix, suffix=partner + _ANSWER)
+
+
+def classify_prompt(document: str, question: str, labels: tuple[str, ...]) -> Prompt:
+    """Prompt asking which of ``labels`` answers ``question`` about ``document`` (AI.CLASSIFY).
+
+    The engine scores each label as a continuation " <label>" of the suffix; the categories are
+    listed in the suffix, so the document's KV is shared with filters over the same document.
+    """
+    categories = "".join(f"\n- {label}" for label in labels)
+    return Prompt(
+        prefix=_DOCUMENT + document,
+        suffix="\n\n" + _CLASSIFY + question + "\n\nCategories:" + categories + _ANSWER,
+    )
+
+
+def completion_prompt(document: str, instruction: str) -> Prompt:
+    """Prompt asking for text about ``document`` (AI_COMPLETE / AI.GENERATE); the answer is the
+    model's continuation after the suffix."""
+    return Prompt(prefix=_DOCUMENT + document, suffix="\n\n" + instruction + _ANSWER)

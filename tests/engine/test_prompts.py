@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pickle
 
-from heron.engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
+from heron.engine.prompts import (
+    TEMPLATE_VERSION,
+    Prompt,
+    classify_prompt,
+    completion_prompt,
+    filter_prompt,
+    join_prompt,
+)
 
 
 def test_filter_layout() -> None:
@@ -23,6 +30,17 @@ def test_join_layout_puts_partner_heading_in_prefix() -> None:
         "\n\nDOCUMENT 1:\n"
     )
     assert p.suffix == "The plot twists.\nANSWER:"
+
+
+def test_classify_and_completion_layouts_share_the_document_prefix() -> None:
+    p = classify_prompt("Great film.", "What is the sentiment?", ("positive", "negative"))
+    assert p.prefix == filter_prompt("Great film.", "x").prefix
+    assert p.suffix == (
+        "\n\nAnswer with exactly one of the categories below for the following question: "
+        "What is the sentiment?\n\nCategories:\n- positive\n- negative\nANSWER:"
+    )
+    c = completion_prompt("Great film.", "Summarize it in five words.")
+    assert c.prefix == p.prefix and c.suffix == "\n\nSummarize it in five words.\nANSWER:"
 
 
 def test_prompt_is_frozen_and_picklable() -> None:
