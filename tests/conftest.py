@@ -1,7 +1,9 @@
 """Fixtures shared by several test packages (the helpers behind them live in tests/support).
 
 `heron_server` (session-scoped) is one `heron serve` with `--model none` on a temporary data
-directory; `spawn_heron(data_dir, *args)` starts others (all stopped at the end). `tiny_qwen3` and
+directory; `spawn_heron(data_dir, *args)` starts others (all stopped at the end). `postgres15` is
+a throwaway PostgreSQL cluster, the differential tests' oracle (skipped where PostgreSQL is not
+installed). `tiny_qwen3` and
 `tiny_llama3` are random-weight checkpoints with the real Qwen3 tokenizer, with their
 `transformers` models as the reference.
 """
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 from support.checkpoints import QWEN_VOCAB, save_tiny
 from support.heron_process import START_TIMEOUT_S, HeronProcess, start_heron
+from support.postgres import PostgresProcess, find_binaries, start_postgres
 
 if TYPE_CHECKING:
     import torch
@@ -44,6 +47,16 @@ def heron_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeronProc
     yield server
     for other in server._spawned:
         other.stop()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres15() -> Iterator[PostgresProcess]:
+    if find_binaries() is None:
+        pytest.skip("PostgreSQL server binaries not installed (Debian: apt-get install "
+                    "postgresql-15); the differential tests compare Heron with it")
+    server = start_postgres()
+    yield server
     server.stop()
 
 
