@@ -1,0 +1,186 @@
+"""GPU micro-benchmark of Heron's kernels against the torch ops they replace, in one run.
+
+    python bench/kernels.py [--json FILE]
+
+Measures, on the card at hand and in the same run: the bf16 and FP8 GEMM ceilings (cuBLAS,
+``torch._scaled_mm`` with row-wise scales) on Qwen3-4B prefill shapes, the batch-invariant Triton
+GEMM on the same shapes, whether cuBLAS rows change with the batch, the fused elementwise kernels
+against the unfused torch sequences, and segment attention on a filter chunk and a BIO-2-shaped
+join chunk against the padded backend the engine uses today. Prints one table; times are medians
+of ``triton.testing.do_bench`` (milliseconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+from heron.engine.attention import packed_attention, plan_attention
+from heron.engine.attention.plan import RowSpan
+from heron.kernels.add_rmsnorm import add_rmsnorm
+from heron.kernels.attention import Segments, segment_attention
+from heron.kernels.fp8 import fp8_linear, quantize_rows
+from heron.kernels.matmul import matmul
+from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
+from heron.kernels.rmsnorm import rmsnorm_reference
+from heron.kernels.silu_mul import silu_mul, silu_mul_reference
+
+HIDDEN, HEADS, KV_HEADS, DIM, INTERMEDIATE = 2560, 32, 8, 128, 9728  # Qwen3-4B
+TOKENS = 16384
+rows: list[tuple[str, float, str]] = []
+
+
+def bench(fn) -> float:
+    return do_bench(fn, warmup=50, rep=200, return_mode="median")
+
+
+def record(name: str, ms: float, note: str = "") -> None:
+    rows.append((name, ms, note))
+    print(f"{name:58s} {ms:9.4f} ms  {note}", flush=True)
+
+
+def gemms() -> None:
+    x = torch.randn(TOKENS, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    shapes = {"qkv": (HEADS + 2 * KV_HEADS) * DIM, "o": HIDDEN, "gate_up": 2 * INTERMEDIATE,
+              "down": HIDDEN}
+    inputs = {"qkv": HIDDEN, "o": HEADS * DIM, "gate_up": HIDDEN, "down": INTERMEDIATE}
+    for name, n in shapes.items():
+        k = inputs[name]
+        a = x if k == HIDDEN else torch.randn(TOKENS, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
+        flops = 2 * TOKENS * n * k
+        t = bench(lambda a=a, w=w: F.linear(a, w))
+        record(f"gemm {name} {TOKENS}x{n}x{k} cuBLAS bf16", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+        t = bench(lambda a=a, w=w: matmul(a, w))
+        record(f"gemm {name} Triton batch-invariant bf16", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+        wq, ws = quantize_rows(w)
+        t = bench(lambda a=a, wq=wq, ws=ws: fp8_linear(a, wq, ws))
+        record(f"gemm {name} FP8 row-wise (quant + scaled_mm)", t,
+               f"{flops / t / 1e9:.0f} TFLOP/s")
+        aq, ascale = quantize_rows(a)
+        t = bench(lambda aq=aq, ascale=ascale, wq=wq, ws=ws: torch._scaled_mm(
+            aq, wq.T, scale_a=ascale, scale_b=ws.T, out_dtype=torch.bfloat16))
+        record(f"gemm {name} FP8 scaled_mm alone", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+    # Does cuBLAS give a row the same bits whatever the batch? (it may choose split-K by M)
+    w = torch.randn(INTERMEDIATE * 2, HIDDEN, device="cuda", dtype=torch.bfloat16) / 50
+    full = F.linear(x, w)
+    differing = [m for m in (1, 7, 64, 129, 1000, 4097, 8192)
+                 if not torch.equal(F.linear(x[:m], w), full[:m])]
+    record("cuBLAS rows equal across batch sizes", 0.0,
+           "all equal" if not differing else f"differ at M={differing}")
+    full = matmul(x, w)
+    differing = [m for m in (1, 7, 64, 129, 1000, 4097, 8192)
+                 if not torch.equal(matmul(x[:m], w), full[:m])]
+    record("Triton GEMM rows equal across batch sizes", 0.0,
+           "all equal" if not differing else f"differ at M={differing}")
+
+
+def fused() -> None:
+    x = torch.randn(TOKENS, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    r = torch.randn(TOKENS, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(HIDDEN, device="cuda", dtype=torch.bfloat16)
+    record("add+rmsnorm torch (add, then norm)", bench(
+        lambda: rmsnorm_reference(x + r, w, 1e-6)))
+    record("add+rmsnorm Triton fused", bench(lambda: add_rmsnorm(x, r, w, 1e-6)))
+    qkv = torch.randn(TOKENS, (HEADS + 2 * KV_HEADS) * DIM, device="cuda", dtype=torch.bfloat16)
+    qw = torch.randn(DIM, device="cuda", dtype=torch.bfloat16)
+    cos = torch.randn(TOKENS, DIM, device="cuda", dtype=torch.bfloat16)
+    sin = torch.randn(TOKENS, DIM, device="cuda", dtype=torch.bfloat16)
+    record("qk-norm+rope torch", bench(
+        lambda: qk_norm_rope_reference(qkv, HEADS, KV_HEADS, qw, qw, 1e-6, cos, sin)))
+    record("qk-norm+rope Triton fused", bench(
+        lambda: qk_norm_rope(qkv, HEADS, KV_HEADS, qw, qw, 1e-6, cos, sin)))
+    gu = torch.randn(TOKENS, 2 * INTERMEDIATE, device="cuda", dtype=torch.bfloat16)
+    record("silu*mul torch", bench(lambda: silu_mul_reference(gu)))
+    record("silu*mul Triton fused", bench(lambda: silu_mul(gu)))
+
+
+def attention() -> None:
+    scale = DIM**-0.5
+    rng = np.random.default_rng(0)
+    # A filter chunk: 113 documents of ~290 tokens, causal, no prefix.
+    lengths = rng.integers(250, 330, 113)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    total = int(lengths.sum())
+    q = torch.randn(total, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(total, KV_HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(total, KV_HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    spans = [RowSpan(int(s), int(s + n)) for s, n in zip(starts, lengths, strict=True)]
+    flops = sum(4 * HEADS * DIM * n * (n + 1) / 2 for n in lengths)
+    plan = plan_attention(spans, [None] * len(spans), [], HEADS, "cuda")
+    t = bench(lambda: packed_attention(q, k, v, spans, [None] * len(spans), [], scale, plan))
+    record("attention filter chunk: padded SDPA (today)", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+    segments = Segments.build(starts, lengths, [np.arange(s, s + n) for s, n in
+                                                zip(starts, lengths, strict=True)],
+                              [0] * len(lengths), "cuda")
+    t = bench(lambda: segment_attention(q, k, v, segments, scale))
+    record("attention filter chunk: segment attention", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+
+    # BIO-2: 2 anchors of 4,043 tokens, 2,360 suffix rows of 14 tokens (half per anchor).
+    anchor, suffix, count = 4043, 14, 2360
+    keys = torch.randn(2 * anchor + count * suffix, KV_HEADS, DIM, device="cuda",
+                       dtype=torch.bfloat16)
+    values = torch.randn_like(keys)
+    qs = torch.randn(count * suffix, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    own_k = keys[2 * anchor:]
+    own_v = values[2 * anchor:]
+    prefix_kv = [(keys[:anchor], values[:anchor]), (keys[anchor:2 * anchor],
+                                                     values[anchor:2 * anchor])]
+    spans = [RowSpan(i * suffix, (i + 1) * suffix) for i in range(count)]
+    owner = [i % 2 for i in range(count)]
+    useful = 4 * HEADS * DIM * count * suffix * anchor
+    plan = plan_attention(spans, owner, [anchor, anchor], HEADS, "cuda")
+    t = bench(lambda: packed_attention(qs, own_k, own_v, spans, owner, prefix_kv, scale, plan))
+    record("attention BIO-2 chunk: padded cascade (today)", t,
+           f"{useful / t / 1e9:.0f} TFLOP/s useful (prefix part)")
+    lists = [np.concatenate([np.arange(o * anchor, (o + 1) * anchor),
+                             2 * anchor + np.arange(i * suffix, (i + 1) * suffix)])
+             for i, o in enumerate(owner)]
+    segments = Segments.build([i * suffix for i in range(count)], [suffix] * count, lists,
+                              [anchor] * count, "cuda")
+    t = bench(lambda: segment_attention(qs, keys, values, segments, scale))
+    record("attention BIO-2 chunk: segment attention, one pass", t,
+           f"{useful / t / 1e9:.0f} TFLOP/s useful (prefix part)")
+    stacked = Segments.build([0, count // 2 * suffix], [count // 2 * suffix] * 2,
+                             [np.arange(anchor), np.arange(anchor, 2 * anchor)],
+                             [anchor, anchor], "cuda")
+    order = torch.tensor([i for o in (0, 1) for i in range(count) if owner[i] == o],
+                         device="cuda")
+    token_order = (order[:, None] * suffix + torch.arange(suffix, device="cuda")).reshape(-1)
+    q_sorted = qs[token_order]
+    t = bench(lambda: segment_attention(q_sorted, keys, values, stacked, scale, with_lse=True))
+    record("attention BIO-2 chunk: prefix part, rows stacked per anchor", t,
+           f"{useful / t / 1e9:.0f} TFLOP/s useful")
+
+
+def ceilings() -> None:
+    a = torch.randn(1 << 28, device="cuda", dtype=torch.bfloat16)
+    b = torch.empty_like(a)
+    t = bench(lambda: b.copy_(a))
+    record("HBM copy 512 MiB", t, f"{2 * a.numel() * 2 / t / 1e9:.0f} GB/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the table here too")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    ceilings()
+    gemms()
+    fused()
+    attention()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"name": n, "ms": ms, "note": note} for n, ms, note in rows], f, indent=1)
+    assert math.isfinite(sum(ms for _, ms, _ in rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Flash attention over gathered keys: query segments attend to lists of key slots.
+
+Contract: ``segment_attention(q, k, v, segments, scale)`` computes softmax attention for query
+*segments*. Segment s owns the queries ``q[q_start[s] : q_start[s] + q_len[s]]`` ([T, Hq, D]) and
+attends to the keys and values at the slots ``kv_index[kv_start[s] : kv_start[s] + kv_len[s]]``
+of ``k``, ``v`` ([N, Hkv, D], any stride between slots: a layer's view of a paged KV arena, or the
+packed keys of the rows being computed). Key j of the list is visible to the segment's query i
+(counted from 0) when ``j <= i + causal_offset[s]``: a causal row over its own keys has offset 0,
+a suffix row whose list is (prefix slots, own slots) has offset P, a non-causal segment has
+offset ``kv_len``. Every query must see key 0. Query head h reads key head ``h // (Hq / Hkv)``.
+Returns ``out`` [T, Hq, D] in q's dtype (rows of no segment are left as they were: pass ``out``
+to fill it in place) and, when ``with_lse``, the float32 log-sum-exp [T, Hq] of the scaled scores
+(natural log), the input of an LSE merge.
+
+Batch invariance: a query's result depends only on its segment's key list and causal offset.
+Programs cover (a tile of up to ``BLOCK_M`` consecutive queries of one segment, one key head with
+all its query heads); each walks the key list from slot 0 in tiles of ``BLOCK_N`` in a fixed
+order, and masked keys change nothing (their weight is exactly 0), so neither the tile sizes nor
+what else is in the call changes any query's bits.
+
+``segment_attention_reference`` is the float32 twin (one segment at a time, explicit softmax).
+``Segments.build`` makes the index tensors from per-segment lists on the host. Triton is
+imported on first use; the kernel needs CUDA.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Per-segment int32 tensors (all on one device) and the concatenated key-slot lists."""
+
+    q_start: torch.Tensor
+    q_len: torch.Tensor
+    kv_start: torch.Tensor  # offset of the segment's list in kv_index
+    kv_len: torch.Tensor
+    causal_offset: torch.Tensor
+    kv_index: torch.Tensor  # int32 slots of k and v
+    host_q_len: tuple[int, ...]  # q_len on the host, for tiling
+
+    @classmethod
+    def build(cls, q_start: Sequence[int], q_len: Sequence[int], kv_slots: Sequence[np.ndarray],
+              causal_offset: Sequence[int], device: torch.device | str) -> Segments:
+        lengths = np.array([len(s) for s in kv_slots], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else lengths
+        index = np.concatenate(kv_slots) if len(kv_slots) else np.zeros(0, dtype=np.int64)
+        arrays = [np.asarray(a, dtype=np.int32) for a in
+                  (q_start, q_len, starts, lengths, causal_offset, index)]
+        sizes = [len(a) for a in arrays]
+        flat = torch.from_numpy(np.concatenate(arrays)).to(device, non_blocking=True)
+        views = torch.split(flat, sizes)
+        return cls(*views, host_q_len=tuple(int(n) for n in q_len))
+
+
+def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                segments: Segments, scale: float, out: torch.Tensor | None = None,
+                                with_lse: bool = False
+                                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    out = torch.zeros_like(q) if out is None else out
+    lse_all = torch.full(q.shape[:2], float("-inf"), device=q.device) if with_lse else None
+    group = q.shape[1] // k.shape[1]
+    cpu = [t.cpu().tolist() for t in (segments.q_start, segments.q_len, segments.kv_start,
+                                      segments.kv_len, segments.causal_offset)]
+    index = segments.kv_index.long()
+    for qs, ql, ks, kl, offset in zip(*cpu, strict=True):
+        if ql == 0:
+            continue
+        slots = index[ks:ks + kl]
+        qi = q[qs:qs + ql].float()  # [ql, Hq, D]
+        keys = k[slots].float().repeat_interleave(group, dim=1)  # [kl, Hq, D]
+        values = v[slots].float().repeat_interleave(group, dim=1)
+        scores = torch.einsum("qhd,khd->hqk", qi, keys) * scale
+        visible = torch.arange(kl)[None, :] <= torch.arange(ql)[:, None] + offset
+        scores = scores.masked_fill(~visible.to(q.device), float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1)  # [Hq, ql]
+        probs = torch.exp(scores - lse[..., None])
+        out[qs:qs + ql] = torch.einsum("hqk,khd->qhd", probs, values).to(out.dtype)
+        if lse_all is not None:
+            lse_all[qs:qs + ql] = lse.T
+    return out, lse_all
+
+
+def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
+                      scale: float, out: torch.Tensor | None = None, with_lse: bool = False
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Triton twin of ``segment_attention_reference``; tensors on a CUDA device."""
+    import triton  # noqa: PLC0415 - GPU machines only
+
+    tokens, heads, dim = q.shape
+    kv_heads = k.shape[1]
+    group = heads // kv_heads
+    out = torch.empty_like(q) if out is None else out
+    lse = (torch.empty(tokens, heads, dtype=torch.float32, device=q.device) if with_lse
+           else out)  # unread when with_lse is False
+    longest = max(segments.host_q_len, default=0)
+    if longest == 0:
+        return out, (lse if with_lse else None)
+    # Query tokens per program: enough for a full tensor-core tile with all heads of a KV head.
+    block_m = max(1, min(128 // group, triton.next_power_of_2(longest)))
+    rows = triton.next_power_of_2(block_m * group)
+    tile_segment, tile_first = [], []
+    for s, n in enumerate(segments.host_q_len):
+        for first in range(0, n, block_m):
+            tile_segment.append(s)
+            tile_first.append(first)
+    tiles = torch.tensor([tile_segment, tile_first], dtype=torch.int32).to(q.device,
+                                                                           non_blocking=True)
+    grid = (len(tile_segment), kv_heads)
+    _kernel()[grid](
+        q, k, v, out, lse, tiles[0], tiles[1], segments.q_start, segments.q_len,
+        segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
+        q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
+        GROUP=group, BLOCK_M=block_m, ROWS=max(rows, 16), BLOCK_N=64, D=dim,
+        WITH_LSE=with_lse, num_warps=4, num_stages=2)
+    return out, (lse if with_lse else None)
+
+
+@functools.cache
+def _kernel() -> Any:
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    @triton.jit
+    def segment_attention_tiles(
+        q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
+        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, stride_q, stride_k,
+        stride_v, stride_o, scale_log2, GROUP: tl.constexpr, BLOCK_M: tl.constexpr,
+        ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, WITH_LSE: tl.constexpr,
+    ):
+        tile = tl.program_id(0)
+        kv_head = tl.program_id(1)
+        seg = tl.load(tile_seg_ptr + tile)
+        first = tl.load(tile_first_ptr + tile)
+        q_start = tl.load(q_start_ptr + seg)
+        q_len = tl.load(q_len_ptr + seg)
+        kv_start = tl.load(kv_start_ptr + seg)
+        kv_len = tl.load(kv_len_ptr + seg)
+        offset = tl.load(offset_ptr + seg)
+        heads_total = tl.num_programs(1) * GROUP
+
+        # Row r of the tile: query token first + r // GROUP, head kv_head * GROUP + r % GROUP.
+        r = tl.arange(0, ROWS)
+        token = first + r // GROUP
+        head = kv_head * GROUP + r % GROUP
+        valid = (r < BLOCK_M * GROUP) & (token < q_len)
+        dims = tl.arange(0, D)
+        q_rows = (q_start + token).to(tl.int64) * stride_q + head * D
+        qt = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=valid[:, None], other=0.0)
+
+        last = tl.minimum(first + BLOCK_M, q_len) - 1  # the tile's last query token
+        end = tl.minimum(kv_len, last + offset + 1)
+        m_i = tl.full((ROWS,), float("-inf"), dtype=tl.float32)
+        l_i = tl.zeros((ROWS,), dtype=tl.float32)
+        acc = tl.zeros((ROWS, D), dtype=tl.float32)
+        for start in range(0, end, BLOCK_N):
+            n = start + tl.arange(0, BLOCK_N)
+            in_list = n < kv_len
+            slot = tl.load(index_ptr + kv_start + n, mask=in_list, other=0).to(tl.int64)
+            kt = tl.load(k_ptr + slot[None, :] * stride_k + kv_head * D + dims[:, None],
+                         mask=in_list[None, :], other=0.0)
+            scores = tl.dot(qt, kt) * scale_log2
+            visible = in_list[None, :] & (n[None, :] <= token[:, None] + offset)
+            scores = tl.where(visible, scores, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+            # Rows with nothing visible yet keep m = -inf; their weights stay exactly 0.
+            safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m_i - safe)
+            p = tl.exp2(scores - safe[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            vt = tl.load(v_ptr + slot[:, None] * stride_v + kv_head * D + dims[None, :],
+                         mask=in_list[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
+            m_i = m_new
+        result = acc / l_i[:, None]
+        o_rows = (q_start + token).to(tl.int64) * stride_o + head * D
+        tl.store(out_ptr + o_rows[:, None] + dims[None, :], result.to(out_ptr.dtype.element_ty),
+                 mask=valid[:, None])
+        if WITH_LSE:
+            lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+            tl.store(lse_ptr + (q_start + token).to(tl.int64) * heads_total + head, lse,
+                     mask=valid)
+
+    return segment_attention_tiles

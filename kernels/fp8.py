@@ -1,0 +1,77 @@
+"""FP8 (e4m3) linear layers with row-wise scales, through ``torch._scaled_mm``.
+
+Contract: ``quantize_rows(x)`` returns ``(q, scale)``: q [M, K] float8_e4m3fn and scale [M, 1]
+float32 with ``q · scale ≈ x`` (scale = row absmax / 448, so every row uses e4m3's whole range; an
+all-zero row gets scale 1). Weights are quantized once, at load, with the same function (one
+scale per output channel). ``fp8_linear(x, weight_q, weight_scale)`` quantizes the activations
+per token and multiplies on the FP8 tensor cores, returning [M, N] in x's dtype.
+``fp8_linear_reference`` is the twin: the same quantized operands dequantized and multiplied in
+float32 — so the test measures the kernel, and the quantization error is the model's choice.
+``quantize_rows`` runs a Triton kernel on CUDA (one read, one write) and torch elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+E4M3_MAX = 448.0
+
+
+def quantize_rows_reference(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x32 = x.float()
+    amax = x32.abs().amax(dim=-1, keepdim=True)
+    scale = torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
+    q = (x32 / scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+    return q, scale
+
+
+def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if x.device.type != "cuda":
+        return quantize_rows_reference(x)
+    import triton  # noqa: PLC0415 - GPU machines only
+
+    rows = x.reshape(-1, x.shape[-1]).contiguous()
+    m, k = rows.shape
+    q = torch.empty(m, k, dtype=torch.float8_e4m3fn, device=x.device)
+    scale = torch.empty(m, 1, dtype=torch.float32, device=x.device)
+    block = triton.next_power_of_2(k)
+    _kernel()[(m,)](rows, q, scale, k, BLOCK=block, num_warps=min(16, max(4, block // 512)))
+    return q, scale
+
+
+def fp8_linear_reference(x: torch.Tensor, weight_q: torch.Tensor, weight_scale: torch.Tensor
+                         ) -> torch.Tensor:
+    q, scale = quantize_rows_reference(x)
+    product = (q.float() * scale) @ (weight_q.float() * weight_scale).T
+    return product.to(x.dtype)
+
+
+def fp8_linear(x: torch.Tensor, weight_q: torch.Tensor, weight_scale: torch.Tensor
+               ) -> torch.Tensor:
+    """x [M, K] (bf16) @ weight [N, K]^T on the FP8 tensor cores; weight_scale [N, 1]."""
+    q, scale = quantize_rows(x)
+    return torch._scaled_mm(q, weight_q.T, scale_a=scale, scale_b=weight_scale.T,
+                            out_dtype=x.dtype)
+
+
+@functools.cache
+def _kernel() -> Any:
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    @triton.jit
+    def quantize_row(x_ptr, q_ptr, scale_ptr, k, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < k
+        x = tl.load(x_ptr + row * k + cols, mask=mask, other=0.0).to(tl.float32)
+        amax = tl.max(tl.abs(x), axis=0)
+        scale = tl.where(amax > 0, amax / 448.0, 1.0)
+        q = tl.clamp(x / scale, -448.0, 448.0)
+        tl.store(q_ptr + row * k + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
+        tl.store(scale_ptr + row, scale)
+
+    return quantize_row

@@ -1,0 +1,83 @@
+"""A batch-invariant GEMM: ``x @ w.T`` whose rows do not depend on how many rows there are.
+
+Contract: ``matmul(x, w)`` for x [M, K] and a weight w [N, K] (torch's linear layout) returns
+[M, N] in x's dtype, accumulated in float32. The tile shape is a function of (N, K) only — never
+of M — and the K reduction runs in whole tiles in a fixed order with no split-K, so row i of the
+result is bit-identical whatever other rows share the call (cuBLAS chooses kernels, and split-K,
+by M). ``matmul_reference`` is the twin: the same product in float32, rounded once. Triton is
+imported on first use; the kernel needs CUDA.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+
+def matmul_reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return (x.float() @ w.float().T).to(x.dtype)
+
+
+def tile_shape(n: int, k: int) -> tuple[int, int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for a weight of shape [n, k]."""
+    if n >= 256:
+        return 128, 256, 64, 8, 3
+    return 128, 64, 64, 4, 4
+
+
+def matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Triton twin of ``matmul_reference``; inputs on a CUDA device."""
+    import triton  # noqa: PLC0415 - GPU machines only
+
+    x = x.contiguous()
+    m, k = x.shape
+    n = w.shape[0]
+    out = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    if m == 0:
+        return out
+    block_m, block_n, block_k, warps, stages = tile_shape(n, k)
+    grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
+    _kernel()[grid](x, w, out, m, n, k, x.stride(0), w.stride(0), out.stride(0),
+                    BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8,
+                    num_warps=warps, num_stages=stages)
+    return out
+
+
+@functools.cache
+def _kernel() -> Any:
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    @triton.jit
+    def matmul_tiles(a_ptr, b_ptr, c_ptr, m, n, k, stride_am, stride_bn, stride_cm,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr):
+        pid = tl.program_id(0)
+        tiles_m = tl.cdiv(m, BLOCK_M)
+        tiles_n = tl.cdiv(n, BLOCK_N)
+        # Grouped order: neighbouring programs share weight tiles in L2.
+        per_group = GROUP_M * tiles_n
+        first_m = (pid // per_group) * GROUP_M
+        group_m = tl.minimum(tiles_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % per_group) % group_m
+        pid_n = (pid % per_group) // group_m
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        ks = tl.arange(0, BLOCK_K)
+        a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + ks[None, :]
+        b_ptrs = b_ptr + cols[None, :].to(tl.int64) * stride_bn + ks[:, None]
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for step in range(0, tl.cdiv(k, BLOCK_K)):
+            left = k - step * BLOCK_K
+            a = tl.load(a_ptrs, mask=(rows[:, None] < m) & (ks[None, :] < left), other=0.0)
+            b = tl.load(b_ptrs, mask=(cols[None, :] < n) & (ks[:, None] < left), other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K
+        c_ptrs = c_ptr + rows[:, None].to(tl.int64) * stride_cm + cols[None, :]
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
+                 mask=(rows[:, None] < m) & (cols[None, :] < n))
+
+    return matmul_tiles

@@ -1,0 +1,99 @@
+"""Segment attention (queries over gathered key slots) against its float32 twin, and the
+batch invariance it promises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from heron.engine.attention.reference import attend_with_lse
+from heron.kernels.attention import Segments, segment_attention, segment_attention_reference
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
+
+
+def arena_case(rng: np.random.Generator, device: str, dtype: torch.dtype, heads: int = 8,
+               kv_heads: int = 2, dim: int = 64, prefixes: int = 3, rows: int = 12):
+    """Prefix documents and suffix rows whose keys live at scattered slots of one arena; each
+    suffix row's key list is its prefix's slots then its own slots (causal offset = prefix
+    length); prefix rows are causal over their own slots."""
+    prefix_lengths = [int(n) for n in rng.integers(1, 200, prefixes)]
+    row_lengths = [int(n) for n in rng.integers(1, 40, rows)]
+    owners = [int(o) for o in rng.integers(0, prefixes, rows)]
+    total = sum(prefix_lengths) + sum(row_lengths)
+    slots = rng.permutation(total + 50)[:total]  # where each token's K/V lives in the arena
+    arena_k = torch.randn(total + 50, kv_heads, dim, device=device, dtype=dtype)
+    arena_v = torch.randn(total + 50, kv_heads, dim, device=device, dtype=dtype)
+    q = torch.randn(total, heads, dim, device=device, dtype=dtype)
+    q_start, q_len, kv, offsets = [], [], [], []
+    position = 0
+    prefix_slots = []
+    for n in prefix_lengths:
+        own = slots[position:position + n]
+        prefix_slots.append(own)
+        q_start.append(position), q_len.append(n), kv.append(own), offsets.append(0)
+        position += n
+    for n, owner in zip(row_lengths, owners, strict=True):
+        own = slots[position:position + n]
+        q_start.append(position), q_len.append(n)
+        kv.append(np.concatenate([prefix_slots[owner], own]))
+        offsets.append(len(prefix_slots[owner]))
+        position += n
+    segments = Segments.build(q_start, q_len, kv, offsets, device)
+    return q, arena_k, arena_v, segments
+
+
+def test_reference_matches_attend_with_lse() -> None:
+    rng = np.random.default_rng(0)
+    q, k, v, segments = arena_case(rng, "cpu", torch.float32)
+    out, lse = segment_attention_reference(q, k, v, segments, 0.125, with_lse=True)
+    qs, ql = segments.q_start.tolist(), segments.q_len.tolist()
+    ks, kl = segments.kv_start.tolist(), segments.kv_len.tolist()
+    offsets = segments.causal_offset.tolist()
+    index = segments.kv_index.long()
+    for s in range(len(qs)):
+        slots = index[ks[s]:ks[s] + kl[s]]
+        own = slots[offsets[s]:]
+        expected, expected_lse = attend_with_lse(q[qs[s]:qs[s] + ql[s]], k[own], v[own], 0.125,
+                                                 causal=True)
+        if offsets[s]:  # a suffix row: merge in the prefix part by hand
+            prefix = slots[:offsets[s]]
+            shared, shared_lse = attend_with_lse(q[qs[s]:qs[s] + ql[s]], k[prefix], v[prefix],
+                                                 0.125, causal=False)
+            total = torch.logaddexp(shared_lse, expected_lse)
+            expected = (shared * torch.exp(shared_lse - total)[..., None]
+                        + expected * torch.exp(expected_lse - total)[..., None])
+            expected_lse = total
+        torch.testing.assert_close(out[qs[s]:qs[s] + ql[s]], expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(lse[qs[s]:qs[s] + ql[s]], expected_lse, atol=1e-5, rtol=1e-5)
+
+
+@cuda
+@pytest.mark.parametrize(("heads", "kv_heads", "dim"), [(8, 2, 64), (32, 8, 128), (16, 8, 128),
+                                                        (9, 3, 64)])
+def test_kernel_matches_reference(heads: int, kv_heads: int, dim: int) -> None:
+    rng = np.random.default_rng(heads)
+    q, k, v, segments = arena_case(rng, "cuda", torch.bfloat16, heads, kv_heads, dim)
+    out, lse = segment_attention(q, k, v, segments, dim**-0.5, with_lse=True)
+    expected, expected_lse = segment_attention_reference(q, k, v, segments, dim**-0.5,
+                                                         with_lse=True)
+    torch.testing.assert_close(out.float(), expected.float(), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse, expected_lse, atol=2e-2, rtol=2e-2)
+
+
+@cuda
+def test_a_segments_result_does_not_depend_on_its_company() -> None:
+    rng = np.random.default_rng(7)
+    q, k, v, segments = arena_case(rng, "cuda", torch.bfloat16, 32, 8, 128, prefixes=4, rows=30)
+    full, _ = segment_attention(q, k, v, segments, 0.088)
+    qs, ql = segments.q_start.tolist(), segments.q_len.tolist()
+    ks, kl = segments.kv_start.tolist(), segments.kv_len.tolist()
+    offsets = segments.causal_offset.tolist()
+    index = segments.kv_index.cpu().numpy()
+    for s in (0, 5, len(qs) - 1):  # alone: a different tiling and no neighbours
+        alone = Segments.build([qs[s]], [ql[s]], [index[ks[s]:ks[s] + kl[s]]], [offsets[s]],
+                               "cuda")
+        out = torch.zeros_like(q)
+        segment_attention(q, k, v, alone, 0.088, out=out)
+        assert torch.equal(out[qs[s]:qs[s] + ql[s]], full[qs[s]:qs[s] + ql[s]]), s

@@ -1,0 +1,119 @@
+"""The fused elementwise kernels against their torch twins (GPU), and the twins' own semantics
+(CPU): residual add + RMSNorm, QK-norm + RoPE, SiLU·mul, LSE merge."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from heron.engine.attention.reference import merge_partials
+from heron.engine.rope import apply_rotary, inverse_frequencies, rotary_tables
+from heron.engine.spec import RopeSpec
+from heron.kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_reference
+from heron.kernels.lse_merge import lse_merge, lse_merge_reference
+from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
+from heron.kernels.rmsnorm import rmsnorm_reference
+from heron.kernels.silu_mul import silu_mul, silu_mul_reference
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
+BF16 = {"atol": 2e-2, "rtol": 2e-2}
+
+
+def tables(tokens: int, dim: int, device: str, dtype: torch.dtype):
+    inv = inverse_frequencies(RopeSpec("default", 1_000_000.0), dim).to(device)
+    positions = torch.randint(0, 4096, (tokens,), device=device)
+    return rotary_tables(inv, positions, dtype)
+
+
+# -- the twins define the math (CPU, float32) ----------------------------------------------------
+
+
+def test_add_rmsnorm_reference_is_add_then_norm() -> None:
+    x, r, w = torch.randn(5, 64), torch.randn(5, 64), torch.randn(64)
+    y, h = add_rmsnorm_reference(x, r, w, 1e-6)
+    torch.testing.assert_close(h, x + r)
+    torch.testing.assert_close(y, rmsnorm_reference(x + r, w, 1e-6))
+
+
+def test_qk_norm_rope_reference_matches_the_engines_rotary() -> None:
+    heads, kv_heads, dim, tokens = 4, 2, 16, 7
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * dim)
+    qw, kw = torch.randn(dim), torch.randn(dim)
+    cos, sin = tables(tokens, dim, "cpu", torch.float32)
+    q, k, v = qk_norm_rope_reference(qkv, heads, kv_heads, qw, kw, 1e-6, cos, sin)
+    q0, k0, v0 = qkv.split((heads * dim, kv_heads * dim, kv_heads * dim), dim=-1)
+    expected_q = apply_rotary(rmsnorm_reference(q0.view(tokens, heads, dim), qw, 1e-6), cos, sin)
+    expected_k = apply_rotary(rmsnorm_reference(k0.view(tokens, kv_heads, dim), kw, 1e-6), cos,
+                              sin)
+    torch.testing.assert_close(q, expected_q)
+    torch.testing.assert_close(k, expected_k)
+    torch.testing.assert_close(v, v0.view(tokens, kv_heads, dim))
+
+
+def test_silu_mul_reference() -> None:
+    x = torch.randn(3, 10)
+    gate, up = x.chunk(2, dim=-1)
+    torch.testing.assert_close(silu_mul_reference(x), torch.nn.functional.silu(gate) * up)
+
+
+def test_lse_merge_reference_is_the_attention_merge() -> None:
+    a, b = torch.randn(6, 4, 8), torch.randn(6, 4, 8)
+    la, lb = torch.randn(6, 4), torch.randn(6, 4)
+    lb[0] = float("-inf")  # an empty key set contributes nothing
+    out = torch.zeros(10, 4, 8)
+    index = torch.tensor([9, 0, 3, 4, 7, 1])
+    lse_merge_reference(a, la, b, lb, out, index)
+    torch.testing.assert_close(out[index], merge_partials(a, la, b, lb))
+    torch.testing.assert_close(out[9], a[0])
+
+
+# -- kernels against twins (GPU) -----------------------------------------------------------------
+
+
+@cuda
+@pytest.mark.parametrize("shape", [(1, 64), (37, 576), (300, 2560), (64, 4096)])
+def test_add_rmsnorm_kernel(shape: tuple[int, int]) -> None:
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 3
+    r = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 3
+    w = torch.randn(shape[-1], device="cuda", dtype=torch.bfloat16)
+    y, h = add_rmsnorm(x, r, w, 1e-6)
+    y0, h0 = add_rmsnorm_reference(x, r, w, 1e-6)
+    assert torch.equal(h, h0)
+    torch.testing.assert_close(y.float(), y0.float(), **BF16)
+
+
+@cuda
+@pytest.mark.parametrize(("heads", "kv_heads", "dim", "norm"),
+                         [(32, 8, 128, True), (16, 8, 128, True), (9, 3, 64, False)])
+def test_qk_norm_rope_kernel(heads: int, kv_heads: int, dim: int, norm: bool) -> None:
+    tokens = 333
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * dim, device="cuda", dtype=torch.bfloat16)
+    weights = ((torch.randn(dim, device="cuda", dtype=torch.bfloat16),
+                torch.randn(dim, device="cuda", dtype=torch.bfloat16)) if norm else (None, None))
+    cos, sin = tables(tokens, dim, "cuda", torch.bfloat16)
+    got = qk_norm_rope(qkv, heads, kv_heads, *weights, 1e-6, cos, sin)
+    expected = qk_norm_rope_reference(qkv, heads, kv_heads, *weights, 1e-6, cos, sin)
+    for g, e in zip(got, expected, strict=True):
+        assert g.shape == e.shape
+        torch.testing.assert_close(g.float(), e.float(), **BF16)
+
+
+@cuda
+@pytest.mark.parametrize("shape", [(1, 2 * 64), (513, 2 * 9728), (7, 2 * 3072)])
+def test_silu_mul_kernel(shape: tuple[int, int]) -> None:
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
+    torch.testing.assert_close(silu_mul(x).float(), silu_mul_reference(x).float(), **BF16)
+
+
+@cuda
+def test_lse_merge_kernel() -> None:
+    rows, heads, dim = 1000, 32, 128
+    a, b = (torch.randn(rows, heads, dim, device="cuda") for _ in range(2))
+    la, lb = (torch.randn(rows, heads, device="cuda") * 5 for _ in range(2))
+    lb[:10] = float("-inf")
+    index = torch.randperm(2 * rows, device="cuda")[:rows]
+    got = torch.full((2 * rows, heads, dim), 7.0, device="cuda", dtype=torch.bfloat16)
+    expected = got.clone()
+    lse_merge(a, la, b, lb, got, index)
+    lse_merge_reference(a, la, b, lb, expected, index)
+    torch.testing.assert_close(got.float(), expected.float(), **BF16)

@@ -1,0 +1,73 @@
+"""The batch-invariant GEMM and the FP8 linear against their twins; the invariance itself."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from heron.kernels.fp8 import (
+    fp8_linear,
+    fp8_linear_reference,
+    quantize_rows,
+    quantize_rows_reference,
+)
+from heron.kernels.matmul import matmul, matmul_reference
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
+
+
+def test_matmul_reference_is_linear() -> None:
+    x, w = torch.randn(9, 32), torch.randn(17, 32)
+    torch.testing.assert_close(matmul_reference(x, w), torch.nn.functional.linear(x, w))
+
+
+def test_quantize_rows_round_trip_within_e4m3_precision() -> None:
+    x = torch.randn(64, 256) * torch.logspace(-3, 3, 64)[:, None]
+    x[3] = 0.0
+    q, scale = quantize_rows_reference(x)
+    assert q.dtype == torch.float8_e4m3fn and scale.shape == (64, 1) and scale[3] == 1.0
+    error = (q.float() * scale - x).abs() / x.abs().amax(dim=-1, keepdim=True).clamp(min=1e-30)
+    assert error.max() <= 2**-4  # e4m3 keeps 3 mantissa bits
+
+
+def test_fp8_linear_reference_is_close_to_the_float_product() -> None:
+    x, w = torch.randn(16, 128), torch.randn(48, 128)
+    wq, ws = quantize_rows_reference(w)
+    got = fp8_linear_reference(x, wq, ws)
+    expected = x @ w.T
+    assert ((got - expected).norm() / expected.norm()) < 0.05
+
+
+@cuda
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 8, 64), (300, 2560, 2560), (4097, 19456, 2560),
+                                           (33, 2560, 9728)])
+def test_matmul_kernel(m: int, n: int, k: int) -> None:
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
+    torch.testing.assert_close(matmul(x, w).float(), matmul_reference(x, w).float(), atol=3e-2,
+                               rtol=2e-2)
+
+
+@cuda
+def test_matmul_rows_do_not_depend_on_the_batch() -> None:
+    k, n = 2560, 9728
+    x = torch.randn(5000, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
+    full = matmul(x, w)
+    for rows in (1, 3, 64, 129, 1000, 4999):
+        assert torch.equal(matmul(x[:rows], w), full[:rows]), rows
+        assert torch.equal(matmul(x[-rows:], w), full[-rows:]), rows
+
+
+@cuda
+@pytest.mark.parametrize(("m", "n", "k"), [(16, 2560, 2560), (4096, 19456, 2560)])
+def test_fp8_kernels(m: int, n: int, k: int) -> None:
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    q, scale = quantize_rows(x)
+    q0, scale0 = quantize_rows_reference(x)
+    torch.testing.assert_close(scale, scale0)
+    assert (q.float() - q0.float()).abs().max() <= 2 ** -3 * q0.float().abs().max()
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
+    wq, ws = quantize_rows(w)
+    torch.testing.assert_close(fp8_linear(x, wq, ws).float(),
+                               fp8_linear_reference(x, wq, ws).float(), atol=3e-2, rtol=3e-2)
