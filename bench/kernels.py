@@ -159,23 +159,96 @@ def attention() -> None:
            f"{useful / t / 1e9:.0f} TFLOP/s useful")
 
 
+def tune() -> None:
+    """Launch shapes of segment attention and tile shapes of the GEMM, swept."""
+    from heron.kernels.attention import Launch
+
+    scale = DIM**-0.5
+    anchor, suffix, count = 4043, 14, 2360
+    keys = torch.randn(2 * anchor + count * suffix, KV_HEADS, DIM, device="cuda",
+                       dtype=torch.bfloat16)
+    values = torch.randn_like(keys)
+    qs = torch.randn(count * suffix, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    owner = [i % 2 for i in range(count)]
+    lists = [np.concatenate([np.arange(o * anchor, (o + 1) * anchor),
+                             2 * anchor + np.arange(i * suffix, (i + 1) * suffix)])
+             for i, o in enumerate(owner)]
+    one_pass = Segments.build([i * suffix for i in range(count)], [suffix] * count, lists,
+                              [anchor] * count, "cuda")
+    stacked = Segments.build([0, count // 2 * suffix], [count // 2 * suffix] * 2,
+                             [np.arange(anchor), np.arange(anchor, 2 * anchor)],
+                             [anchor, anchor], "cuda")
+    lengths = np.random.default_rng(0).integers(250, 330, 113)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    total = int(lengths.sum())
+    fq = torch.randn(total, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    fk = torch.randn(total, KV_HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    fv = torch.randn_like(fk)
+    filt = Segments.build(starts, lengths, [np.arange(s, s + n) for s, n in
+                                            zip(starts, lengths, strict=True)],
+                          [0] * len(lengths), "cuda")
+    useful = 4 * HEADS * DIM * count * suffix * anchor
+    flops = sum(4 * HEADS * DIM * n * (n + 1) / 2 for n in lengths)
+    for rows_cap in (64, 128, 256):
+        for warps in (4, 8):
+            for stages in (1, 2, 3):
+                launch = Launch(rows_cap, warps, stages)
+                try:
+                    a = bench(lambda launch=launch: segment_attention(
+                        qs, keys, values, one_pass, scale, launch=launch))
+                    b = bench(lambda launch=launch: segment_attention(
+                        qs, keys, values, stacked, scale, with_lse=True, launch=launch))
+                    c = bench(lambda launch=launch: segment_attention(
+                        fq, fk, fv, filt, scale, launch=launch))
+                except Exception as exc:  # noqa: BLE001 - a shape the compiler refuses
+                    print(f"tune attention {launch}: {type(exc).__name__}", flush=True)
+                    continue
+                record(f"tune attention rows={rows_cap} warps={warps} stages={stages}", a,
+                       f"BIO-2 one pass {useful / a / 1e9:.0f}, stacked {useful / b / 1e9:.0f},"
+                       f" filter {flops / c / 1e9:.0f} TFLOP/s")
+    x = torch.randn(TOKENS, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(2 * INTERMEDIATE, HIDDEN, device="cuda", dtype=torch.bfloat16) / 50
+    gemm_flops = 2 * TOKENS * w.shape[0] * HIDDEN
+    for tiles in ((128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4),
+                  (128, 128, 64, 8, 4), (256, 128, 64, 8, 3), (128, 256, 128, 8, 2),
+                  (64, 256, 64, 4, 4)):
+        try:
+            t = bench(lambda tiles=tiles: matmul(x, w, tiles))
+        except Exception as exc:  # noqa: BLE001
+            print(f"tune gemm {tiles}: {type(exc).__name__}", flush=True)
+            continue
+        record(f"tune gemm gate_up tiles={tiles}", t, f"{gemm_flops / t / 1e9:.0f} TFLOP/s")
+    for name, (n, k) in {"qkv": (6144, 2560), "o": (2560, 4096), "down": (2560, 9728)}.items():
+        a = torch.randn(TOKENS, k, device="cuda", dtype=torch.bfloat16)
+        wt = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / 50
+        full = F.linear(a, wt)
+        differing = [m for m in (1, 2, 5, 16, 33, 100, 257, 1000, 3000, 8191)
+                     if not torch.equal(F.linear(a[:m], wt), full[:m])]
+        record(f"cuBLAS rows equal across batch sizes ({name})", 0.0,
+               "all equal" if not differing else f"differ at M={differing}")
+
+
 def ceilings() -> None:
     a = torch.randn(1 << 28, device="cuda", dtype=torch.bfloat16)
     b = torch.empty_like(a)
     t = bench(lambda: b.copy_(a))
-    record("HBM copy 512 MiB", t, f"{2 * a.numel() * 2 / t / 1e9:.0f} GB/s")
+    record("HBM copy 512 MiB", t, f"{2 * a.numel() * 2 / t / 1e9:.2f} TB/s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the table here too")
+    parser.add_argument("--tune", action="store_true", help="sweep launch and tile shapes only")
     args = parser.parse_args()
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    ceilings()
-    gemms()
-    fused()
-    attention()
+    if args.tune:
+        tune()
+    else:
+        ceilings()
+        gemms()
+        fused()
+        attention()
     if args.json:
         with open(args.json, "w") as f:
             json.dump([{"name": n, "ms": ms, "note": note} for n, ms, note in rows], f, indent=1)

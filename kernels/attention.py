@@ -36,6 +36,20 @@ import torch
 
 
 @dataclass(frozen=True)
+class Launch:
+    """How programs are shaped: none of it changes any query's result (see the contract), so it
+    may be tuned per device. ``max_rows``: query rows (tokens × heads of one KV head) a program
+    holds at most."""
+
+    max_rows: int = 128
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+BLOCK_N = 64  # keys per step: part of the numerics (the order of the softmax accumulation)
+
+
+@dataclass(frozen=True)
 class Segments:
     """Per-segment int32 tensors (all on one device) and the concatenated key-slot lists."""
 
@@ -90,8 +104,8 @@ def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 
 
 def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
-                      scale: float, out: torch.Tensor | None = None, with_lse: bool = False
-                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                      scale: float, out: torch.Tensor | None = None, with_lse: bool = False,
+                      launch: Launch = Launch()) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Triton twin of ``segment_attention_reference``; tensors on a CUDA device."""
     import triton  # noqa: PLC0415 - GPU machines only
 
@@ -105,7 +119,7 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
     if longest == 0:
         return out, (lse if with_lse else None)
     # Query tokens per program: enough for a full tensor-core tile with all heads of a KV head.
-    block_m = max(1, min(128 // group, triton.next_power_of_2(longest)))
+    block_m = max(1, min(launch.max_rows // group, triton.next_power_of_2(longest)))
     rows = triton.next_power_of_2(block_m * group)
     tile_segment, tile_first = [], []
     for s, n in enumerate(segments.host_q_len):
@@ -119,8 +133,8 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
         q, k, v, out, lse, tiles[0], tiles[1], segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
-        GROUP=group, BLOCK_M=block_m, ROWS=max(rows, 16), BLOCK_N=64, D=dim,
-        WITH_LSE=with_lse, num_warps=4, num_stages=2)
+        GROUP=group, BLOCK_M=block_m, ROWS=max(rows, 16), BLOCK_N=BLOCK_N, D=dim,
+        WITH_LSE=with_lse, num_warps=launch.num_warps, num_stages=launch.num_stages)
     return out, (lse if with_lse else None)
 
 

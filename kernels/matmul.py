@@ -27,8 +27,10 @@ def tile_shape(n: int, k: int) -> tuple[int, int, int, int, int]:
     return 128, 64, 64, 4, 4
 
 
-def matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Triton twin of ``matmul_reference``; inputs on a CUDA device."""
+def matmul(x: torch.Tensor, w: torch.Tensor,
+           tiles: tuple[int, int, int, int, int] | None = None) -> torch.Tensor:
+    """Triton twin of ``matmul_reference``; inputs on a CUDA device. ``tiles`` overrides
+    ``tile_shape`` (benchmarks)."""
     import triton  # noqa: PLC0415 - GPU machines only
 
     x = x.contiguous()
@@ -37,7 +39,7 @@ def matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     out = torch.empty(m, n, dtype=x.dtype, device=x.device)
     if m == 0:
         return out
-    block_m, block_n, block_k, warps, stages = tile_shape(n, k)
+    block_m, block_n, block_k, warps, stages = tiles or tile_shape(n, k)
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
     _kernel()[grid](x, w, out, m, n, k, x.stride(0), w.stride(0), out.stride(0),
                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8,
