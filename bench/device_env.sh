@@ -5,6 +5,6 @@
 _heron_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 _heron_path=$(mktemp -d)/site
 mkdir -p "$_heron_path/heron"
-for _p in server planner engine kernels catalog; do ln -s "$_heron_repo/$_p" "$_heron_path/heron/$_p"; done
+for _p in server planner engine kernels catalog bench; do ln -s "$_heron_repo/$_p" "$_heron_path/heron/$_p"; done
 export PYTHONPATH="$_heron_path${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1

@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the model runs: cpu, cuda or cuda:N (default: %(default)s)")
     # A value the configs refuse is reported like a bad flag: `heron serve` usage, status 2.
     serve.set_defaults(usage_error=serve.error)
+    bench = commands.add_parser("bench", help="measure Heron (heron bench engine --help)",
+                                description="Benchmarks that measure Heron beside baselines.")
+    bench.add_argument("suite", choices=["engine"], help="what to measure")
+    bench.add_argument("options", nargs=argparse.REMAINDER, help="the suite's own options")
     return parser
 
 
@@ -80,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from heron.server import app  # imports asyncio machinery only when serving
 
         return app.run(config)
+    if args.command == "bench":
+        from heron.bench import engine as bench_engine  # imports torch: only when benchmarking
+
+        return bench_engine.main(args.options)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 
