@@ -189,35 +189,49 @@ def tune() -> None:
                           [0] * len(lengths), "cuda")
     useful = 4 * HEADS * DIM * count * suffix * anchor
     flops = sum(4 * HEADS * DIM * n * (n + 1) / 2 for n in lengths)
-    for rows_cap in (64, 128, 256):
-        for warps in (4, 8):
-            for stages in (1, 2, 3):
-                launch = Launch(rows_cap, warps, stages)
-                try:
-                    a = bench(lambda launch=launch: segment_attention(
-                        qs, keys, values, one_pass, scale, launch=launch))
-                    b = bench(lambda launch=launch: segment_attention(
-                        qs, keys, values, stacked, scale, with_lse=True, launch=launch))
-                    c = bench(lambda launch=launch: segment_attention(
-                        fq, fk, fv, filt, scale, launch=launch))
-                except Exception as exc:  # noqa: BLE001 - a shape the compiler refuses
-                    print(f"tune attention {launch}: {type(exc).__name__}", flush=True)
-                    continue
-                record(f"tune attention rows={rows_cap} warps={warps} stages={stages}", a,
-                       f"BIO-2 one pass {useful / a / 1e9:.0f}, stacked {useful / b / 1e9:.0f},"
-                       f" filter {flops / c / 1e9:.0f} TFLOP/s")
+    for block_n in (64, 128):
+        for rows_cap, warps, stages in ((128, 4, 2), (128, 4, 3), (128, 8, 3), (256, 8, 3),
+                                        (64, 4, 3)):
+            launch = Launch(rows_cap, warps, stages)
+            try:
+                a = bench(lambda launch=launch, block_n=block_n: segment_attention(
+                    qs, keys, values, one_pass, scale, launch=launch, block_n=block_n))
+                b = bench(lambda launch=launch, block_n=block_n: segment_attention(
+                    qs, keys, values, stacked, scale, with_lse=True, launch=launch,
+                    block_n=block_n))
+                c = bench(lambda launch=launch, block_n=block_n: segment_attention(
+                    fq, fk, fv, filt, scale, launch=launch, block_n=block_n))
+            except Exception as exc:  # noqa: BLE001 - a shape the compiler refuses
+                print(f"tune attention {launch} block_n={block_n}: {exc!r:.200}", flush=True)
+                continue
+            record(f"tune attention n={block_n} rows={rows_cap} warps={warps} st={stages}", a,
+                   f"BIO-2 one pass {useful / a / 1e9:.0f}, stacked {useful / b / 1e9:.0f},"
+                   f" filter {flops / c / 1e9:.0f} TFLOP/s")
     x = torch.randn(TOKENS, HIDDEN, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(2 * INTERMEDIATE, HIDDEN, device="cuda", dtype=torch.bfloat16) / 50
     gemm_flops = 2 * TOKENS * w.shape[0] * HIDDEN
-    for tiles in ((128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4),
-                  (128, 128, 64, 8, 4), (256, 128, 64, 8, 3), (128, 256, 128, 8, 2),
-                  (64, 256, 64, 4, 4)):
+    t = bench(lambda: F.linear(x, w))
+    record("tune gemm gate_up cuBLAS", t, f"{gemm_flops / t / 1e9:.0f} TFLOP/s")
+    reference = matmul(x, w, (128, 256, 64, 8, 3))
+    for tiles, tma, ws in (((128, 256, 64, 8, 3), False, False), ((256, 128, 64, 8, 3), False,
+                                                                   False),
+                           ((128, 256, 64, 8, 3), True, False), ((128, 256, 64, 8, 4), True,
+                                                                 False),
+                           ((128, 256, 64, 8, 3), True, True), ((128, 128, 64, 8, 4), True,
+                                                                True),
+                           ((128, 256, 64, 4, 3), True, True), ((256, 128, 64, 8, 3), True,
+                                                                False)):
         try:
-            t = bench(lambda tiles=tiles: matmul(x, w, tiles))
+            got = matmul(x, w, tiles, tma=tma, warp_specialize=ws)
+            t = bench(lambda tiles=tiles, tma=tma, ws=ws: matmul(x, w, tiles, tma=tma,
+                                                                 warp_specialize=ws))
         except Exception as exc:  # noqa: BLE001
-            print(f"tune gemm {tiles}: {type(exc).__name__}", flush=True)
+            print(f"tune gemm {tiles} tma={tma} ws={ws}: {exc!r:.300}", flush=True)
             continue
-        record(f"tune gemm gate_up tiles={tiles}", t, f"{gemm_flops / t / 1e9:.0f} TFLOP/s")
+        same = "same bits as pointer kernel" if (tiles[:3] == (128, 256, 64) and torch.equal(
+            got, reference)) else ""
+        record(f"tune gemm gate_up tiles={tiles} tma={tma} ws={ws}", t,
+               f"{gemm_flops / t / 1e9:.0f} TFLOP/s {same}")
     for name, (n, k) in {"qkv": (6144, 2560), "o": (2560, 4096), "down": (2560, 9728)}.items():
         a = torch.randn(TOKENS, k, device="cuda", dtype=torch.bfloat16)
         wt = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / 50

@@ -43,7 +43,7 @@ class Launch:
 
     max_rows: int = 128
     num_warps: int = 4
-    num_stages: int = 2
+    num_stages: int = 3
 
 
 BLOCK_N = 64  # keys per step: part of the numerics (the order of the softmax accumulation)
@@ -105,8 +105,10 @@ def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 
 def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
                       scale: float, out: torch.Tensor | None = None, with_lse: bool = False,
-                      launch: Launch = Launch()) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Triton twin of ``segment_attention_reference``; tensors on a CUDA device."""
+                      launch: Launch = Launch(), block_n: int = BLOCK_N
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Triton twin of ``segment_attention_reference``; tensors on a CUDA device. ``block_n``
+    is for benchmarks only: the engine keeps ``BLOCK_N`` so that results never change."""
     import triton  # noqa: PLC0415 - GPU machines only
 
     tokens, heads, dim = q.shape
@@ -133,7 +135,7 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
         q, k, v, out, lse, tiles[0], tiles[1], segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
-        GROUP=group, BLOCK_M=block_m, ROWS=max(rows, 16), BLOCK_N=BLOCK_N, D=dim,
+        GROUP=group, BLOCK_M=block_m, ROWS=max(rows, 16), BLOCK_N=block_n, D=dim,
         WITH_LSE=with_lse, num_warps=launch.num_warps, num_stages=launch.num_stages)
     return out, (lse if with_lse else None)
 

@@ -28,9 +28,12 @@ def tile_shape(n: int, k: int) -> tuple[int, int, int, int, int]:
 
 
 def matmul(x: torch.Tensor, w: torch.Tensor,
-           tiles: tuple[int, int, int, int, int] | None = None) -> torch.Tensor:
-    """Triton twin of ``matmul_reference``; inputs on a CUDA device. ``tiles`` overrides
-    ``tile_shape`` (benchmarks)."""
+           tiles: tuple[int, int, int, int, int] | None = None, tma: bool | None = None,
+           warp_specialize: bool = False) -> torch.Tensor:
+    """Triton twin of ``matmul_reference``; inputs on a CUDA device. ``tma`` (default: on
+    Hopper and newer) runs the persistent variant that moves tiles with the tensor-memory
+    accelerator — same tiles, same K order, same bits, cuBLAS's speed (bench/NOTES.md);
+    ``tiles`` and ``warp_specialize`` are for benchmarks."""
     import triton  # noqa: PLC0415 - GPU machines only
 
     x = x.contiguous()
@@ -40,11 +43,77 @@ def matmul(x: torch.Tensor, w: torch.Tensor,
     if m == 0:
         return out
     block_m, block_n, block_k, warps, stages = tiles or tile_shape(n, k)
+    if tma is None:
+        tma = _has_tma(x.device)
+    if tma:
+        _tma_allocator()
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+        tiles_total = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
+        _tma_kernel()[(min(sms, tiles_total),)](
+            x, w, out, m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8,
+            NUM_SMS=sms, WARP_SPECIALIZE=warp_specialize, num_warps=warps, num_stages=stages)
+        return out
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
     _kernel()[grid](x, w, out, m, n, k, x.stride(0), w.stride(0), out.stride(0),
                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8,
                     num_warps=warps, num_stages=stages)
     return out
+
+
+@functools.cache
+def _has_tma(device: torch.device) -> bool:
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
+@functools.cache
+def _tma_allocator() -> None:
+    """Device tensor descriptors need scratch memory from torch's allocator."""
+    import triton  # noqa: PLC0415
+
+    def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+        return torch.empty(size, device="cuda", dtype=torch.int8)
+
+    triton.set_allocator(alloc)
+
+
+@functools.cache
+def _tma_kernel() -> Any:
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    @triton.jit
+    def tile_of(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+        per_group = GROUP_M * tiles_n
+        first_m = (tile // per_group) * GROUP_M
+        group_m = tl.minimum(tiles_m - first_m, GROUP_M)
+        return first_m + (tile % per_group) % group_m, (tile % per_group) // group_m
+
+    @triton.jit
+    def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, m, n, k, BLOCK_M: tl.constexpr,
+                              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                              GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                              WARP_SPECIALIZE: tl.constexpr):
+        start = tl.program_id(0)
+        tiles_m = tl.cdiv(m, BLOCK_M)
+        tiles_n = tl.cdiv(n, BLOCK_N)
+        steps = tl.cdiv(k, BLOCK_K)
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[m, k], strides=[k, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[n, k], strides=[k, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[m, n], strides=[n, 1],
+                                           block_shape=[BLOCK_M, BLOCK_N])
+        for tile in tl.range(start, tiles_m * tiles_n, NUM_SMS, flatten=True,
+                             warp_specialize=WARP_SPECIALIZE):
+            pid_m, pid_n = tile_of(tile, tiles_m, tiles_n, GROUP_M)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for step in range(steps):
+                a = a_desc.load([pid_m * BLOCK_M, step * BLOCK_K])
+                b = b_desc.load([pid_n * BLOCK_N, step * BLOCK_K])
+                acc = tl.dot(a, b.T, acc)
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_ptr.dtype.element_ty))
+
+    return matmul_tma_persistent
 
 
 @functools.cache

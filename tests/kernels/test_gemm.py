@@ -49,14 +49,20 @@ def test_matmul_kernel(m: int, n: int, k: int) -> None:
 
 
 @cuda
-def test_matmul_rows_do_not_depend_on_the_batch() -> None:
+@pytest.mark.parametrize("tma", [False, True])
+def test_matmul_rows_do_not_depend_on_the_batch(tma: bool) -> None:
+    if tma and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the TMA variant needs Hopper")
     k, n = 2560, 9728
     x = torch.randn(5000, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
-    full = matmul(x, w)
+    full = matmul(x, w, tma=tma)
     for rows in (1, 3, 64, 129, 1000, 4999):
-        assert torch.equal(matmul(x[:rows], w), full[:rows]), rows
-        assert torch.equal(matmul(x[-rows:], w), full[-rows:]), rows
+        assert torch.equal(matmul(x[:rows], w, tma=tma), full[:rows]), rows
+        assert torch.equal(matmul(x[-rows:], w, tma=tma), full[-rows:]), rows
+    # Both variants walk the same tiles in the same order: the same bits.
+    assert torch.equal(full, matmul(x, w, tma=not tma) if torch.cuda.get_device_capability()[0]
+                       >= 9 else full)
 
 
 @cuda
