@@ -26,7 +26,7 @@ from heron.engine.attention.plan import RowSpan
 from heron.kernels.add_rmsnorm import add_rmsnorm
 from heron.kernels.attention import Segments, segment_attention
 from heron.kernels.fp8 import fp8_linear, quantize_rows
-from heron.kernels.matmul import matmul
+from heron.kernels.matmul import matmul, scaled_matmul
 from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
 from heron.kernels.rmsnorm import rmsnorm_reference
 from heron.kernels.silu_mul import silu_mul, silu_mul_reference
@@ -67,6 +67,9 @@ def gemms() -> None:
         t = bench(lambda aq=aq, ascale=ascale, wq=wq, ws=ws: torch._scaled_mm(
             aq, wq.T, scale_a=ascale, scale_b=ws.T, out_dtype=torch.bfloat16))
         record(f"gemm {name} FP8 scaled_mm alone", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+        t = bench(lambda aq=aq, ascale=ascale, wq=wq, ws=ws: scaled_matmul(aq, ascale, wq, ws))
+        record(f"gemm {name} FP8 Triton batch-invariant (TMA)", t,
+               f"{flops / t / 1e9:.0f} TFLOP/s")
     # Does cuBLAS give a row the same bits whatever the batch? (it may choose split-K by M)
     w = torch.randn(INTERMEDIATE * 2, HIDDEN, device="cuda", dtype=torch.bfloat16) / 50
     full = F.linear(x, w)

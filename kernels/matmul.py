@@ -50,8 +50,9 @@ def matmul(x: torch.Tensor, w: torch.Tensor,
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
         tiles_total = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
         _tma_kernel()[(min(sms, tiles_total),)](
-            x, w, out, m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8,
-            NUM_SMS=sms, WARP_SPECIALIZE=warp_specialize, num_warps=warps, num_stages=stages)
+            x, w, out, out, out, m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+            GROUP_M=8, NUM_SMS=sms, WARP_SPECIALIZE=warp_specialize, SCALED=False,
+            num_warps=warps, num_stages=stages)
         return out
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
     _kernel()[grid](x, w, out, m, n, k, x.stride(0), w.stride(0), out.stride(0),
@@ -89,10 +90,11 @@ def _tma_kernel() -> Any:
         return first_m + (tile % per_group) % group_m, (tile % per_group) // group_m
 
     @triton.jit
-    def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, m, n, k, BLOCK_M: tl.constexpr,
-                              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                              GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                              WARP_SPECIALIZE: tl.constexpr):
+    def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, m, n, k,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                              NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+                              SCALED: tl.constexpr):
         start = tl.program_id(0)
         tiles_m = tl.cdiv(m, BLOCK_M)
         tiles_n = tl.cdiv(n, BLOCK_N)
@@ -111,6 +113,12 @@ def _tma_kernel() -> Any:
                 a = a_desc.load([pid_m * BLOCK_M, step * BLOCK_K])
                 b = b_desc.load([pid_n * BLOCK_N, step * BLOCK_K])
                 acc = tl.dot(a, b.T, acc)
+            if SCALED:  # FP8 operands: per-row activation and per-channel weight scales
+                rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+                cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+                sa = tl.load(scale_a_ptr + rows, mask=rows < m, other=0.0)
+                sb = tl.load(scale_b_ptr + cols, mask=cols < n, other=0.0)
+                acc = acc * sa[:, None] * sb[None, :]
             c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_ptr.dtype.element_ty))
 
     return matmul_tma_persistent
@@ -152,3 +160,28 @@ def _kernel() -> Any:
                  mask=(rows[:, None] < m) & (cols[None, :] < n))
 
     return matmul_tiles
+
+
+def scaled_matmul(q: torch.Tensor, scale: torch.Tensor, weight_q: torch.Tensor,
+                  weight_scale: torch.Tensor, out_dtype: torch.dtype = torch.bfloat16
+                  ) -> torch.Tensor:
+    """FP8 e4m3 operands (from ``kernels.fp8.quantize_rows``) multiplied on the tensor cores with
+    the row and channel scales applied in the epilogue: the batch-invariant twin of
+    ``torch._scaled_mm`` (Hopper; the same fixed tiles and K order as ``matmul``)."""
+    import triton  # noqa: PLC0415 - GPU machines only
+
+    m, k = q.shape
+    n = weight_q.shape[0]
+    out = torch.empty(m, n, dtype=out_dtype, device=q.device)
+    if m == 0:
+        return out
+    block_m, block_n, _, warps, stages = tile_shape(n, k)
+    block_k = 128  # FP8 tiles: twice the K of bf16 in the same shared memory
+    _tma_allocator()
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    tiles_total = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
+    _tma_kernel()[(min(sms, tiles_total),)](
+        q, weight_q, out, scale.reshape(-1).contiguous(), weight_scale.reshape(-1).contiguous(),
+        m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8, NUM_SMS=sms,
+        WARP_SPECIALIZE=False, SCALED=True, num_warps=warps, num_stages=stages)
+    return out

@@ -11,7 +11,7 @@ from heron.kernels.fp8 import (
     quantize_rows,
     quantize_rows_reference,
 )
-from heron.kernels.matmul import matmul, matmul_reference
+from heron.kernels.matmul import matmul, matmul_reference, scaled_matmul
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
 
@@ -77,3 +77,19 @@ def test_fp8_kernels(m: int, n: int, k: int) -> None:
     wq, ws = quantize_rows(w)
     torch.testing.assert_close(fp8_linear(x, wq, ws).float(),
                                fp8_linear_reference(x, wq, ws).float(), atol=3e-2, rtol=3e-2)
+
+
+@cuda
+def test_scaled_matmul_is_the_fp8_product_and_batch_invariant() -> None:
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("FP8 tensor cores need Hopper")
+    m, n, k = 3000, 6144, 2560
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
+    wq, ws = quantize_rows(w)
+    q, scale = quantize_rows(x)
+    got = scaled_matmul(q, scale, wq, ws)
+    torch.testing.assert_close(got.float(), fp8_linear_reference(x, wq, ws).float(), atol=3e-2,
+                               rtol=3e-2)
+    for rows in (1, 17, 640):
+        assert torch.equal(scaled_matmul(q[:rows], scale[:rows], wq, ws), got[:rows]), rows

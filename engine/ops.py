@@ -1,0 +1,90 @@
+"""The forward pass's numeric operations, chosen once per engine: fused kernels or their twins.
+
+Contract: ``Ops.build(device, deterministic)`` returns the operations ``engine.model`` calls for
+every layer — ``linear``, ``rmsnorm``, ``add_rmsnorm``, ``qk_norm_rope``, ``silu_mul`` — each with
+the semantics of its torch twin in ``kernels/``. On CUDA with Triton they are the fused Triton
+kernels; linear layers run through the batch-invariant Triton GEMM when ``deterministic`` (a
+row's bits never depend on what shares its chunk; on Hopper at cuBLAS's speed, bench/NOTES.md),
+else through cuBLAS (bf16) or ``torch._scaled_mm`` (FP8). Elsewhere (CPU) they are the twins,
+which are row-wise by construction. ``Weight`` is one linear layer's weight, bf16 (or float32)
+or FP8 e4m3 with a per-output-channel scale; ``Weight.quantized`` makes the FP8 form at load.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from heron.kernels import add_rmsnorm, fp8, matmul, qk_norm_rope, rmsnorm, silu_mul
+
+
+@dataclass(frozen=True)
+class Weight:
+    """A linear layer's weight [N, K]: ``scale`` [N, 1] float32 when ``data`` is FP8."""
+
+    data: torch.Tensor
+    scale: torch.Tensor | None = None
+
+    @classmethod
+    def quantized(cls, weight: torch.Tensor) -> Weight:
+        data, scale = fp8.quantize_rows(weight)
+        return cls(data, scale)
+
+    @property
+    def fp8(self) -> bool:
+        return self.scale is not None
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.data.shape
+
+
+Linear = Callable[[torch.Tensor, Weight], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Ops:
+    linear: Linear
+    rmsnorm: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+    add_rmsnorm: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float],
+                          tuple[torch.Tensor, torch.Tensor]]
+    qk_norm_rope: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+    silu_mul: Callable[[torch.Tensor], torch.Tensor]
+    kernels: bool  # the fused Triton kernels (else the torch twins)
+
+    @classmethod
+    def build(cls, device: torch.device | str, deterministic: bool = True) -> Ops:
+        device = torch.device(device)
+        if device.type != "cuda" or importlib.util.find_spec("triton") is None:
+            return cls(_linear_reference, rmsnorm.rmsnorm_reference,
+                       add_rmsnorm.add_rmsnorm_reference, qk_norm_rope.qk_norm_rope_reference,
+                       silu_mul.silu_mul_reference, kernels=False)
+        return cls(_linear_invariant if deterministic else _linear_fast, rmsnorm.rmsnorm,
+                   add_rmsnorm.add_rmsnorm, qk_norm_rope.qk_norm_rope, silu_mul.silu_mul,
+                   kernels=True)
+
+
+def _linear_reference(x: torch.Tensor, weight: Weight) -> torch.Tensor:
+    if weight.fp8:
+        assert weight.scale is not None
+        return fp8.fp8_linear_reference(x, weight.data, weight.scale)
+    return F.linear(x, weight.data)
+
+
+def _linear_fast(x: torch.Tensor, weight: Weight) -> torch.Tensor:
+    if weight.fp8:
+        assert weight.scale is not None
+        return fp8.fp8_linear(x, weight.data, weight.scale)
+    return F.linear(x, weight.data)
+
+
+def _linear_invariant(x: torch.Tensor, weight: Weight) -> torch.Tensor:
+    if weight.fp8:
+        assert weight.scale is not None
+        q, scale = fp8.quantize_rows(x)
+        return matmul.scaled_matmul(q, scale, weight.data, weight.scale, out_dtype=x.dtype)
+    return matmul.matmul(x, weight.data)

@@ -1,0 +1,42 @@
+"""The engine's operation table: twins on the CPU, the kernels' contract on CUDA."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from heron.engine.ops import Ops, Weight
+from heron.kernels.rmsnorm import rmsnorm_reference
+
+
+def test_cpu_ops_are_the_twins() -> None:
+    ops = Ops.build("cpu")
+    assert not ops.kernels
+    x, w = torch.randn(5, 32), torch.randn(12, 32)
+    torch.testing.assert_close(ops.linear(x, Weight(w)), x @ w.T)
+    torch.testing.assert_close(ops.rmsnorm(x, torch.ones(32), 1e-6),
+                               rmsnorm_reference(x, torch.ones(32), 1e-6))
+
+
+def test_fp8_weight_is_quantized_per_output_channel() -> None:
+    w = torch.randn(12, 32) * torch.logspace(-2, 2, 12)[:, None]
+    weight = Weight.quantized(w)
+    assert weight.fp8 and weight.data.dtype == torch.float8_e4m3fn
+    assert weight.scale is not None and weight.scale.shape == (12, 1)
+    x = torch.randn(3, 32)
+    got = Ops.build("cpu").linear(x, weight)
+    assert ((got - x @ w.T).norm() / (x @ w.T).norm()) < 0.05
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
+@pytest.mark.parametrize("fp8", [False, True])
+def test_deterministic_linear_rows_do_not_depend_on_the_batch(fp8: bool) -> None:
+    if fp8 and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("FP8 tensor cores need Hopper")
+    ops = Ops.build("cuda", deterministic=True)
+    w = torch.randn(2560, 4096, device="cuda", dtype=torch.bfloat16) / 64
+    weight = Weight.quantized(w) if fp8 else Weight(w)
+    x = torch.randn(777, 4096, device="cuda", dtype=torch.bfloat16)
+    full = ops.linear(x, weight)
+    for rows in (1, 5, 100):
+        assert torch.equal(ops.linear(x[:rows], weight), full[:rows])
