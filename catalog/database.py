@@ -2,15 +2,16 @@
 
 Contract: `Database(data_dir)` creates the directory if needed, opens (or creates) the database file
 `heron.duckdb` inside it, opens its roles (`roles`, see `catalog.roles`; `bootstrap_password` is
-the bootstrap superuser's) and, on the first start only, loads the demo tables. User objects live
-in the schema `public`, as in PostgreSQL: a database made by an earlier Heron, whose tables live in
-DuckDB's default schema `main`, is migrated once, in one transaction, when it has no `public` schema
-yet (`migrate_main_to_public`: sequences with their current values, tables with their constraints
+the bootstrap superuser's; the pg_catalog shim lists them, never their passwords) and, on the
+first start only, loads the demo tables. User objects live in the schema `public`, as in
+PostgreSQL: a database made by an earlier Heron, whose tables live in DuckDB's default schema
+`main`, is migrated once, in one transaction, when it has no `public` schema yet
+(`migrate_main_to_public`: sequences with their current values, tables with their constraints
 and rows, indexes, views with `main.` qualifiers rewritten); objects the migration does not move
-(macros, types) stay in `main`, which is then on the search path after `public`. Each client session
-gets its own DuckDB connection from `connect()`: connections share the catalog and data but have
-their own transaction. The DuckDB catalog is named `heron` (after the file), which matches the
-database name clients connect to.
+(macros, types) stay in `main`, which is then on the search path after `public`. Each client
+session gets its own DuckDB connection from `connect()`: connections share the catalog and data
+but have their own transaction. The DuckDB catalog is named `heron` (after the file,
+`catalog_name`), which matches the database name clients connect to.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.catalog import demo
-from heron.catalog.roles import Roles
+from heron.catalog.roles import Predefined, Roles
+from heron.planner import pg_catalog
 
 DATABASE_FILE = "heron.duckdb"
 DEFAULT_SCHEMA = "public"
@@ -38,13 +40,22 @@ class Database:
         self.data_dir = Path(data_dir).expanduser().resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DATABASE_FILE
+        self.catalog_name = self.path.stem  # DuckDB names the catalog after the file
         first_start = not self.path.exists()
         self._root = duckdb.connect(str(self.path))
         self.roles = Roles.open(self.data_dir, bootstrap_password)
+        pg_catalog.register_roles(self._root, self._role_rows)
         if not _schema_exists(self._root, DEFAULT_SCHEMA):
             migrate_main_to_public(self._root)
         if first_start and load_demo:
             demo.load(self._root)
+
+    def _role_rows(self) -> list[pg_catalog.RoleRow]:
+        """The roles as pg_roles shows them: PostgreSQL's predefined ones, then ours."""
+        return [*(pg_catalog.RoleRow(p.value, p.oid) for p in Predefined),
+                *(pg_catalog.RoleRow(r.name, r.oid, r.superuser, r.login,
+                                     tuple(sorted(p.oid for p in r.member_of)))
+                  for r in self.roles.all())]
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A new connection to the same database, for one session. Its search path is `public`,

@@ -1,6 +1,8 @@
 """The PostgreSQL-catalog shim: catalog queries from PostgreSQL clients, answered by DuckDB.
 
-Contract: `install(con, user)` creates, once per DuckDB connection and outside any transaction,
+Contract: `register_roles(con, roles)` makes the roles the catalog lists (pg_roles, pg_user,
+pg_auth_members, pg_get_userbyid, ::regrole) those `roles()` returns at each statement.
+`install(con, user)` creates, once per DuckDB connection and outside any transaction,
 the TEMP macros and TEMP views that stand in for what DuckDB's own `pg_catalog` lacks or answers
 differently (`pg_get_userbyid`, `format_type` with PostgreSQL's type names, `version()`,
 `current_setting`, empty `pg_policy`/`pg_inherits`/..., `pg_attribute` with the type OIDs Heron
@@ -18,8 +20,10 @@ cannot parse comes back unchanged, so DuckDB reports its own error.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 
 import duckdb
 import sqlglot
@@ -30,6 +34,20 @@ from heron.planner import pg_types
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
+ROLES_FUNCTION = "heron_roles"  # a Python function: the roles as JSON, read at each call
+_ROLE_JSON = ('[{"name": "VARCHAR", "oid": "BIGINT", "superuser": "BOOLEAN", '
+              '"login": "BOOLEAN", "member_of": "BIGINT[]"}]')
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRow:
+    """What the catalog shows of a role (pg_roles): never its password."""
+
+    name: str
+    oid: int
+    superuser: bool = False
+    login: bool = False
+    member_of: tuple[int, ...] = ()  # OIDs of the roles it was granted
 
 # -- rewrites ---------------------------------------------------------------------------------
 
@@ -271,7 +289,13 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
         ),
         # No side effect: Heron's settings change through SET (the value is echoed).
         "set_config": (("name_arg, value_arg, local_arg", "value_arg"),),
-        "pg_get_userbyid": (("role_arg", quoted_user),),
+        # DuckDB answers 'duckdb'; the session's role is the PostgreSQL answer.
+        "current_user": (("", quoted_user),),
+        "session_user": (("", quoted_user),),
+        "current_role": (("", quoted_user),),
+        "pg_get_userbyid": (("role_arg", "coalesce(" + _lookup(
+            "pg_roles heron_r", "heron_r.oid", "heron_r.rolname", "role_arg")
+            + ", 'unknown (OID=' || role_arg || ')')"),),
         # Visible: the relation's schema is on DuckDB's search path (objects without a schema
         # row, TEMP ones and DuckDB's own, count as visible).
         "pg_table_is_visible": (("rel_arg", "coalesce(list_contains(current_schemas(true), "
@@ -318,8 +342,10 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
             "pg_catalog.pg_proc heron_p", "heron_p.proname", "heron_p.oid", "name_arg")),),
         "heron_regproc_name": (("proc_arg", _lookup(
             "pg_catalog.pg_proc heron_p", "heron_p.oid", "heron_p.proname", "proc_arg")),),
-        "heron_regrole_oid": (("name_arg", f"CASE WHEN name_arg = {quoted_user} THEN 10 END"),),
-        "heron_regrole_name": (("role_arg", f"CASE WHEN role_arg = 10 THEN {quoted_user} END"),),
+        "heron_regrole_oid": (("name_arg", _lookup("pg_roles heron_r", "heron_r.rolname",
+                                                   "heron_r.oid", "name_arg")),),
+        "heron_regrole_name": (("role_arg", _lookup("pg_roles heron_r", "heron_r.oid",
+                                                    "heron_r.rolname", "role_arg")),),
     }
 
 
@@ -347,8 +373,7 @@ def _attribute() -> str:
           ON m.duckdb_type = regexp_replace(c.data_type, '\\([^)]*\\)', '', 'g')"""
 
 
-def _relations(user: str) -> dict[str, str]:
-    quoted_user = _quote(user)
+def _relations() -> dict[str, str]:
     return {
         "pg_class": """
             SELECT * REPLACE (CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
@@ -372,18 +397,24 @@ def _relations(user: str) -> dict[str, str]:
                    NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl
             FROM pg_catalog.pg_database WHERE datname = current_database()""",
         "pg_roles": f"""
-            SELECT {quoted_user} AS rolname, true AS rolsuper, true AS rolinherit,
-                   true AS rolcreaterole, true AS rolcreatedb, true AS rolcanlogin,
-                   false AS rolreplication, -1 AS rolconnlimit, '********' AS rolpassword,
-                   NULL::TIMESTAMPTZ AS rolvaliduntil, false AS rolbypassrls,
-                   NULL::VARCHAR[] AS rolconfig, 10::BIGINT AS oid""",
-        "pg_user": f"""
-            SELECT {quoted_user} AS usename, 10::BIGINT AS usesysid, true AS usecreatedb,
-                   true AS usesuper, false AS userepl, false AS usebypassrls,
+            SELECT r.name AS rolname, r.superuser AS rolsuper, true AS rolinherit,
+                   r.superuser AS rolcreaterole, r.superuser AS rolcreatedb,
+                   r.login AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit,
+                   '********' AS rolpassword, NULL::TIMESTAMPTZ AS rolvaliduntil,
+                   r.superuser AS rolbypassrls, NULL::VARCHAR[] AS rolconfig, r.oid AS oid
+            FROM (SELECT unnest(from_json({ROLES_FUNCTION}(), '{_ROLE_JSON}'), recursive := true))
+              AS r""",
+        "pg_user": """
+            SELECT rolname AS usename, oid AS usesysid, rolcreatedb AS usecreatedb,
+                   rolsuper AS usesuper, false AS userepl, rolbypassrls AS usebypassrls,
                    '********' AS passwd, NULL::TIMESTAMPTZ AS valuntil,
-                   NULL::VARCHAR[] AS useconfig""",
-        "pg_auth_members": _empty("0::BIGINT AS oid, 0::BIGINT AS roleid, 0::BIGINT AS member, "
-                                  "0::BIGINT AS grantor, false AS admin_option"),
+                   NULL::VARCHAR[] AS useconfig
+            FROM pg_roles WHERE rolcanlogin""",
+        "pg_auth_members": f"""
+            SELECT 0::BIGINT AS oid, m.granted AS roleid, r.oid AS member, 10::BIGINT AS grantor,
+                   false AS admin_option
+            FROM (SELECT unnest(from_json({ROLES_FUNCTION}(), '{_ROLE_JSON}'), recursive := true))
+              AS r, unnest(r.member_of) AS m(granted)""",
         "pg_policy": _empty("0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, "
                             "''::VARCHAR AS polcmd, true AS polpermissive, "
                             "[0::BIGINT] AS polroles, ''::VARCHAR AS polqual, "
@@ -422,18 +453,33 @@ def _relations(user: str) -> dict[str, str]:
     }
 
 
-# Relations the shim answers (names only; their definitions need the session user).
-RELATIONS = frozenset(_relations("heron"))
+# Relations the shim answers.
+RELATIONS = frozenset(_relations())
+
+
+def register_roles(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRow]]
+                   ) -> None:
+    """Let pg_roles and friends list `roles()` (asked at every statement that reads them).
+    A Python function belongs to the whole DuckDB database but is kept alive by the connection
+    that registered it: register on a connection that outlives the others (the data
+    directory's root connection)."""
+    con.create_function(ROLES_FUNCTION, lambda: json.dumps([asdict(r) for r in roles()]), [],
+                        "VARCHAR", side_effects=True)
 
 
 def install(con: duckdb.DuckDBPyConnection, user: str = "heron",
             server_version: str = "16.4") -> None:
-    """Create the shim's TEMP macros and views on `con` (call once, outside a transaction)."""
+    """Create the shim's TEMP macros and views on `con` (call once, outside a transaction).
+    Without `register_roles` on the database before, `user` is the only role (a superuser)."""
+    registered = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
+                             [ROLES_FUNCTION]).fetchall()[0][0]
+    if not registered:
+        register_roles(con, lambda: (RoleRow(user, 10, superuser=True, login=True),))
+    for name, sql in _relations().items():  # first: macros read some of them
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
     for name, overloads in _macros(user, server_version).items():
         body = ", ".join(f"({params}) AS {sql}" for params, sql in overloads)
         con.execute(f"CREATE OR REPLACE TEMP MACRO {name} {body}")
-    for name, sql in _relations(user).items():
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
 
 
 def publish_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str, str]) -> None:

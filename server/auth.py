@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -65,6 +66,16 @@ def _mock_verifier(user: str) -> Verifier:
     return Verifier.from_password(secrets.token_urlsafe(24), salt=salt)
 
 
+_GS2_HEADER = re.compile(r"^[^,]*,[^,]*,")
+
+
+def _named(client_first_bare: str) -> str:
+    """The bare client-first message with a placeholder for the empty user name libpq sends
+    (PostgreSQL ignores the name; scramp refuses an empty one), for scramp to parse."""
+    return "n=-" + client_first_bare[2:] if client_first_bare.startswith("n=,") else (
+        client_first_bare)
+
+
 async def _scram(exchange: Exchange, role: Role | None, user: str) -> None:
     verifier = role.verifier if role is not None and role.verifier else _mock_verifier(user)
     mechanisms = [SCRAM_PLUS, SCRAM] if exchange.certificate_pem else [SCRAM]
@@ -80,13 +91,19 @@ async def _scram(exchange: Exchange, role: Role | None, user: str) -> None:
     server = scramp.ScramMechanism(initial.mechanism).make_server(lambda _name: keys,
                                                                    channel_binding=binding)
     try:
-        server.set_client_first(initial.data.decode("utf-8"))
+        client_first = initial.data.decode("utf-8")
+        header = _GS2_HEADER.match(client_first)
+        if header is None:
+            raise ValueError("malformed client-first-message")
+        bare = client_first[header.end():]
+        server.set_client_first(header[0] + _named(bare))
+        server.client_first_bare = bare  # the proofs cover the message the client sent
         await exchange.send(protocol.authentication_sasl_continue(
             server.get_server_first().encode()))
         final = await asyncio.wait_for(protocol.read_sasl_response(exchange.reader),
                                        exchange.timeout_s)
         server.set_client_final(final.data.decode("utf-8"))
-    except (scramp.ScramException, UnicodeDecodeError):
+    except (scramp.ScramException, UnicodeDecodeError, ValueError):
         raise _password_failed(user) from None
     if role is None:  # the mock verifier matched nothing real
         raise _password_failed(user)
