@@ -308,6 +308,13 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
                         ("expr_arg, relation_arg, pretty_arg", "expr_arg::VARCHAR")),
         "pg_get_viewdef": (("view_arg", viewdef), ("view_arg, pretty_arg", viewdef)),
         "pg_encoding_to_char": (("encoding_arg", "'UTF8'"),),
+        "pg_get_indexdef": tuple((params, _lookup(
+            "pg_index heron_i", "heron_i.indexrelid", "heron_i.heron_definition", "index_arg"))
+            for params in ("index_arg", "index_arg, column_arg, pretty_arg")),
+        "pg_get_constraintdef": tuple((params, _lookup(
+            "pg_constraint heron_k", "heron_k.oid", "heron_k.heron_definition", "con_arg"))
+            for params in ("con_arg", "con_arg, pretty_arg")),
+        "pg_partition_ancestors": (("rel_arg", "rel_arg"),),  # no partitions: itself
         "pg_get_function_result": (("function_arg", no_type),),
         "pg_get_function_arguments": (("function_arg", no_type),),
         "pg_get_function_identity_arguments": (("function_arg", no_type),),
@@ -373,17 +380,115 @@ def _attribute() -> str:
           ON m.duckdb_type = regexp_replace(c.data_type, '\\([^)]*\\)', '', 'g')"""
 
 
+# Constraints under PostgreSQL's names and definitions (DuckDB names a primary key
+# <table>_<columns>_pkey and a foreign key <table>_<columns>_<referenced columns>_fkey).
+_CONSTRAINTS = """
+    SELECT c.table_oid * 1000000 + c.constraint_index AS oid, c.table_oid AS relid,
+           c.schema_oid AS namespace, c.schema_name, c.table_name,
+           CASE c.constraint_type WHEN 'PRIMARY KEY' THEN c.table_name || '_pkey'
+                WHEN 'FOREIGN KEY' THEN c.table_name || '_'
+                     || array_to_string(c.constraint_column_names, '_') || '_fkey'
+                ELSE c.constraint_name END AS name,
+           CASE c.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u'
+                WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END AS contype,
+           list_transform(c.constraint_column_indexes, lambda x: x + 1) AS columns,
+           c.constraint_column_names AS column_names, r.table_oid AS referenced_relid,
+           list_transform(c.referenced_column_names, lambda n: list_position(rc.names, n))
+             AS referenced_columns,
+           CASE c.constraint_type
+                WHEN 'PRIMARY KEY' THEN 'PRIMARY KEY ('
+                     || array_to_string(c.constraint_column_names, ', ') || ')'
+                WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(c.constraint_column_names, ', ')
+                     || ')'
+                WHEN 'FOREIGN KEY' THEN 'FOREIGN KEY ('
+                     || array_to_string(c.constraint_column_names, ', ') || ') REFERENCES '
+                     || c.referenced_table || '('
+                     || array_to_string(c.referenced_column_names, ', ') || ')'
+                ELSE 'CHECK (' || c.expression || ')' END AS definition,
+           c.expression
+    FROM duckdb_constraints() c
+    LEFT JOIN duckdb_tables() r ON r.database_name = c.database_name
+         AND r.schema_name = c.schema_name AND r.table_name = c.referenced_table
+    LEFT JOIN heron_column_names rc ON rc.table_oid = r.table_oid
+    WHERE c.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')"""
+# Indexes: those of primary keys and unique constraints (DuckDB keeps them inside the table,
+# PostgreSQL lists them as relations) and those made by CREATE INDEX.
+_INDEXES = """
+    SELECT oid, relid, namespace, schema_name, table_name, name, contype = 'p' AS is_primary,
+           true AS is_unique, columns, column_names
+    FROM heron_constraints WHERE contype IN ('p', 'u')
+    UNION ALL
+    SELECT i.index_oid, i.table_oid, i.schema_oid, i.schema_name, i.table_name, i.index_name,
+           false, i.is_unique,
+           list_transform(e.names, lambda n: list_position(tc.names, n)), e.names
+    FROM duckdb_indexes() i JOIN heron_column_names tc ON tc.table_oid = i.table_oid,
+         LATERAL (SELECT list_transform(string_split(trim(i.expressions, '[]'), ','),
+                                        lambda n: trim(trim(n), '"')) AS names) e"""
+
+
 def _relations() -> dict[str, str]:
     return {
+        "heron_column_names": """
+            SELECT table_oid, list(column_name ORDER BY column_index) AS names
+            FROM duckdb_columns() GROUP BY table_oid""",
+        "heron_constraints": _CONSTRAINTS,
+        "heron_indexes": _INDEXES,
         "pg_class": """
-            SELECT * REPLACE (CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
-                              coalesce(relreplident, 'd') AS relreplident),
-                   false AS relforcerowsecurity
-            FROM pg_catalog.pg_class""",
+            WITH base AS (
+              SELECT * REPLACE (CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
+                                coalesce(relreplident, 'd') AS relreplident,
+                                10::BIGINT AS relowner),  -- the bootstrap superuser owns all
+                     false AS relforcerowsecurity
+              FROM pg_catalog.pg_class)
+            SELECT * FROM base
+            UNION ALL  -- constraint indexes, as relations like the table they index
+            SELECT t.* REPLACE (i.oid AS oid, i.name AS relname, 'i' AS relkind, 403 AS relam,
+                                len(i.columns) AS relnatts, false AS relhasindex)
+            FROM base t JOIN heron_indexes i ON i.relid = t.oid
+            WHERE NOT EXISTS (SELECT 1 FROM base b WHERE b.oid = i.oid)""",
+        "pg_constraint": """
+            SELECT oid, name AS conname, namespace AS connamespace, contype,
+                   false AS condeferrable, false AS condeferred, true AS convalidated,
+                   relid AS conrelid, 0::BIGINT AS contypid,
+                   CASE WHEN contype IN ('p', 'u') THEN oid
+                        WHEN contype = 'f' THEN (SELECT min(k.oid) FROM heron_indexes k
+                             WHERE k.relid = c.referenced_relid
+                               AND k.columns = c.referenced_columns)
+                        ELSE 0 END::BIGINT AS conindid,
+                   0::BIGINT AS conparentid, coalesce(referenced_relid, 0)::BIGINT AS confrelid,
+                   CASE WHEN contype = 'f' THEN 'a' ELSE ' ' END AS confupdtype,
+                   CASE WHEN contype = 'f' THEN 'a' ELSE ' ' END AS confdeltype,
+                   CASE WHEN contype = 'f' THEN 's' ELSE ' ' END AS confmatchtype,
+                   true AS conislocal, 0 AS coninhcount, true AS connoinherit,
+                   columns::SMALLINT[] AS conkey, referenced_columns::SMALLINT[] AS confkey,
+                   NULL::BIGINT[] AS conpfeqop, NULL::BIGINT[] AS conppeqop,
+                   NULL::BIGINT[] AS conffeqop, NULL::BIGINT[] AS conexclop,
+                   expression AS conbin, definition AS heron_definition
+            FROM heron_constraints c""",
+        "pg_index": """
+            SELECT oid AS indexrelid, relid AS indrelid, len(columns)::SMALLINT AS indnatts,
+                   len(columns)::SMALLINT AS indnkeyatts, is_unique AS indisunique,
+                   is_primary AS indisprimary, false AS indisexclusion, true AS indimmediate,
+                   false AS indisclustered, true AS indisvalid, false AS indcheckxmin,
+                   true AS indisready, true AS indislive, false AS indisreplident,
+                   columns::SMALLINT[] AS indkey, NULL::BIGINT[] AS indcollation,
+                   NULL::BIGINT[] AS indclass, list_transform(columns, lambda x: 0)::SMALLINT[]
+                   AS indoption, NULL::VARCHAR AS indexprs, NULL::VARCHAR AS indpred,
+                   'CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX '
+                   || name || ' ON ' || schema_name || '.' || table_name || ' USING btree ('
+                   || array_to_string(column_names, ', ') || ')' AS heron_definition
+            FROM heron_indexes""",
+        "pg_indexes": """
+            SELECT schema_name AS schemaname, table_name AS tablename, name AS indexname,
+                   NULL::VARCHAR AS tablespace, i.heron_definition AS indexdef
+            FROM heron_indexes x JOIN pg_index i ON i.indexrelid = x.oid""",
         "pg_am": "SELECT * FROM pg_catalog.pg_am UNION ALL SELECT 2, 'heap', NULL, 't'",
         "pg_attribute": _attribute(),
+        # DuckDB's default schema `main` is not PostgreSQL's: shown only while it holds objects.
         "pg_namespace": """
-            SELECT * FROM pg_catalog.pg_namespace
+            SELECT * REPLACE (10::BIGINT AS nspowner) FROM pg_catalog.pg_namespace n
+            WHERE nspname <> 'main' OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                                               WHERE c.relnamespace = n.oid)
             UNION ALL
             SELECT oid, schema_name, 10, NULL FROM duckdb_schemas()
             WHERE database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')
