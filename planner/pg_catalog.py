@@ -130,6 +130,9 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
             return exp.Table(this=exp.to_identifier(node.name.lower()), alias=node.args.get(
                 "alias"))
         return node
+    if isinstance(node, exp.Column) and node.db.lower() in _CATALOG_SCHEMAS and (
+            node.table.lower() in RELATIONS):  # pg_catalog.pg_class.relname -> pg_class.relname
+        return exp.column(node.this, table=node.args["table"])
     if isinstance(node, exp.Collate) and _is_default_collation(node.expression):
         return node.this
     if isinstance(node, exp.Operator):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def servers(spawn_heron, postgres15, tmp_path_factory):
     pytest.importorskip("psycopg")
     from support.catalog_schema import load
