@@ -1,10 +1,17 @@
-"""The data directory and its DuckDB database.
+"""The data directory: its DuckDB database and its roles.
 
 Contract: `Database(data_dir)` creates the directory if needed, opens (or creates) the database file
-`heron.duckdb` inside it and, on the first start only, loads the demo tables. Each client session
-gets its own DuckDB connection from `connect()`: connections share the catalog and data but have
-their own transaction. The DuckDB catalog is named `heron` (after the file), which matches the
-database name clients connect to.
+`heron.duckdb` inside it, opens its roles (`roles`, see `catalog.roles`; `bootstrap_password` is
+the bootstrap superuser's; the pg_catalog shim lists them, never their passwords) and, on the
+first start only, loads the demo tables. User objects live in the schema `public`, as in
+PostgreSQL: a database made by an earlier Heron, whose tables live in DuckDB's default schema
+`main`, is migrated once, in one transaction, when it has no `public` schema yet
+(`migrate_main_to_public`: sequences with their current values, tables with their constraints
+and rows, indexes, views with `main.` qualifiers rewritten); objects the migration does not move
+(macros, types) stay in `main`, which is then on the search path after `public`. Each client
+session gets its own DuckDB connection from `connect()`: connections share the catalog and data
+but have their own transaction. The DuckDB catalog is named `heron` (after the file,
+`catalog_name`), which matches the database name clients connect to.
 """
 
 from __future__ import annotations
@@ -12,33 +19,55 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from heron.catalog import demo
+from heron.catalog.roles import Predefined, Roles
+from heron.planner import pg_catalog
 
 DATABASE_FILE = "heron.duckdb"
+DEFAULT_SCHEMA = "public"
+LEGACY_SCHEMA = "main"  # DuckDB's default schema, where Heron before `public` kept user tables
 
 
 class Database:
     """One open data directory; thread-safe to `connect()` from any thread."""
 
-    def __init__(self, data_dir: str | Path, *, load_demo: bool = True) -> None:
+    def __init__(self, data_dir: str | Path, *, load_demo: bool = True,
+                 bootstrap_password: str | None = None) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DATABASE_FILE
+        self.catalog_name = self.path.stem  # DuckDB names the catalog after the file
         first_start = not self.path.exists()
         self._root = duckdb.connect(str(self.path))
+        self.roles = Roles.open(self.data_dir, bootstrap_password)
+        pg_catalog.register_roles(self._root, self._role_rows)
+        if not _schema_exists(self._root, DEFAULT_SCHEMA):
+            migrate_main_to_public(self._root)
         if first_start and load_demo:
             demo.load(self._root)
 
+    def _role_rows(self) -> list[pg_catalog.RoleRow]:
+        """The roles as pg_roles shows them: PostgreSQL's predefined ones, then ours."""
+        return [*(pg_catalog.RoleRow(p.value, p.oid) for p in Predefined),
+                *(pg_catalog.RoleRow(r.name, r.oid, r.superuser, r.login,
+                                     tuple(sorted(p.oid for p in r.member_of)))
+                  for r in self.roles.all())]
+
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """A new connection to the same database, for one session. The demo schema is on its
-        search path after `main`, so `reviews` names `demo.reviews` until the user creates a
-        `reviews` of their own."""
+        """A new connection to the same database, for one session. Its search path is `public`,
+        then `main` while it still holds objects of an earlier Heron, then the demo schema, so
+        `reviews` names `demo.reviews` until the user creates a `reviews` of their own."""
         con = self._root.cursor()
-        has_demo = con.execute("SELECT count(*) FROM duckdb_schemas() WHERE schema_name = ?",
-                               [demo.SCHEMA]).fetchall()[0][0]
-        if has_demo:
-            con.execute(f"SET search_path = 'main,{demo.SCHEMA}'")
+        path = [DEFAULT_SCHEMA]
+        if _holds_objects(con, LEGACY_SCHEMA):
+            path.append(LEGACY_SCHEMA)
+        if _schema_exists(con, demo.SCHEMA):
+            path.append(demo.SCHEMA)
+        con.execute(f"SET search_path = '{','.join(path)}'")
         return con
 
     def close(self) -> None:
@@ -51,3 +80,112 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _schema_exists(con: duckdb.DuckDBPyConnection, schema: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_schemas() WHERE database_name = "
+                            "current_database() AND schema_name = ?", [schema]).fetchall()[0][0])
+
+
+def _holds_objects(con: duckdb.DuckDBPyConnection, schema: str) -> bool:
+    return bool(con.execute(
+        """SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
+                   AND schema_name = $1)
+                + (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()
+                   AND schema_name = $1 AND NOT internal)
+                + (SELECT count(*) FROM duckdb_sequences() WHERE database_name =
+                   current_database() AND schema_name = $1)
+                + (SELECT count(*) FROM duckdb_functions() WHERE database_name =
+                   current_database() AND schema_name = $1 AND NOT internal)
+                + (SELECT count(*) FROM duckdb_types() WHERE database_name = current_database()
+                   AND schema_name = $1 AND NOT internal)""", [schema]).fetchall()[0][0])
+
+
+def migrate_main_to_public(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `public` and move the tables, views, sequences and indexes of `main` into it, all
+    or nothing (DuckDB cannot move an object between schemas, so each is recreated from its
+    definition and tables copy their rows)."""
+    db = "current_database()"
+    sequences = con.execute(
+        f"""SELECT sequence_name, increment_by, min_value, max_value, cycle,
+                   coalesce(last_value + increment_by, start_value)
+            FROM duckdb_sequences() WHERE database_name = {db} AND schema_name = 'main'"""
+    ).fetchall()
+    tables = con.execute(
+        f"""SELECT table_name, sql FROM duckdb_tables()
+            WHERE database_name = {db} AND schema_name = 'main'""").fetchall()
+    references = con.execute(
+        f"""SELECT table_name, referenced_table FROM duckdb_constraints()
+            WHERE database_name = {db} AND schema_name = 'main'
+              AND constraint_type = 'FOREIGN KEY'""").fetchall()
+    indexes = con.execute(
+        f"""SELECT index_name, sql FROM duckdb_indexes()
+            WHERE database_name = {db} AND schema_name = 'main' AND sql IS NOT NULL""").fetchall()
+    views = con.execute(
+        f"""SELECT view_name, sql FROM duckdb_views()
+            WHERE database_name = {db} AND schema_name = 'main' AND NOT internal""").fetchall()
+    order = _referenced_first([name for name, _ in tables], references)
+    definitions = dict(tables)
+    con.execute("BEGIN")
+    try:
+        con.execute(f"CREATE SCHEMA {DEFAULT_SCHEMA}")
+        con.execute(f"SET search_path = '{DEFAULT_SCHEMA}'")  # unqualified DDL lands in public
+        for name, increment, low, high, cycle, start in sequences:
+            con.execute(f"CREATE SEQUENCE {_q(name)} INCREMENT BY {increment} MINVALUE {low} "
+                        f"MAXVALUE {high} START {start} {'CYCLE' if cycle else 'NO CYCLE'}")
+        for name in order:
+            con.execute(definitions[name])
+            con.execute(f"INSERT INTO {DEFAULT_SCHEMA}.{_q(name)} "
+                        f"SELECT * FROM {LEGACY_SCHEMA}.{_q(name)}")
+        for _, sql in indexes:
+            con.execute(sql)
+        for _, sql in views:
+            con.execute(_requalified(sql))
+        for name, _ in views:
+            con.execute(f"DROP VIEW {LEGACY_SCHEMA}.{_q(name)}")
+        for name in reversed(order):
+            con.execute(f"DROP TABLE {LEGACY_SCHEMA}.{_q(name)}")
+        for name, *_ in sequences:
+            con.execute(f"DROP SEQUENCE {LEGACY_SCHEMA}.{_q(name)}")
+        con.execute("COMMIT")
+    except duckdb.Error:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.execute("RESET search_path")
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _referenced_first(tables: list[str], references: list[tuple[str, str]]) -> list[str]:
+    """`tables` ordered so that every table comes after the tables its foreign keys reference."""
+    ordered: list[str] = []
+
+    def visit(name: str, seen: frozenset[str]) -> None:
+        if name in ordered or name in seen:
+            return
+        for table, referenced in references:
+            if table == name and referenced != name:
+                visit(referenced, seen | {name})
+        ordered.append(name)
+
+    for name in tables:
+        visit(name, frozenset())
+    return ordered
+
+
+def _requalified(view_sql: str) -> str:
+    """A view definition whose `main.x` references name `public.x` instead (the text itself
+    when it cannot be parsed: its unqualified references follow the search path anyway)."""
+    try:
+        tree = sqlglot.parse_one(view_sql, read="duckdb")
+    except SqlglotError:
+        return view_sql
+    changed = False
+    for table in tree.find_all(exp.Table):
+        if table.db.lower() == LEGACY_SCHEMA and table.catalog in ("", "heron"):
+            table.set("db", exp.to_identifier(DEFAULT_SCHEMA))
+            changed = True
+    return tree.sql(dialect="duckdb") if changed else view_sql

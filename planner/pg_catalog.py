@@ -1,6 +1,8 @@
 """The PostgreSQL-catalog shim: catalog queries from PostgreSQL clients, answered by DuckDB.
 
-Contract: `install(con, user)` creates, once per DuckDB connection and outside any transaction,
+Contract: `register_roles(con, roles)` makes the roles the catalog lists (pg_roles, pg_user,
+pg_auth_members, pg_get_userbyid, ::regrole) those `roles()` returns at each statement.
+`install(con, user)` creates, once per DuckDB connection and outside any transaction,
 the TEMP macros and TEMP views that stand in for what DuckDB's own `pg_catalog` lacks or answers
 differently (`pg_get_userbyid`, `format_type` with PostgreSQL's type names, `version()`,
 `current_setting`, empty `pg_policy`/`pg_inherits`/..., `pg_attribute` with the type OIDs Heron
@@ -18,8 +20,10 @@ cannot parse comes back unchanged, so DuckDB reports its own error.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 
 import duckdb
 import sqlglot
@@ -30,6 +34,20 @@ from heron.planner import pg_types
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
+ROLES_FUNCTION = "heron_roles"  # a Python function: the roles as JSON, read at each call
+_ROLE_JSON = ('[{"name": "VARCHAR", "oid": "BIGINT", "superuser": "BOOLEAN", '
+              '"login": "BOOLEAN", "member_of": "BIGINT[]"}]')
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRow:
+    """What the catalog shows of a role (pg_roles): never its password."""
+
+    name: str
+    oid: int
+    superuser: bool = False
+    login: bool = False
+    member_of: tuple[int, ...] = ()  # OIDs of the roles it was granted
 
 # -- rewrites ---------------------------------------------------------------------------------
 
@@ -112,6 +130,9 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
             return exp.Table(this=exp.to_identifier(node.name.lower()), alias=node.args.get(
                 "alias"))
         return node
+    if isinstance(node, exp.Column) and node.db.lower() in _CATALOG_SCHEMAS and (
+            node.table.lower() in RELATIONS):  # pg_catalog.pg_class.relname -> pg_class.relname
+        return exp.column(node.this, table=node.args["table"])
     if isinstance(node, exp.Collate) and _is_default_collation(node.expression):
         return node.this
     if isinstance(node, exp.Operator):
@@ -271,7 +292,13 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
         ),
         # No side effect: Heron's settings change through SET (the value is echoed).
         "set_config": (("name_arg, value_arg, local_arg", "value_arg"),),
-        "pg_get_userbyid": (("role_arg", quoted_user),),
+        # DuckDB answers 'duckdb'; the session's role is the PostgreSQL answer.
+        "current_user": (("", quoted_user),),
+        "session_user": (("", quoted_user),),
+        "current_role": (("", quoted_user),),
+        "pg_get_userbyid": (("role_arg", "coalesce(" + _lookup(
+            "pg_roles heron_r", "heron_r.oid", "heron_r.rolname", "role_arg")
+            + ", 'unknown (OID=' || role_arg || ')')"),),
         # Visible: the relation's schema is on DuckDB's search path (objects without a schema
         # row, TEMP ones and DuckDB's own, count as visible).
         "pg_table_is_visible": (("rel_arg", "coalesce(list_contains(current_schemas(true), "
@@ -284,6 +311,13 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
                         ("expr_arg, relation_arg, pretty_arg", "expr_arg::VARCHAR")),
         "pg_get_viewdef": (("view_arg", viewdef), ("view_arg, pretty_arg", viewdef)),
         "pg_encoding_to_char": (("encoding_arg", "'UTF8'"),),
+        "pg_get_indexdef": tuple((params, _lookup(
+            "pg_index heron_i", "heron_i.indexrelid", "heron_i.heron_definition", "index_arg"))
+            for params in ("index_arg", "index_arg, column_arg, pretty_arg")),
+        "pg_get_constraintdef": tuple((params, _lookup(
+            "pg_constraint heron_k", "heron_k.oid", "heron_k.heron_definition", "con_arg"))
+            for params in ("con_arg", "con_arg, pretty_arg")),
+        "pg_partition_ancestors": (("rel_arg", "rel_arg"),),  # no partitions: itself
         "pg_get_function_result": (("function_arg", no_type),),
         "pg_get_function_arguments": (("function_arg", no_type),),
         "pg_get_function_identity_arguments": (("function_arg", no_type),),
@@ -318,8 +352,10 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
             "pg_catalog.pg_proc heron_p", "heron_p.proname", "heron_p.oid", "name_arg")),),
         "heron_regproc_name": (("proc_arg", _lookup(
             "pg_catalog.pg_proc heron_p", "heron_p.oid", "heron_p.proname", "proc_arg")),),
-        "heron_regrole_oid": (("name_arg", f"CASE WHEN name_arg = {quoted_user} THEN 10 END"),),
-        "heron_regrole_name": (("role_arg", f"CASE WHEN role_arg = 10 THEN {quoted_user} END"),),
+        "heron_regrole_oid": (("name_arg", _lookup("pg_roles heron_r", "heron_r.rolname",
+                                                   "heron_r.oid", "name_arg")),),
+        "heron_regrole_name": (("role_arg", _lookup("pg_roles heron_r", "heron_r.oid",
+                                                    "heron_r.rolname", "role_arg")),),
     }
 
 
@@ -347,18 +383,115 @@ def _attribute() -> str:
           ON m.duckdb_type = regexp_replace(c.data_type, '\\([^)]*\\)', '', 'g')"""
 
 
-def _relations(user: str) -> dict[str, str]:
-    quoted_user = _quote(user)
+# Constraints under PostgreSQL's names and definitions (DuckDB names a primary key
+# <table>_<columns>_pkey and a foreign key <table>_<columns>_<referenced columns>_fkey).
+_CONSTRAINTS = """
+    SELECT c.table_oid * 1000000 + c.constraint_index AS oid, c.table_oid AS relid,
+           c.schema_oid AS namespace, c.schema_name, c.table_name,
+           CASE c.constraint_type WHEN 'PRIMARY KEY' THEN c.table_name || '_pkey'
+                WHEN 'FOREIGN KEY' THEN c.table_name || '_'
+                     || array_to_string(c.constraint_column_names, '_') || '_fkey'
+                ELSE c.constraint_name END AS name,
+           CASE c.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u'
+                WHEN 'FOREIGN KEY' THEN 'f' WHEN 'CHECK' THEN 'c' END AS contype,
+           list_transform(c.constraint_column_indexes, lambda x: x + 1) AS columns,
+           c.constraint_column_names AS column_names, r.table_oid AS referenced_relid,
+           list_transform(c.referenced_column_names, lambda n: list_position(rc.names, n))
+             AS referenced_columns,
+           CASE c.constraint_type
+                WHEN 'PRIMARY KEY' THEN 'PRIMARY KEY ('
+                     || array_to_string(c.constraint_column_names, ', ') || ')'
+                WHEN 'UNIQUE' THEN 'UNIQUE (' || array_to_string(c.constraint_column_names, ', ')
+                     || ')'
+                WHEN 'FOREIGN KEY' THEN 'FOREIGN KEY ('
+                     || array_to_string(c.constraint_column_names, ', ') || ') REFERENCES '
+                     || c.referenced_table || '('
+                     || array_to_string(c.referenced_column_names, ', ') || ')'
+                ELSE 'CHECK (' || c.expression || ')' END AS definition,
+           c.expression
+    FROM duckdb_constraints() c
+    LEFT JOIN duckdb_tables() r ON r.database_name = c.database_name
+         AND r.schema_name = c.schema_name AND r.table_name = c.referenced_table
+    LEFT JOIN heron_column_names rc ON rc.table_oid = r.table_oid
+    WHERE c.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')"""
+# Indexes: those of primary keys and unique constraints (DuckDB keeps them inside the table,
+# PostgreSQL lists them as relations) and those made by CREATE INDEX.
+_INDEXES = """
+    SELECT oid, relid, namespace, schema_name, table_name, name, contype = 'p' AS is_primary,
+           true AS is_unique, columns, column_names
+    FROM heron_constraints WHERE contype IN ('p', 'u')
+    UNION ALL
+    SELECT i.index_oid, i.table_oid, i.schema_oid, i.schema_name, i.table_name, i.index_name,
+           false, i.is_unique,
+           list_transform(e.names, lambda n: list_position(tc.names, n)), e.names
+    FROM duckdb_indexes() i JOIN heron_column_names tc ON tc.table_oid = i.table_oid,
+         LATERAL (SELECT list_transform(string_split(trim(i.expressions, '[]'), ','),
+                                        lambda n: trim(trim(n), '"')) AS names) e"""
+
+
+def _relations() -> dict[str, str]:
     return {
+        "heron_column_names": """
+            SELECT table_oid, list(column_name ORDER BY column_index) AS names
+            FROM duckdb_columns() GROUP BY table_oid""",
+        "heron_constraints": _CONSTRAINTS,
+        "heron_indexes": _INDEXES,
         "pg_class": """
-            SELECT * REPLACE (CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
-                              coalesce(relreplident, 'd') AS relreplident),
-                   false AS relforcerowsecurity
-            FROM pg_catalog.pg_class""",
+            WITH base AS (
+              SELECT * REPLACE (CASE WHEN relkind IN ('r', 'm') THEN 2 ELSE relam END AS relam,
+                                coalesce(relreplident, 'd') AS relreplident,
+                                10::BIGINT AS relowner),  -- the bootstrap superuser owns all
+                     false AS relforcerowsecurity
+              FROM pg_catalog.pg_class)
+            SELECT * FROM base
+            UNION ALL  -- constraint indexes, as relations like the table they index
+            SELECT t.* REPLACE (i.oid AS oid, i.name AS relname, 'i' AS relkind, 403 AS relam,
+                                len(i.columns) AS relnatts, false AS relhasindex)
+            FROM base t JOIN heron_indexes i ON i.relid = t.oid
+            WHERE NOT EXISTS (SELECT 1 FROM base b WHERE b.oid = i.oid)""",
+        "pg_constraint": """
+            SELECT oid, name AS conname, namespace AS connamespace, contype,
+                   false AS condeferrable, false AS condeferred, true AS convalidated,
+                   relid AS conrelid, 0::BIGINT AS contypid,
+                   CASE WHEN contype IN ('p', 'u') THEN oid
+                        WHEN contype = 'f' THEN (SELECT min(k.oid) FROM heron_indexes k
+                             WHERE k.relid = c.referenced_relid
+                               AND k.columns = c.referenced_columns)
+                        ELSE 0 END::BIGINT AS conindid,
+                   0::BIGINT AS conparentid, coalesce(referenced_relid, 0)::BIGINT AS confrelid,
+                   CASE WHEN contype = 'f' THEN 'a' ELSE ' ' END AS confupdtype,
+                   CASE WHEN contype = 'f' THEN 'a' ELSE ' ' END AS confdeltype,
+                   CASE WHEN contype = 'f' THEN 's' ELSE ' ' END AS confmatchtype,
+                   true AS conislocal, 0 AS coninhcount, true AS connoinherit,
+                   columns::SMALLINT[] AS conkey, referenced_columns::SMALLINT[] AS confkey,
+                   NULL::BIGINT[] AS conpfeqop, NULL::BIGINT[] AS conppeqop,
+                   NULL::BIGINT[] AS conffeqop, NULL::BIGINT[] AS conexclop,
+                   expression AS conbin, definition AS heron_definition
+            FROM heron_constraints c""",
+        "pg_index": """
+            SELECT oid AS indexrelid, relid AS indrelid, len(columns)::SMALLINT AS indnatts,
+                   len(columns)::SMALLINT AS indnkeyatts, is_unique AS indisunique,
+                   is_primary AS indisprimary, false AS indisexclusion, true AS indimmediate,
+                   false AS indisclustered, true AS indisvalid, false AS indcheckxmin,
+                   true AS indisready, true AS indislive, false AS indisreplident,
+                   columns::SMALLINT[] AS indkey, NULL::BIGINT[] AS indcollation,
+                   NULL::BIGINT[] AS indclass, list_transform(columns, lambda x: 0)::SMALLINT[]
+                   AS indoption, NULL::VARCHAR AS indexprs, NULL::VARCHAR AS indpred,
+                   'CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX '
+                   || name || ' ON ' || schema_name || '.' || table_name || ' USING btree ('
+                   || array_to_string(column_names, ', ') || ')' AS heron_definition
+            FROM heron_indexes""",
+        "pg_indexes": """
+            SELECT schema_name AS schemaname, table_name AS tablename, name AS indexname,
+                   NULL::VARCHAR AS tablespace, i.heron_definition AS indexdef
+            FROM heron_indexes x JOIN pg_index i ON i.indexrelid = x.oid""",
         "pg_am": "SELECT * FROM pg_catalog.pg_am UNION ALL SELECT 2, 'heap', NULL, 't'",
         "pg_attribute": _attribute(),
+        # DuckDB's default schema `main` is not PostgreSQL's: shown only while it holds objects.
         "pg_namespace": """
-            SELECT * FROM pg_catalog.pg_namespace
+            SELECT * REPLACE (10::BIGINT AS nspowner) FROM pg_catalog.pg_namespace n
+            WHERE nspname <> 'main' OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                                               WHERE c.relnamespace = n.oid)
             UNION ALL
             SELECT oid, schema_name, 10, NULL FROM duckdb_schemas()
             WHERE database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')
@@ -372,18 +505,24 @@ def _relations(user: str) -> dict[str, str]:
                    NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl
             FROM pg_catalog.pg_database WHERE datname = current_database()""",
         "pg_roles": f"""
-            SELECT {quoted_user} AS rolname, true AS rolsuper, true AS rolinherit,
-                   true AS rolcreaterole, true AS rolcreatedb, true AS rolcanlogin,
-                   false AS rolreplication, -1 AS rolconnlimit, '********' AS rolpassword,
-                   NULL::TIMESTAMPTZ AS rolvaliduntil, false AS rolbypassrls,
-                   NULL::VARCHAR[] AS rolconfig, 10::BIGINT AS oid""",
-        "pg_user": f"""
-            SELECT {quoted_user} AS usename, 10::BIGINT AS usesysid, true AS usecreatedb,
-                   true AS usesuper, false AS userepl, false AS usebypassrls,
+            SELECT r.name AS rolname, r.superuser AS rolsuper, true AS rolinherit,
+                   r.superuser AS rolcreaterole, r.superuser AS rolcreatedb,
+                   r.login AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit,
+                   '********' AS rolpassword, NULL::TIMESTAMPTZ AS rolvaliduntil,
+                   r.superuser AS rolbypassrls, NULL::VARCHAR[] AS rolconfig, r.oid AS oid
+            FROM (SELECT unnest(from_json({ROLES_FUNCTION}(), '{_ROLE_JSON}'), recursive := true))
+              AS r""",
+        "pg_user": """
+            SELECT rolname AS usename, oid AS usesysid, rolcreatedb AS usecreatedb,
+                   rolsuper AS usesuper, false AS userepl, rolbypassrls AS usebypassrls,
                    '********' AS passwd, NULL::TIMESTAMPTZ AS valuntil,
-                   NULL::VARCHAR[] AS useconfig""",
-        "pg_auth_members": _empty("0::BIGINT AS oid, 0::BIGINT AS roleid, 0::BIGINT AS member, "
-                                  "0::BIGINT AS grantor, false AS admin_option"),
+                   NULL::VARCHAR[] AS useconfig
+            FROM pg_roles WHERE rolcanlogin""",
+        "pg_auth_members": f"""
+            SELECT 0::BIGINT AS oid, m.granted AS roleid, r.oid AS member, 10::BIGINT AS grantor,
+                   false AS admin_option
+            FROM (SELECT unnest(from_json({ROLES_FUNCTION}(), '{_ROLE_JSON}'), recursive := true))
+              AS r, unnest(r.member_of) AS m(granted)""",
         "pg_policy": _empty("0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, "
                             "''::VARCHAR AS polcmd, true AS polpermissive, "
                             "[0::BIGINT] AS polroles, ''::VARCHAR AS polqual, "
@@ -422,18 +561,33 @@ def _relations(user: str) -> dict[str, str]:
     }
 
 
-# Relations the shim answers (names only; their definitions need the session user).
-RELATIONS = frozenset(_relations("heron"))
+# Relations the shim answers.
+RELATIONS = frozenset(_relations())
+
+
+def register_roles(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRow]]
+                   ) -> None:
+    """Let pg_roles and friends list `roles()` (asked at every statement that reads them).
+    A Python function belongs to the whole DuckDB database but is kept alive by the connection
+    that registered it: register on a connection that outlives the others (the data
+    directory's root connection)."""
+    con.create_function(ROLES_FUNCTION, lambda: json.dumps([asdict(r) for r in roles()]), [],
+                        "VARCHAR", side_effects=True)
 
 
 def install(con: duckdb.DuckDBPyConnection, user: str = "heron",
             server_version: str = "16.4") -> None:
-    """Create the shim's TEMP macros and views on `con` (call once, outside a transaction)."""
+    """Create the shim's TEMP macros and views on `con` (call once, outside a transaction).
+    Without `register_roles` on the database before, `user` is the only role (a superuser)."""
+    registered = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
+                             [ROLES_FUNCTION]).fetchall()[0][0]
+    if not registered:
+        register_roles(con, lambda: (RoleRow(user, 10, superuser=True, login=True),))
+    for name, sql in _relations().items():  # first: macros read some of them
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
     for name, overloads in _macros(user, server_version).items():
         body = ", ".join(f"({params}) AS {sql}" for params, sql in overloads)
         con.execute(f"CREATE OR REPLACE TEMP MACRO {name} {body}")
-    for name, sql in _relations(user).items():
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
 
 
 def publish_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str, str]) -> None:

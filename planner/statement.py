@@ -55,6 +55,7 @@ class Kind(enum.Enum):
     RESET = "reset"
     SHOW = "show"
     DEALLOCATE = "deallocate"  # protocol-level prepared statements: the connection answers
+    ROLE = "role"  # CREATE/ALTER/DROP ROLE, GRANT/REVOKE: the session answers (role_statements)
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
 
@@ -137,6 +138,9 @@ _TRANSACTION_KINDS = {"BEGIN": Kind.BEGIN, "START": Kind.BEGIN, "COMMIT": Kind.C
 _DEALLOCATE = re.compile(r'^\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<quoted>")?(?P<name>[^"\s;]+)"?)'
                          r"\s*;?\s*$", re.IGNORECASE)
 
+_ROLE = re.compile(r"^\s*(?:(?P<verb>CREATE|ALTER|DROP)\s+(?:ROLE|USER)\b|"
+                   r"(?P<grant>GRANT|REVOKE)\b)", re.IGNORECASE)
+
 _VERB = re.compile(r"\s*(\w+)" + r"(?:\s+(\w+))?" * 4)
 _DUCKDB_KINDS = {
     "SELECT": Kind.SELECT, "RELATION": Kind.SELECT, "EXPLAIN": Kind.UTILITY_ROWS,
@@ -165,6 +169,9 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
         elif not m["quoted"]:
             name = name.lower()
         return Statement(sql, Kind.DEALLOCATE, verb="DEALLOCATE", command=SessionCommand(name))
+    if m := _ROLE.match(sql):  # DuckDB has no roles: none of these parse there
+        verb = f"{m['verb'].upper()} ROLE" if m["verb"] else m["grant"].upper()
+        return Statement(sql, Kind.ROLE, verb=verb)
     session = _session_command(sql)
     try:
         parsed = con.extract_statements(sql)

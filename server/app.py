@@ -1,6 +1,8 @@
 """The listener: one asyncio event loop (uvloop when installed) serving every connection.
 
-Contract: `serve(config)` opens `config.data_dir`, loads the engine once (unless
+Contract: `serve(config)` opens `config.data_dir` (the bootstrap superuser's password from the
+environment variable `HERON_PASSWORD`, when set), refuses to start with SCRAM authentication when
+no role could log in (no role with LOGIN has a password), loads the engine once (unless
 `config.engine` is None), binds the socket and prints exactly one line
 ``heron: listening on HOST:PORT`` to stdout (with the real port when 0 was asked) once clients
 can connect. It runs until SIGINT/SIGTERM (or `stop` is set), then stops accepting, interrupts
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import signal
 import sys
 
@@ -20,12 +23,17 @@ import heron.engine
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.engine.config import EngineConfig
-from heron.server.config import ServerConfig
+from heron.server.config import AuthMethod, ServerConfig
 from heron.server.connection import Connection, ServerContext
 
 # DuckDB and the engine release the GIL, so concurrent sessions overlap; threads idle cheaply.
 MAX_WORKER_THREADS = 64
 SHUTDOWN_GRACE_S = 10.0
+PASSWORD_VARIABLE = "HERON_PASSWORD"
+
+
+class StartupError(Exception):
+    """The server cannot start as configured; the message says what to change."""
 
 
 def open_engine(config: EngineConfig | None) -> Engine | None:
@@ -54,11 +62,20 @@ async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> N
             loop.add_signal_handler(sig, stop.set)
     executor = concurrent.futures.ThreadPoolExecutor(MAX_WORKER_THREADS,
                                                      thread_name_prefix="heron-session")
-    database = await loop.run_in_executor(executor, Database, config.data_dir)
+    database = await loop.run_in_executor(
+        executor, lambda: Database(config.data_dir,
+                                   bootstrap_password=os.environ.get(PASSWORD_VARIABLE)))
     engine: Engine | None = None
     try:
+        if config.auth is AuthMethod.SCRAM_SHA_256 and not any(
+                r.login and r.verifier for r in database.roles.all()):
+            raise StartupError(f"--auth {config.auth} but no role can log in with a password: "
+                               f"set {PASSWORD_VARIABLE} for the superuser heron")
         engine = await loop.run_in_executor(executor, open_engine, config.engine)
-        context = ServerContext(database, engine, executor)
+        context = ServerContext(database, engine, executor, auth=config.auth,
+                                tls=config.tls.context() if config.tls else None,
+                                certificate_pem=config.tls.certificate_pem() if config.tls
+                                else None)
         tasks: set[asyncio.Task[None]] = set()
 
         async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -106,6 +123,9 @@ def run(config: ServerConfig) -> int:
             asyncio.run(coroutine)
     except KeyboardInterrupt:
         pass
+    except StartupError as exc:
+        print(f"heron: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"heron: cannot start on {config.host}:{config.port}: {exc.strerror or exc}",
               file=sys.stderr)

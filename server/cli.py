@@ -1,9 +1,11 @@
 """The `heron` command line.
 
 Contract: `main(argv)` parses arguments and returns the exit status; `heron serve [--host]
-[--port] [--data-dir] [--model] [--device]` builds a ``ServerConfig`` (``server_config``) and
-runs the server until SIGINT/SIGTERM, `heron --version` prints the version. Bad arguments, and
-values the configs reject, exit with status 2 and a usage message (argparse).
+[--port] [--data-dir] [--model] [--device] [--auth trust|scram-sha-256] [--tls-cert FILE
+--tls-key FILE]` builds a ``ServerConfig`` (``server_config``) and runs the server until
+SIGINT/SIGTERM, `heron --version` prints the version. Bad arguments, and values the configs
+reject, exit with status 2 and a usage message (argparse). The bootstrap superuser's password
+comes from the environment (``HERON_PASSWORD``), never from a flag, so it stays out of `ps`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from heron.engine.api import EngineError
 from heron.engine.config import EngineConfig
-from heron.server.config import ServerConfig
+from heron.server.config import AuthMethod, ServerConfig, TlsConfig
 
 
 def _version() -> str:
@@ -54,6 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "functions (default: %(default)s)")
     serve.add_argument("--device", default=engine_defaults.device,
                        help="where the model runs: cpu, cuda or cuda:N (default: %(default)s)")
+    serve.add_argument("--auth", choices=[m.value for m in AuthMethod], default=defaults.auth,
+                       help="how clients authenticate; trust only on a loopback address "
+                       "(default: %(default)s)")
+    serve.add_argument("--tls-cert", type=Path, metavar="FILE",
+                       help="PEM certificate: clients may then connect with TLS "
+                       "(sslmode=require); needs --tls-key")
+    serve.add_argument("--tls-key", type=Path, metavar="FILE",
+                       help="PEM private key of --tls-cert")
     # A value the configs refuse is reported like a bad flag: `heron serve` usage, status 2.
     serve.set_defaults(usage_error=serve.error)
     bench = commands.add_parser("bench", help="measure Heron (heron bench engine --help)",
@@ -70,8 +80,12 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     """
     # Built even for --model none, so a bad --device is refused whatever the model.
     engine = EngineConfig(model=args.model, device=args.device)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together: give both or neither")
+    tls = TlsConfig(args.tls_cert, args.tls_key) if args.tls_cert is not None else None
     return ServerConfig(host=args.host, port=args.port, data_dir=args.data_dir,
-                        engine=None if args.model.lower() == "none" else engine)
+                        engine=None if args.model.lower() == "none" else engine,
+                        auth=AuthMethod(args.auth), tls=tls)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,10 @@
 """One client connection: the PostgreSQL v3 protocol state machine over a `Session`.
 
 Contract: `Connection(reader, writer, context).run()` serves one socket until the client leaves,
-sends Terminate or breaks the protocol. It answers SSLRequest/GSSENCRequest with 'N', honours
-CancelRequest through the shared `CancelRegistry`, authenticates with trust, and then runs the
+sends Terminate or breaks the protocol. It answers SSLRequest with 'S' and a TLS handshake when
+the server has a certificate (else 'N', as GSSENCRequest always), honours CancelRequest through
+the shared `CancelRegistry`, authenticates the start-up user against the data directory's roles
+(`server.auth`: trust or SCRAM-SHA-256, FATAL 28000/28P01 on failure), and then runs the
 message loop: the simple query protocol here (several statements of one Query in one implicit
 transaction, all or nothing), the extended one in `server.extended`, whose messages are
 discarded after an error until Sync, where the implicit transaction ends. Every session call
@@ -19,6 +21,7 @@ import contextlib
 import datetime as dt
 import re
 import secrets
+import ssl
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -30,7 +33,8 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Kind, Result, SqlError, SqlState, Statement, split
-from heron.server import encode, protocol
+from heron.server import auth, encode, protocol
+from heron.server.config import AuthMethod
 from heron.server.extended import ExtendedQuery
 from heron.server.protocol import ProtocolError
 from heron.server.session import Session
@@ -79,6 +83,9 @@ class ServerContext:
     engine: Engine | None
     executor: concurrent.futures.Executor
     registry: CancelRegistry = field(default_factory=CancelRegistry)
+    auth: AuthMethod = AuthMethod.TRUST
+    tls: ssl.SSLContext | None = None
+    certificate_pem: str | None = None  # of `tls`, for SCRAM channel binding
 
 
 class _Fatal(Exception):
@@ -195,6 +202,9 @@ class Connection:
         for _ in range(3):  # at most SSLRequest, GSSENCRequest, then the real start-up
             message = await asyncio.wait_for(protocol.read_startup(self.reader),
                                              STARTUP_TIMEOUT_S)
+            if isinstance(message, protocol.SSLRequest) and self.context.tls is not None:
+                await self._start_tls(self.context.tls)
+                continue
             if isinstance(message, protocol.SSLRequest | protocol.GSSENCRequest):
                 self.writer.write(b"N")  # no TLS/GSS: the client continues in plain text
                 await self.writer.drain()
@@ -204,6 +214,35 @@ class Connection:
                 return False
             return await self._start_session(message)
         raise ProtocolError("too many negotiation requests before start-up")
+
+    async def _start_tls(self, context: ssl.SSLContext) -> None:
+        if self.writer.get_extra_info("ssl_object") is not None:
+            raise ProtocolError("SSL request received on an encrypted connection")
+        # Bytes sent after SSLRequest but before the handshake would be plain text that a
+        # man in the middle injected (PostgreSQL's CVE-2021-23214 check).
+        if getattr(self.reader, "_buffer", b""):
+            raise ProtocolError("received unencrypted data after SSL request")
+        self.writer.write(b"S")
+        await self.writer.drain()
+        await self.writer.start_tls(context, ssl_handshake_timeout=STARTUP_TIMEOUT_S)
+
+    async def _authenticate(self, user: str) -> bool:
+        """Run the configured exchange for `user`; False (after a FATAL) when it failed."""
+
+        async def send(message: bytes) -> None:
+            self.send(message)
+            await self._flush()
+
+        tls = self.writer.get_extra_info("ssl_object") is not None
+        exchange = auth.Exchange(self.reader, send, STARTUP_TIMEOUT_S,
+                                 self.context.certificate_pem if tls else None)
+        try:
+            await auth.authenticate(exchange, self.context.auth,
+                                    self.context.database.roles.get(user), user)
+        except SqlError as exc:
+            await self._fatal(exc.sqlstate, exc.message)
+            return False
+        return True
 
     async def _start_session(self, startup: protocol.Startup) -> bool:
         major, minor = startup.version >> 16, startup.version & 0xFFFF
@@ -220,6 +259,8 @@ class Connection:
         if not user:
             await self._fatal(SqlState.INVALID_AUTHORIZATION_SPECIFICATION,
                               "no PostgreSQL user name specified in startup packet")
+            return False
+        if not await self._authenticate(user):
             return False
         settings = {k: v for k, v in params.items()
                     if k not in {"user", "database", "options", "replication"}

@@ -4,8 +4,10 @@ Contract: `read_startup` reads the untyped first packet of a connection (Startup
 SSLRequest, GSSENCRequest or CancelRequest); `read_message` reads one typed message and parses it
 into a frozen dataclass (`Query`, `Parse`, `Bind`, ...). Any malformed input (unknown message type,
 a length that is too small or too large, fields that run past the end or leave bytes over) raises
-`ProtocolError`, which the connection answers with SQLSTATE 08P01 before closing. A clean end of
-stream raises `asyncio.IncompleteReadError`, which means the client went away. The `*_message`
+`ProtocolError`, which the connection answers with SQLSTATE 08P01 before closing.
+`read_sasl_initial_response` and `read_sasl_response` read the authentication exchange's
+messages (type 'p': its layout depends on the exchange, so each is read as expected). A clean end
+of stream raises `asyncio.IncompleteReadError`, which means the client went away. The `*_message`
 functions build complete backend messages as bytes; nothing here touches sessions or sockets
 beyond reading from an `asyncio.StreamReader`.
 """
@@ -119,6 +121,17 @@ class Terminate:
 FrontendMessage = Query | Parse | Bind | Describe | Execute | Close | Sync | Flush | Terminate
 
 
+@dataclass(frozen=True, slots=True)
+class SASLInitialResponse:
+    mechanism: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SASLResponse:
+    data: bytes
+
+
 class _Body:
     """A cursor over one message body; every read checks bounds so truncation is an error."""
 
@@ -215,6 +228,29 @@ async def read_message(reader: asyncio.StreamReader) -> FrontendMessage:
     return message
 
 
+async def _read_password_body(reader: asyncio.StreamReader) -> _Body:
+    kind, length = _HEADER.unpack(await reader.readexactly(5))
+    if kind != b"p":
+        raise ProtocolError(f"expected SASL response, got message type {kind[0]}")
+    if length < 4 or length > MAX_STARTUP_LENGTH:
+        raise ProtocolError(f"invalid message length {length}")
+    return _Body(await reader.readexactly(length - 4))
+
+
+async def read_sasl_initial_response(reader: asyncio.StreamReader) -> SASLInitialResponse:
+    body = await _read_password_body(reader)
+    mechanism = body.cstring()
+    size = body.int32()
+    data = b"" if size == -1 else body.bytes(size)
+    body.end()
+    return SASLInitialResponse(mechanism, data)
+
+
+async def read_sasl_response(reader: asyncio.StreamReader) -> SASLResponse:
+    body = await _read_password_body(reader)
+    return SASLResponse(body.bytes(len(body.data)))
+
+
 def _parse(body: _Body) -> Parse:
     name, sql = body.cstring(), body.cstring()
     count = body.int16()
@@ -273,6 +309,18 @@ def _cstr(text: str) -> bytes:
 
 def authentication_ok() -> bytes:
     return _message(b"R", _I32.pack(0))
+
+
+def authentication_sasl(mechanisms: Sequence[str]) -> bytes:
+    return _message(b"R", _I32.pack(10) + b"".join(_cstr(m) for m in mechanisms) + b"\0")
+
+
+def authentication_sasl_continue(data: bytes) -> bytes:
+    return _message(b"R", _I32.pack(11) + data)
+
+
+def authentication_sasl_final(data: bytes) -> bytes:
+    return _message(b"R", _I32.pack(12) + data)
 
 
 def parameter_status(name: str, value: str) -> bytes:

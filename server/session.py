@@ -27,7 +27,9 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement
+from heron.planner.access import check as check_privileges
 from heron.planner.errors import in_failed_transaction
+from heron.planner.role_statements import run as run_role_statement
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
@@ -95,6 +97,9 @@ class Session:
         self._settings = {k.lower(): (k, v) for k, v in {**OTHER_DEFAULTS,
                                                          **REPORTED_DEFAULTS}.items()}
         self._settings["session_authorization"] = ("session_authorization", self.user)
+        role = self.database.roles.get(self.user)
+        self._settings["is_superuser"] = ("is_superuser",
+                                          "on" if role is not None and role.superuser else "off")
         for name, value in list(self.parameters.items()):
             self._set(name, value)
         self.planner = Planner(self.database.connect(), self.engine, user=self.user,
@@ -144,14 +149,17 @@ class Session:
 
     def admit(self, statement: Statement) -> None:
         """Refuse (25P02) what a failed transaction block does not run: all but its end (and
-        the empty query)."""
+        the empty query); refuse (42501) what the session's role may not run."""
         if self.transaction_status is TransactionStatus.FAILED and statement.kind not in {
                 Kind.COMMIT, Kind.ROLLBACK, Kind.EMPTY}:
             raise in_failed_transaction()
+        if not self._answers(statement):
+            check_privileges(self.planner.con, statement.sql, self.database.roles.get(self.user),
+                         main_database=self.database.catalog_name)
 
     def _answers(self, statement: Statement) -> bool:
         """Whether the session answers this statement itself (else the planner runs it)."""
-        if statement.kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK}:
+        if statement.kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.ROLE}:
             return True
         if statement.kind not in {Kind.SET, Kind.RESET, Kind.SHOW} or statement.command is None:
             return False
@@ -186,6 +194,8 @@ class Session:
         kind, command = statement.kind, statement.command
         if kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK}:
             return self._transaction(kind)
+        if kind is Kind.ROLE:
+            return run_role_statement(statement.sql, self.database.roles, self.user)
         assert command is not None
         if kind is Kind.SHOW:
             name = _SHOW_ALIASES.get(command.name.lower(), command.name)

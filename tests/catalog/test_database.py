@@ -1,5 +1,8 @@
 """The data directory: DuckDB file, demo tables on first start only, persistence across opens."""
 
+import duckdb
+import pytest
+
 from heron.catalog import Database, demo
 
 
@@ -13,7 +16,7 @@ def test_first_start_creates_the_demo_tables_once(tmp_path):
         assert con.sql("SELECT count(*) FROM reviews").fetchall() == [(10,)]
         con.execute("CREATE TABLE reviews (id INTEGER)")
         assert con.sql("SELECT count(*) FROM reviews").fetchall() == [(0,)]
-        con.execute("DROP TABLE main.reviews")
+        con.execute("DROP TABLE public.reviews")
     # A later start keeps what the user did instead of reloading the demo.
     with Database(tmp_path) as database:
         assert database.connect().sql("SELECT count(*) FROM demo.reviews").fetchall() == [(10,)]
@@ -37,3 +40,54 @@ def test_demo_reviews_are_deterministic_and_plant_their_labels():
                                         first.column("aspects").to_pylist(), strict=True):
         assert sentiment in {"positive", "negative"}
         assert aspects and body.endswith(".")
+
+
+def test_user_tables_live_in_public(tmp_path):
+    with Database(tmp_path, load_demo=False) as database:
+        con = database.connect()
+        con.execute("CREATE TABLE t (id INTEGER)")
+        assert con.sql("SELECT current_schema()").fetchall() == [("public",)]
+        assert con.sql("SELECT schema_name FROM duckdb_tables() WHERE table_name = 't'"
+                       ).fetchall() == [("public",)]
+        assert con.sql("SELECT current_setting('search_path')").fetchall() == [("public",)]
+
+
+def _legacy_data_dir(path):
+    """A data directory as Heron made it before `public`: user objects in DuckDB's `main`."""
+    path.mkdir()
+    con = duckdb.connect(str(path / "heron.duckdb"))
+    con.execute("""
+        CREATE SEQUENCE ids START 5; SELECT nextval('ids'); SELECT nextval('ids');
+        CREATE TABLE "Authors" (id INTEGER PRIMARY KEY, name VARCHAR UNIQUE);
+        CREATE TABLE books (id INTEGER DEFAULT nextval('ids') PRIMARY KEY,
+                            title VARCHAR NOT NULL, author INTEGER REFERENCES "Authors"(id),
+                            CHECK (id > 0));
+        INSERT INTO "Authors" VALUES (1, 'Le Guin');
+        INSERT INTO books (title, author) VALUES ('The Dispossessed', 1);
+        CREATE INDEX books_title ON books (title);
+        CREATE VIEW titles AS SELECT title FROM main.books;
+        CREATE MACRO twice(x) AS 2 * x;
+    """)
+    con.close()
+
+
+def test_a_data_dir_of_an_earlier_heron_is_migrated_to_public(tmp_path):
+    _legacy_data_dir(tmp_path / "old")
+    with Database(tmp_path / "old") as database:
+        con = database.connect()
+        assert sorted(con.sql("SELECT schema_name, table_name FROM duckdb_tables() WHERE "
+                              "schema_name <> 'demo'").fetchall()) == [
+            ("public", "Authors"), ("public", "books")]
+        assert con.sql("SELECT * FROM titles").fetchall() == [("The Dispossessed",)]
+        # The sequence goes on where it was; constraints and the index came along.
+        con.execute("INSERT INTO books (title, author) VALUES ('Lathe of Heaven', 1)")
+        assert con.sql("SELECT id FROM public.books ORDER BY id").fetchall() == [(7,), (8,)]
+        with pytest.raises(duckdb.ConstraintException):
+            con.execute("INSERT INTO books (title, author) VALUES ('x', 99)")
+        assert con.sql("SELECT schema_name FROM duckdb_indexes()").fetchall() == [("public",)]
+        # The macro stays in main, which therefore stays on the search path.
+        assert con.sql("SELECT twice(21)").fetchall() == [(42,)]
+        assert con.sql("SELECT current_setting('search_path')").fetchall() == [
+            ("public,main",)]
+    with Database(tmp_path / "old") as database:  # the migration runs once
+        assert database.connect().sql("SELECT count(*) FROM books").fetchall() == [(2,)]

@@ -42,7 +42,7 @@ def test_macros(con):
     with pytest.raises(duckdb.Error, match="unrecognized configuration parameter"):
         con.sql("SELECT current_setting('nope')").fetchall()
     sql = pg_catalog.rewrite(
-        "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), pg_get_userbyid(0)"
+        "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), pg_get_userbyid(10)"
         " FROM pg_catalog.pg_attribute a WHERE a.attrelid = 's.t'::regclass ORDER BY attnum")
     assert con.sql(sql).fetchall() == [("numeric(12,3)", "alice"), ("text", "alice"),
                                        ("integer[]", "alice")]

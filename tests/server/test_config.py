@@ -11,7 +11,7 @@ import pytest
 from heron.engine.api import DEFAULT_MODEL
 from heron.engine.config import EngineConfig
 from heron.server import cli
-from heron.server.config import ServerConfig
+from heron.server.config import AuthMethod, ServerConfig, TlsConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,9 +29,23 @@ def test_no_flags_give_the_default_config() -> None:
 
 def test_flags_fill_server_and_engine_config(tmp_path: Path) -> None:
     config = _config("--host", "0.0.0.0", "--port", "0", "--data-dir", str(tmp_path),
-                     "--model", "/models/qwen3", "--device", "cuda:1")
+                     "--model", "/models/qwen3", "--device", "cuda:1", "--auth", "scram-sha-256")
     assert config == ServerConfig(host="0.0.0.0", port=0, data_dir=tmp_path,
-                                  engine=EngineConfig(model="/models/qwen3", device="cuda:1"))
+                                  engine=EngineConfig(model="/models/qwen3", device="cuda:1"),
+                                  auth=AuthMethod.SCRAM_SHA_256)
+    assert _config().auth is AuthMethod.TRUST and _config().tls is None
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "127.0.0.2"])
+def test_trust_is_allowed_on_loopback(host: str) -> None:
+    assert ServerConfig(host=host).auth is AuthMethod.TRUST
+
+
+def test_tls_flags_build_a_tls_config(tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    config = _config("--tls-cert", str(cert), "--tls-key", str(key))
+    assert config.tls == TlsConfig(cert, key)
+    assert "BEGIN CERTIFICATE" in config.tls.certificate_pem()
 
 
 @pytest.mark.parametrize("spelling", ["none", "None", "NONE"])
@@ -48,6 +62,11 @@ def test_model_none_means_no_engine(spelling: str) -> None:
         (["--device", "gpu"], "device must be cpu, cuda or cuda:N, got 'gpu'"),
         # The device is checked even when no model will run on it.
         (["--model", "none", "--device", "cuda:x"], "device must be cpu, cuda or cuda:N"),
+        (["--host", "0.0.0.0"], "trust authentication is only allowed on a loopback address"),
+        (["--auth", "md5"], "argument --auth: invalid choice: 'md5'"),
+        (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+        (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"],
+         "TLS cert file /nonexistent.pem is not a readable file"),
     ],
 )
 def test_bad_flags_exit_with_usage_status_2(
@@ -68,11 +87,20 @@ def test_bad_flags_exit_with_usage_status_2(
         ({"host": ""}, "host must be an address to listen on"),
         ({"data_dir": "heron-data"}, "data_dir must be a pathlib.Path"),
         ({"engine": "smollm2-135m"}, "engine must be an EngineConfig or None"),
+        ({"auth": "trust"}, "auth must be an AuthMethod"),
+        ({"host": "0.0.0.0", "auth": AuthMethod.TRUST}, "only allowed on a loopback address"),
     ],
 )
 def test_server_config_rejects_bad_values(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ServerConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_a_key_that_does_not_match_the_certificate_is_refused(
+        tls_files: tuple[Path, Path], tmp_path: Path) -> None:
+    cert, _ = tls_files
+    with pytest.raises(ValueError, match="cannot use TLS certificate"):
+        TlsConfig(cert, cert)
 
 
 def test_server_modules_do_not_import_torch() -> None:

@@ -50,13 +50,13 @@ def test_dt_demo_schema(catalog_server):
 
 def test_dt_and_d_list_visible_relations(catalog_server):
     tables = rows(psql(catalog_server, r"\dt"))
-    assert ["main", "cat_types", "table", "heron"] in tables
-    # The demo schema is on the search path (after main), so its tables are visible too.
+    assert ["public", "cat_types", "table", "heron"] in tables
+    # The demo schema is on the search path (after public), so its tables are visible too.
     assert ["demo", "reviews", "table", "heron"] in tables
-    assert {r[0] for r in tables} == {"main", "demo"}
+    assert {r[0] for r in tables} == {"public", "demo"}
     relations = rows(psql(catalog_server, r"\d"))
-    assert ["main", "cat_view", "view", "heron"] in relations
-    assert rows(psql(catalog_server, r"\dv")) == [["main", "cat_view", "view", "heron"]]
+    assert ["public", "cat_view", "view", "heron"] in relations
+    assert rows(psql(catalog_server, r"\dv")) == [["public", "cat_view", "view", "heron"]]
 
 
 def test_describe_demo_reviews(catalog_server):
@@ -76,7 +76,7 @@ def test_describe_postgres_type_names(catalog_server):
 
 def test_dn_l_df(catalog_server):
     schemas = rows(psql(catalog_server, r"\dn"))
-    assert ["demo", "heron"] in schemas and ["main", "heron"] in schemas
+    assert ["demo", "heron"] in schemas and ["public", "heron"] in schemas
     databases = rows(psql(catalog_server, r"\l"))
     assert databases[0][:3] == ["heron", "heron", "UTF8"]
     assert "List of functions" in psql(catalog_server, r"\df")

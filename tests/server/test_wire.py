@@ -238,7 +238,7 @@ def test_unsupported_protocol_version(heron_server):
 
 def test_startup_packet_helper_roundtrip(heron_server):
     with RawClient(heron_server.host, heron_server.port) as c:
-        c.send(startup_packet(user="alice", database="heron"))
+        c.send(startup_packet(user="heron", database="heron"))
         assert c.read_until()[-1].kind == "Z"
 
 

@@ -1,0 +1,27 @@
+"""The schema both servers get for the catalog comparisons, and a helper to load it.
+
+`SCHEMA` is portable SQL (PostgreSQL 15 and Heron accept it alike): two tables joined by a
+foreign key, a primary key, a unique and a NOT NULL constraint, a secondary index, a view.
+"""
+
+from __future__ import annotations
+
+SCHEMA = (
+    "CREATE TABLE cat_authors (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE cat_books (id INTEGER PRIMARY KEY, title VARCHAR(200) NOT NULL, "
+    "author_id INTEGER REFERENCES cat_authors (id), price NUMERIC(10,2), published DATE, "
+    "tags TEXT[])",
+    "CREATE INDEX cat_books_title_idx ON cat_books (title)",
+    "CREATE VIEW cat_cheap_books AS SELECT id, title FROM cat_books WHERE price < 10",
+    "INSERT INTO cat_authors VALUES (1, 'Le Guin'), (2, 'Lem')",
+    "INSERT INTO cat_books VALUES (1, 'The Dispossessed', 1, 9.50, DATE '1974-05-01', "
+    "ARRAY['utopia']), (2, 'Solaris', 2, 12.00, DATE '1961-01-01', ARRAY['sea', 'mind'])",
+)
+
+
+def load(dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for sql in SCHEMA:
+            conn.execute(sql)
