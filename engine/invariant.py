@@ -24,19 +24,22 @@ import torch
 # against one F.linear call, 64-row tiles cost 2.1x at 4096 rows, 128-row tiles 1.15x (and 5x at
 # 8 rows, a decode step, where the padding dominates); 256-row tiles 1.1x but 8x at 8 rows.
 TILE = 128
+# Rows per call through an LM head: few rows are read at a time, and the vocabulary is wide.
+HEAD_TILE = 16
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
-           ) -> torch.Tensor:
-    """``x @ weight.T (+ bias)`` for x [T, K], in fixed tiles of ``TILE`` rows."""
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           tile: int = TILE) -> torch.Tensor:
+    """``x @ weight.T (+ bias)`` for x [T, K], in fixed tiles of ``tile`` rows (a weight must
+    always be used with the same tile for its rows to be invariant)."""
     rows = x.shape[0]
-    padded = -(-rows // TILE) * TILE
+    padded = -(-rows // tile) * tile
     if padded != rows:
         x = torch.cat([x, x.new_zeros(padded - rows, x.shape[1])])
     out = x.new_empty(padded, weight.shape[0])
     transposed = weight.t()
-    for start in range(0, padded, TILE):
-        torch.mm(x[start : start + TILE], transposed, out=out[start : start + TILE])
+    for start in range(0, padded, tile):
+        torch.mm(x[start : start + tile], transposed, out=out[start : start + tile])
     out = out[:rows]
     return out if bias is None else out + bias
 

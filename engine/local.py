@@ -4,7 +4,8 @@ Contract:
 - ``LocalEngine(config)`` loads ``config.model`` onto ``config.device`` (``EngineError`` when the
   model cannot be found, CUDA is missing, or the KV arena would not hold one prefix block), sizes
   the arena (``kv_cache.arena_bytes``) and starts one thread running ``Scheduler.run``: the same
-  scheduler the resident process runs.
+  scheduler the resident process runs. With ``background=False`` no thread runs: the caller
+  drives ``scheduler.step()`` itself (tests that count chunks), and only ``submit`` is usable.
 - ``answer`` / ``evaluate`` may be called from many threads at once. Each call tokenizes its
   prompts in the calling thread (each distinct text once, cached across calls), submits one
   ``Job`` and waits for it, calling ``progress`` in the calling thread as chunks finish. If the
@@ -23,7 +24,6 @@ import torch
 
 from heron.engine.answers import AnswerTokens, Evaluation, read_answers
 from heron.engine.api import (
-    AnswerKind,
     Answers,
     CancelFlag,
     EngineError,
@@ -42,7 +42,7 @@ from heron.engine.weights import resolve_model
 
 
 class LocalEngine:
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(self, config: EngineConfig, *, background: bool = True) -> None:
         device = config.device
         if config.device_type == "cuda" and not torch.cuda.is_available():
             raise EngineError(f"device {device!r} requested but CUDA is not available")
@@ -79,14 +79,16 @@ class LocalEngine:
         self._thread = threading.Thread(
             target=self.scheduler.run, args=(self._stop,), name="heron-engine-steps", daemon=True
         )
-        self._thread.start()
+        if background:
+            self._thread.start()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.tokenizer.count(texts)
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
         self.scheduler.shutdown()
 
     def answer(
@@ -106,16 +108,7 @@ class LocalEngine:
         progress: ProgressCallback | None = None,
     ) -> Evaluation:
         """What the model computes for ``request`` (see ``answers.Evaluation``)."""
-        job = Job(
-            request.kind,
-            self.tokenizer.encode_prompts(request.prompts),
-            cancel,
-            answer_width=len(self.answer_tokens.ids),
-            labels=self.tokenizer.encode([" " + label for label in request.labels]),
-            max_tokens=request.max_tokens if request.kind is AnswerKind.TEXT else 0,
-            stop_ids=self.tokenizer.stop_ids,
-        )
-        self.scheduler.submit(job)
+        job = self.submit(request, cancel)
         for event in drain(job):
             if isinstance(event, Progress) and progress is not None:
                 try:
@@ -131,3 +124,18 @@ class LocalEngine:
             elif isinstance(event, Failed):
                 raise event.error
         raise AssertionError("drain ends with Finished or Failed")
+
+    def submit(self, request: Request, cancel: CancelFlag | None = None) -> Job:
+        """Tokenize ``request`` (in this thread) and queue it as a ``Job``; its events say how
+        it goes."""
+        job = Job(
+            request.kind,
+            self.tokenizer.encode_prompts(request.prompts),
+            cancel,
+            answer_width=len(self.answer_tokens.ids),
+            labels=self.tokenizer.encode([" " + label for label in request.labels]),
+            max_tokens=request.max_tokens,
+            stop_ids=self.tokenizer.stop_ids,
+        )
+        self.scheduler.submit(job)
+        return job

@@ -65,8 +65,10 @@ def _pick_rmsnorm(device: torch.device) -> Norm:
     return rmsnorm_reference
 
 
-def _pick_linear(device: torch.device) -> Linear:
-    return F.linear if device.type == "cuda" else invariant.linear
+def _pick_linear(device: torch.device, tile: int = invariant.TILE) -> Linear:
+    if device.type == "cuda":
+        return F.linear
+    return lambda x, weight, bias: invariant.linear(x, weight, bias, tile)
 
 
 def _pick_silu(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -100,6 +102,7 @@ class Decoder:
         self.scale = spec.head_dim**-0.5
         self.rmsnorm = _pick_rmsnorm(embed.device)
         self.linear = _pick_linear(embed.device)
+        self.head_linear = _pick_linear(embed.device, invariant.HEAD_TILE)
         self.silu = _pick_silu(embed.device)
 
     @property
@@ -192,11 +195,11 @@ class Decoder:
 
     def answer_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """float32 logits [rows, len(answer_ids)] through the pruned LM head."""
-        return self.linear(hidden, self.answer_head, None).float()
+        return self.head_linear(hidden, self.answer_head, None).float()
 
     def vocab_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """float32 logits [rows, vocab] through the full LM head."""
-        return self.linear(hidden, self.lm_head, None).float()
+        return self.head_linear(hidden, self.lm_head, None).float()
 
 
 def _read_safetensors(folder: Path) -> dict[str, torch.Tensor]:

@@ -245,11 +245,9 @@ class EngineProcess:
                 raise EngineError(self._failure)
             call = next(self._calls)
             self._waiting[call] = replies
-            try:
+            # If the child is gone the send fails; the reader thread then tells every caller why.
+            with contextlib.suppress(OSError):
                 self._conn.send(message(call))
-            except OSError as exc:
-                del self._waiting[call]
-                raise EngineError(f"engine process unreachable: {exc}") from exc
         cancel_sent = False
         while True:
             try:
@@ -282,32 +280,27 @@ class EngineProcess:
         """Route replies to their callers until the child exits or the engine is closed."""
         while True:
             try:
-                ready = self._conn.poll(_POLL_SECONDS)
-                reply = self._conn.recv() if ready else None
+                # Poll instead of blocking: a child killed by the OOM killer or a segfault never
+                # replies, and the pipe alone may not report EOF promptly.
+                reply = self._conn.recv() if self._conn.poll(_POLL_SECONDS) else None
             except (EOFError, OSError):
-                reply, ready = None, False
-                if not self._closed:
-                    self._failure = "engine process closed its pipe"
-                    self._closed = True
+                break
             if reply is not None:
                 route = self._waiting.get(reply.call)
                 if route is not None:
                     route.put(reply)
                     if not isinstance(reply, _Progress):
                         self._waiting.pop(reply.call, None)
-                continue
-            if self._closed:
+            elif self._closed or not self._process.is_alive():
                 break
-            # Poll instead of blocking: a child killed by the OOM killer or a segfault never
-            # replies, and the pipe alone may not report EOF promptly.
-            if not self._process.is_alive() and not self._conn.poll(0):
+        with self._sending:
+            if not self._closed:  # the child went away on its own
+                self._process.join(_STOP_GRACE_SECONDS)
                 self._failure = (
                     f"engine process exited with code {self._process.exitcode}; the engine is "
                     f"closed (restart the server)"
                 )
-                with self._sending:
-                    self._closed = True
-                break
+                self._closed = True
         self._fail_waiting()
 
     def _fail_waiting(self) -> None:

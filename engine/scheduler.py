@@ -372,6 +372,7 @@ class Scheduler:
         self.chunk_tokens = chunk_tokens
         self.jobs: list[Job] = []
         self.steps = 0  # chunks run
+        self.discarded = 0  # chunks prepared ahead, then chosen again (their host work wasted)
         self._inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._closed = False
@@ -479,8 +480,10 @@ class Scheduler:
 
     def _take_prepared(self) -> tuple[_Draft, ChunkInputs] | None:
         prepared, self._prepared = self._prepared, None
-        if prepared is not None and prepared[0] == self._version:
-            return prepared[1], prepared[2]
+        if prepared is not None:
+            if prepared[0] == self._version:
+                return prepared[1], prepared[2]
+            self.discarded += 1
         draft = self._choose()
         if draft is None:
             return None
@@ -597,12 +600,11 @@ class Scheduler:
         if sum(len(job.decode_ready) for job in self.jobs) != decode_before:
             self._version += 1  # decode steps became ready: the prepared chunk lacks them
         for job in touched:
+            job.events.put(Progress(replace(job.answered,
+                                            seconds=time.perf_counter() - job.started)))
             if job.finished:
                 self.jobs.remove(job)
                 job.events.put(Finished(job.evaluation()))
-            else:
-                job.events.put(Progress(replace(job.answered,
-                                                seconds=time.perf_counter() - job.started)))
 
     def _answered(self, task: Task) -> None:
         group, job = task.group, task.job

@@ -30,9 +30,9 @@ at its store slots:
 - the float32 reference (``reference.packed_attention_reference``) is the oracle: a backend
   matches it within float32 rounding on float32 inputs, and within the inputs' rounding on 16-bit
   inputs;
-- row invariance: with the CPU defaults of ``plan_attention`` (no shared prefix reads, slack
-  1.0) a row's output is bit-identical whatever other rows share the call, which the engine's
-  canonical evaluation (``engine.scheduler``) relies on.
+- row invariance: with ``plan_attention(..., row_invariant=True)`` (the CPU default) a row's
+  output is bit-identical whatever other rows share the call, which the engine's canonical
+  evaluation (``engine.scheduler``) relies on.
 """
 
 from heron.engine.attention.padded import packed_attention

@@ -10,16 +10,20 @@ splits the work into padded calls:
   padded key);
 - the own causal part of all suffix rows, rows bucketed by length (``own``);
 - the shared (prefix) part of all suffix rows (``shared``): each entry is a block of queries over
-  one prefix, whose keys are gathered from the KV store by slot (``k_gather`` holds store slots).
-  With ``share_prefix_reads`` (the CUDA default) an entry stacks the queries of every row over
-  that prefix, so the prefix is read once for all of them; without it (the CPU default) an entry
-  holds one row's queries only, cut into query blocks by that row's shape alone, so a row's
-  arithmetic never depends on which other rows share the chunk.
+  one prefix, whose keys are gathered from the KV store by slot (``k_gather`` holds store slots);
+  an entry stacks the queries of every row over that prefix, so the prefix is read once for all.
 
 Padded work is bounded by a budget (``score_budget`` float32 elements per call: scores of all
 heads, plus for the shared part the gathered keys and values); work that does not fit is split
 into several calls. ``slack`` bounds how much padded work a call may carry relative to its real
-work (1.0, the CPU default: only equal shapes share a call).
+work (1.0: only equal shapes share a call).
+
+``row_invariant`` (the CPU default) trades speed for bit-exact reproducibility: every call holds
+the work of one row only (its own part; its queries over its prefix, cut into query blocks by that
+row's shape alone), so a row's arithmetic never depends on which other rows share the chunk.
+Batching equal shapes is not enough on CPU: MKL's batched GEMM rounds a batch of one differently
+(measured with torch 2.13: a [3, 1500] x [1500, 64] product alone differs from the same product
+in a batch of 8).
 """
 
 from __future__ import annotations
@@ -42,8 +46,8 @@ class RowSpan:
 
 # Padded fp32 score elements (all query heads) per explicit-math call: 512 MiB on CUDA.
 DEFAULT_SCORE_BUDGET = {"cuda": 1 << 27, "cpu": 1 << 24}
-# Whether rows over one prefix share its read (see the module docstring).
-DEFAULT_SHARE_PREFIX_READS = {"cuda": True, "cpu": False}
+# Whether each call holds one row's work only (see the module docstring).
+DEFAULT_ROW_INVARIANT = {"cuda": False, "cpu": True}
 # A batch may pad its work (score elements, or L^2 per row for SDPA) by this factor before a
 # new batch is started, unless the padded batch is below _SMALL (per head), where launches
 # dominate. On CPU launches are cheap and padding is not: only equal shapes share a call.
@@ -113,6 +117,7 @@ class _Budget:
     kv_width: int  # elements of one token's keys (or values): kv heads x head dim
     slack: float  # padded work allowed per unit of real work in one call
     small: int  # a call padded to at most this much work is never split for padding
+    alone: bool  # every entry a call of its own (row invariance)
 
     def scores_fit(self, n: int, lq: int, lk: int) -> bool:
         return n * lq * lk * self.num_heads <= self.score_elements
@@ -136,15 +141,15 @@ def plan_attention(
     device: torch.device | str,
     score_budget: int | None = None,
     slack: float | None = None,
-    share_prefix_reads: bool | None = None,
+    row_invariant: bool | None = None,
 ) -> AttentionPlan:
     """Build the padded index layout for ``packed_attention`` (host work, one device copy).
 
     ``prefix_slots[s]``: the store slots (int64) holding prefix ``s``'s keys and values, in
     position order. ``kv_width``: kv heads x head dim. ``score_budget``: padded float32 elements
     per call; ``slack``: how much padded work a batch may carry relative to its real work (1.0:
-    equal shapes only); ``share_prefix_reads``: stack the queries of all rows over one prefix.
-    Each is the device type's default when None.
+    equal shapes only); ``row_invariant``: one row's work per call. Each is the device type's
+    default when None.
     """
     device = torch.device(device)
     kind = device.type if device.type in DEFAULT_SLACK else "cpu"
@@ -152,9 +157,11 @@ def plan_attention(
         score_budget = DEFAULT_SCORE_BUDGET[kind]
     if slack is None:
         slack = DEFAULT_SLACK[kind]
-    if share_prefix_reads is None:
-        share_prefix_reads = DEFAULT_SHARE_PREFIX_READS[kind]
-    budget = _Budget(score_budget, num_heads, kv_width, slack, _SMALL if slack > 1.0 else 0)
+    if row_invariant is None:
+        row_invariant = DEFAULT_ROW_INVARIANT[kind]
+    budget = _Budget(
+        score_budget, num_heads, kv_width, slack, _SMALL if slack > 1.0 else 0, row_invariant
+    )
     starts = np.array([r.start for r in rows], dtype=np.int64)
     lengths = np.array([r.end - r.start for r in rows], dtype=np.int64)
     plain = [i for i, slot in enumerate(row_prefix) if slot is None]
@@ -177,7 +184,7 @@ def plan_attention(
         own = _own_batches(order, starts, lengths, suffix_start, budget)
         slots = [s for s in by_slot if len(prefix_slots[s]) > 0]
         groups = [(s, by_slot[s]) for s in slots]
-        if not share_prefix_reads:  # one entry per row: its own group
+        if row_invariant:  # one entry per row: its own group
             groups = [(s, [i]) for s, members in groups for i in members]
         shared = _shared_batches(groups, prefix_slots, lengths, suffix_start, suffix_tokens, budget)
 
@@ -313,7 +320,7 @@ def _pack(
         nq, nk = max(lq, a), max(lk, c)
         padded = _cost(len(current) + 1, nq, nk)
         ok = padded <= budget.slack * (real + _cost(1, a, c)) or padded <= budget.small
-        if current and (not ok or not fits(len(current) + 1, nq, nk)):
+        if current and (budget.alone or not ok or not fits(len(current) + 1, nq, nk)):
             batches.append(current)
             current, nq, nk, real = [], a, c, 0
         current.append(i)

@@ -1,4 +1,4 @@
-"""The engine's public contract: requests validate themselves and pickle compactly; metrics add up."""
+"""The engine contract: requests validate themselves and pickle compactly; metrics add up."""
 
 from __future__ import annotations
 

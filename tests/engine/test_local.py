@@ -11,6 +11,7 @@ import pytest
 import torch
 from support.engine_reference import (
     boolean,
+    canonical_block_tokens,
     full_ids,
     mixed_prompts,
     reference_generate,
@@ -134,13 +135,6 @@ def test_text_stops_at_the_models_eos(tiny_qwen3: tuple[Path, torch.nn.Module],
     answers = engine.answer(request)
     assert answers.values[0] == engine.tokenizer.decode(made[:k])  # the eos is not text
     engine.close()
-
-
-def canonical_block_tokens(prefixes: list[tuple[int, ...]], size: int) -> int:
-    """Tokens of the distinct canonical blocks of some prefixes (a block is named by its whole
-    token path from the start, so equal paths are one block)."""
-    paths = {p[: start + size] for p in prefixes for start in range(0, len(p), size)}
-    return sum(len(path) - (len(path) - 1) // size * size for path in paths)
 
 
 def test_metrics_count_canonical_blocks_once_and_reuse_them_across_calls(

@@ -77,6 +77,83 @@ def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None
 
 
 @pytest.mark.timeout(300)
+def test_concurrent_calls_share_the_engine_and_cancel_only_their_own(
+    tiny_qwen3: tuple[Path, object],
+) -> None:
+    import threading
+
+    from heron.engine.api import EngineCancelled, Metrics
+
+    config = EngineConfig(model=str(tiny_qwen3[0]), chunk_tokens=64, prefix_block_tokens=8)
+    documents = [f"Document {i}: " + "a long and winding plot. " * 8 for i in range(200)]
+    long_prompts = [filter_prompt(d, "Is the plot long?") for d in documents]
+    short_prompts = [filter_prompt(f"Review {i}: fine.", "Is it good?") for i in range(6)]
+    expected = LocalEngine(config).answer(boolean(short_prompts))
+    with EngineProcess(config) as engine:
+        cancel = threading.Event()
+        outcome: dict[str, object] = {}
+
+        def doomed() -> None:
+            try:
+                engine.answer(boolean(long_prompts), cancel=cancel)
+            except EngineCancelled as exc:
+                outcome["cancelled"] = exc
+
+        progress: list[Metrics] = []
+        thread = threading.Thread(target=doomed)
+        thread.start()
+        time.sleep(0.5)  # the long call is running
+        got = engine.answer(boolean(short_prompts), progress=progress.append)
+        assert "cancelled" not in outcome and thread.is_alive()  # answered beside it
+        cancel.set()
+        thread.join(60)
+        assert isinstance(outcome.get("cancelled"), EngineCancelled)
+        assert got.values == expected.values and got.scores == expected.scores
+        assert progress and progress[-1].prompts == len(short_prompts)
+        # Many threads at once, each its own answers.
+        results: dict[int, object] = {}
+        threads = [threading.Thread(target=lambda i=i: results.__setitem__(
+            i, engine.answer(boolean(short_prompts[i:] + short_prompts[:i])).values))
+            for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for i in range(4):
+            assert results[i] == expected.values[i:] + expected.values[:i]
+
+
+@pytest.mark.timeout(120)
+def test_every_waiting_caller_hears_of_a_dead_child(tiny_qwen3: tuple[Path, object]) -> None:
+    import threading
+
+    config = EngineConfig(model=str(tiny_qwen3[0]), chunk_tokens=32, prefix_block_tokens=8)
+    documents = [f"Document {i}: " + "words and more words. " * 10 for i in range(400)]
+    engine = EngineProcess(config)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            engine.answer(boolean([filter_prompt(d, "Long?") for d in documents]))
+        except EngineError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        engine._process.kill()  # noqa: SLF001 - simulate the OOM killer
+        started = time.monotonic()
+        for t in threads:
+            t.join(30)
+        assert time.monotonic() - started < 10
+        assert len(errors) == 3 and all("engine process exited" in str(e) for e in errors)
+    finally:
+        engine.close()
+
+
+@pytest.mark.timeout(300)
 def test_cancel_stops_a_long_call_and_the_engine_stays_usable(smollm2_folder: Path) -> None:
     import threading
 

@@ -84,6 +84,14 @@ def reference_generate(
     return out[0, len(token_ids) :].tolist()
 
 
+def canonical_block_tokens(prefixes: Sequence[Sequence[int]], size: int) -> int:
+    """Tokens of the distinct canonical blocks of some prefixes: block j covers positions
+    [j*size, (j+1)*size), and a block is named by its whole token path from the start, so equal
+    paths are one block (what the engine's radix tree computes once)."""
+    paths = {tuple(p[: start + size]) for p in prefixes for start in range(0, len(p), size)}
+    return sum(len(path) - (len(path) - 1) // size * size for path in paths)
+
+
 def boolean(prompts: Sequence[Prompt]) -> Request:
     """A TRUE/FALSE request of `prompts`."""
     return Request(AnswerKind.BOOLEAN, tuple(prompts))

@@ -35,14 +35,14 @@ def _sorted(t: torch.Tensor | None) -> list[int]:
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("slack", [1.0, 1.25, 100.0])
 @pytest.mark.parametrize("score_budget", [400, 4000, None])
-@pytest.mark.parametrize("share", [True, False])
+@pytest.mark.parametrize("invariant", [False, True])
 def test_every_token_is_written_once(
-    seed: int, slack: float, score_budget: int | None, share: bool
+    seed: int, slack: float, score_budget: int | None, invariant: bool
 ) -> None:
     prefix_lengths = [50, 0, 9, 30]
     specs = random_rows(seed, 30, prefix_lengths)
     plan = _plan(specs, prefix_lengths, slack=slack, score_budget=score_budget,
-                 share_prefix_reads=share)
+                 row_invariant=invariant)
     total = sum(n for n, _ in specs)
     causal = [t for b in plan.causal for t in b.target.tolist()]
     suffix = _sorted(plan.suffix_tokens)
@@ -68,12 +68,13 @@ def test_every_token_is_written_once(
             assert set(token_slot[queries.numpy()].tolist()) == {slot}
 
 
-@pytest.mark.parametrize("share", [True, False])
-def test_batches_respect_the_budget(share: bool) -> None:
+@pytest.mark.parametrize("invariant", [False, True])
+def test_batches_respect_the_budget(invariant: bool) -> None:
     prefix_lengths = [50, 9, 30]
     specs = random_rows(1, 40, prefix_lengths)
     budget = 4000
-    plan = _plan(specs, prefix_lengths, slack=100.0, score_budget=budget, share_prefix_reads=share)
+    plan = _plan(specs, prefix_lengths, slack=100.0, score_budget=budget,
+                 row_invariant=invariant)
     for b in plan.own:
         # One entry per call is the floor; beyond it every call fits the budget.
         assert b.size == 1 or b.size * b.lq * b.lk * HEADS <= budget
@@ -82,31 +83,31 @@ def test_batches_respect_the_budget(share: bool) -> None:
         assert b.lk * (b.lq * HEADS + 2 * KV_WIDTH) <= budget or b.lq == 1
 
 
-def test_without_shared_reads_each_entry_is_one_row() -> None:
-    specs = [(3, 0), (4, 0), (2, 0), (5, 1)]
-    plan = _plan(specs, [10, 7], share_prefix_reads=False, slack=100.0)
-    entries = sorted(
-        tuple(b.target[(b.valid // b.lq) == e].tolist()) for b in plan.shared for e in range(b.size)
-    )
-    assert entries == [(0, 1, 2), (3, 4, 5, 6), (7, 8), (9, 10, 11, 12, 13)]
-    shared = _plan(specs, [10, 7], share_prefix_reads=True, slack=100.0)
-    assert sorted(b.size for b in shared.shared) == [2]  # one entry per prefix
+def test_row_invariant_calls_hold_one_row_each() -> None:
+    specs = [(3, 0), (4, 0), (2, 0), (5, 1), (3, None), (3, None), (2, 0)]
+    plan = _plan(specs, [10, 7], row_invariant=True, slack=100.0)
+    assert all(b.size == 1 for b in (*plan.causal, *plan.own, *plan.shared))
+    entries = sorted(tuple(b.target.tolist()) for b in plan.shared)
+    assert entries == [(0, 1, 2), (3, 4, 5, 6), (7, 8), (9, 10), (11, 12, 13, 14, 15)]
+    # Otherwise rows over one prefix are one entry, and similar shapes share calls.
+    shared = _plan(specs, [10, 7], row_invariant=False, slack=100.0)
+    assert sorted(b.size for b in shared.shared) == [2]
 
 
 def test_slack_one_puts_only_equal_shapes_in_a_call() -> None:
     specs = [(5, None), (5, None), (7, None), (3, 0), (3, 0), (2, 1), (4, 1)]
-    plan = _plan(specs, [10, 10], slack=1.0)
+    plan = _plan(specs, [10, 10], slack=1.0, row_invariant=False)
     for b in (*plan.causal, *plan.own, *plan.shared):
         assert b.valid.numel() == b.size * b.lq  # no padded query
     assert sorted((b.size, b.lq) for b in plan.causal) == [(1, 7), (2, 5)]
     assert sorted((b.size, b.lq) for b in plan.own) == [(1, 2), (1, 4), (2, 3)]
-    # Both groups have 6 suffix tokens over 10 prefix keys: one call (with shared reads).
-    shared = _plan(specs, [10, 10], slack=1.0, share_prefix_reads=True)
+    # Both groups have 6 suffix tokens over 10 prefix keys: one call.
+    shared = _plan(specs, [10, 10], slack=1.0, row_invariant=False)
     assert [(b.size, b.lq, b.lk) for b in shared.shared] == [(2, 6, 10)]
 
 
 def test_rows_without_prefix_only() -> None:
-    plan = _plan([(9, None), (40, None), (2, None)], [11], slack=100.0)
+    plan = _plan([(9, None), (40, None), (2, None)], [11], slack=100.0, row_invariant=False)
     assert plan.suffix_tokens is None and not plan.own and not plan.shared
     assert [(b.size, b.lq) for b in plan.causal] == [(3, 40)]  # padded together under slack
 
