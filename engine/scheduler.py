@@ -27,12 +27,15 @@ Policy (which rows form the next chunk, at most ``chunk_tokens`` tokens):
   several chunks), then its prompts' rows once every block is computed or in the chunk.
 - Memory: a group pins its chain of blocks (``BlockTree.acquire``) when its first rows are
   chosen and releases it when its prompts are answered; LABEL and TEXT prompts take their private
-  KV pages then too. When pages cannot be found the job waits for others to release theirs; a
-  prompt that could never fit the arena fails its job at admission.
+  KV pages when chosen. When pages cannot be found the job waits for others to release theirs,
+  and a waiting group with nothing running lets go of its chain, so waiting groups never hold
+  what each other needs; a prompt that could never fit the arena fails its job at admission.
 - Overlap: while the device runs chunk k the host prepares chunk k+1 (rows, layout, attention
-  plan). It is prepared against the state after chunk k and launched as is, unless something
-  that changes the choice happened meanwhile (a job admitted or withdrawn, decode steps became
-  ready): then it is prepared again.
+  plan) against the state chunk k leaves. When chunk k is done, jobs that arrived or were
+  cancelled meanwhile are admitted or withdrawn, and chunk k+1 is launched at once — as prepared,
+  or chosen again if that changed the jobs — before chunk k's results are handed back, so the
+  device does not wait for the host. Only a chunk holding TEXT rows is handed back first: the
+  next decode steps need its tokens.
 """
 
 from __future__ import annotations
@@ -224,9 +227,13 @@ class Group:
         self.tasks: list[Task] = []
         self.chain: list[Block] | None = None  # pinned while its prompts are being answered
         self.next_task = 0  # tasks before it have had their first rows dispatched
+        self.running = 0  # tasks dispatched, not done
         self.open = 0  # tasks not done
         self.owed_fresh = 0  # block tokens this job ran for the group, not yet in its metrics
         self._slots: np.ndarray | None = None
+
+    def forget_slots(self) -> None:
+        self._slots = None
 
     def slots(self) -> np.ndarray:
         """Arena slots of the whole prefix (the chain must be acquired)."""
@@ -259,6 +266,7 @@ class Job:
         self.max_tokens = max_tokens
         self.stop_ids = stop_ids
         self.events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self.active = True  # until it finishes, fails or is withdrawn
         self._abandoned = threading.Event()
         self.started = time.perf_counter()
         self.groups: list[Group] = []
@@ -332,6 +340,11 @@ class _Draft:
         self.decoding: dict[TextTask, None] = {}
         self.prefixes: dict[Block, Prefix] = {}
 
+    @property
+    def feeds_decode(self) -> bool:
+        """Whether its results make decode steps ready (it holds TEXT rows)."""
+        return any(isinstance(owner, TextTask) for owner in self.owners)
+
     def fits(self, job: Job, tokens: int, limit: int) -> bool:
         if not self.rows:
             return True  # an empty chunk takes anything, oversized or not
@@ -380,6 +393,7 @@ class Scheduler:
         self._turn = 0
         self._version = 0  # bumped by whatever changes what the next chunk should hold
         self._prepared: tuple[int, _Draft, ChunkInputs] | None = None
+        self._in_flight: _Launched | None = None
         spec = runner.decoder.spec
         self._heads = spec.num_heads
         self._kv_width = spec.num_kv_heads * spec.head_dim
@@ -418,17 +432,24 @@ class Scheduler:
                     self._wake.clear()
 
     def step(self) -> bool:
-        """Admit and withdraw jobs, run one chunk, hand back results; False when idle."""
+        """Wait for the chunk in flight (launching one first if none is), launch the next, hand
+        back the results; False when there is nothing to run."""
         try:
-            self._admit()
-            prepared = self._take_prepared()
-            if prepared is None:
-                return False
-            launched = self._launch(*prepared)
+            if self._in_flight is None:
+                self._admit()
+                self._in_flight = self._launch_next()
+                if self._in_flight is None:
+                    return False
             self._prepare()  # host work for the next chunk, while the device runs this one
-            outputs = launched.pending.wait()
+            done, self._in_flight = self._in_flight, None
+            outputs = done.pending.wait()
             self.steps += 1
-            self._absorb(launched, outputs)
+            self._admit()
+            if not done.draft.feeds_decode:
+                self._in_flight = self._launch_next()
+            self._absorb(done, outputs)
+            if self._in_flight is None:
+                self._in_flight = self._launch_next()
         except Exception as exc:  # noqa: BLE001 - every waiting caller must hear of it
             self._fail_all(exc)
         return True
@@ -467,6 +488,7 @@ class Scheduler:
 
     def _withdraw(self, job: Job, error: EngineError) -> None:
         self.jobs.remove(job)
+        job.active = False  # rows of it still in a finished chunk are ignored
         self._version += 1
         for group in job.groups:
             if group.chain is not None and group.open:
@@ -478,16 +500,20 @@ class Scheduler:
                 task.pages = None
         job.events.put(Failed(error))
 
-    def _take_prepared(self) -> tuple[_Draft, ChunkInputs] | None:
+    def _launch_next(self) -> _Launched | None:
+        """Launch the prepared chunk if still valid, else a chunk chosen now; None if idle."""
         prepared, self._prepared = self._prepared, None
-        if prepared is not None:
-            if prepared[0] == self._version:
-                return prepared[1], prepared[2]
+        if prepared is not None and prepared[0] != self._version:
             self.discarded += 1
-        draft = self._choose()
-        if draft is None:
-            return None
-        return draft, self._pack(draft)
+            prepared = None
+        if prepared is not None:
+            draft, chunk = prepared[1], prepared[2]
+        else:
+            chosen = self._choose()
+            if chosen is None:
+                return None
+            draft, chunk = chosen, self._pack(chosen)
+        return self._launch(draft, chunk)
 
     def _prepare(self) -> None:
         draft = self._choose()
@@ -551,6 +577,7 @@ class Scheduler:
             if task.private_tokens and task.pages is None:
                 pages = self.tree.allocate(self.tree.arena.pages_for(task.private_tokens))
                 if pages is None:
+                    self._let_go_if_idle(draft, group)
                     return False
                 task.pages = pages
                 task.slots = self.tree.arena.slots(pages, task.private_tokens)
@@ -562,10 +589,23 @@ class Scheduler:
             draft.cursor[group] = cursor
         return True
 
+    def _let_go_if_idle(self, draft: _Draft, group: Group) -> None:
+        """Release the chain of a group that waits for private pages with nothing of it running
+        or chosen: a group holds its blocks only while it makes progress, so waiting groups can
+        never pin the pages each other needs (it acquires them again when its turn comes)."""
+        assert group.chain is not None
+        chosen = draft.cursor.get(group, group.next_task) > group.next_task
+        if group.running or chosen or any(block in draft.blocks for block in group.chain):
+            return
+        self.tree.release(group.chain)
+        group.chain = None
+        group.forget_slots()
+
     def _launch(self, draft: _Draft, chunk: ChunkInputs) -> _Launched:
         for block in draft.blocks:
             self.tree.computing(block)
         for group, cursor in draft.cursor.items():
+            group.running += cursor - group.next_task
             group.next_task = cursor
         for task in draft.decoding:
             task.job.decode_ready.remove(task)
@@ -581,6 +621,8 @@ class Scheduler:
         touched: dict[Job, None] = {}
         decode_before = sum(len(job.decode_ready) for job in self.jobs)
         for i, (row, owner) in enumerate(zip(draft.rows, draft.owners, strict=True)):
+            if not owner.job.active:
+                continue
             touched[owner.job] = None
             if isinstance(owner, Group):
                 owner.owed_fresh += len(row.tokens)
@@ -604,6 +646,7 @@ class Scheduler:
                                             seconds=time.perf_counter() - job.started)))
             if job.finished:
                 self.jobs.remove(job)
+                job.active = False
                 job.events.put(Finished(job.evaluation()))
 
     def _answered(self, task: Task) -> None:
@@ -621,6 +664,7 @@ class Scheduler:
             self.tree.free(task.pages)
             task.pages = None
         group.open -= 1
+        group.running -= 1
         if group.open == 0 and group.chain is not None:
             self.tree.release(group.chain)
             group.chain = None
@@ -630,10 +674,12 @@ class Scheduler:
         contents are in doubt); the engine stays usable."""
         message = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
         for job in self.jobs:
+            job.active = False
             job.events.put(Failed(EngineError(f"the engine failed while running a chunk: "
                                               f"{message}")))
         self.jobs.clear()
         self._prepared = None
+        self._in_flight = None
         self._version += 1
         self.tree.clear()
 

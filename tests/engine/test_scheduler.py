@@ -136,8 +136,9 @@ def test_a_small_statement_is_not_stuck_behind_a_big_one(
     small = engine.submit(boolean([filter_prompt(r, "Is it positive?") for r in REVIEWS]))
     arrived = engine.scheduler.steps
     small_result = _run(engine, [small])[0]
-    # The very next chunk holds all of the small statement (its fair share covers it).
-    assert engine.scheduler.steps == arrived + 1
+    # The chunk running when it arrived finishes; the next one, launched right after, holds all
+    # of the small statement (its fair share covers it): done two chunks after arriving.
+    assert engine.scheduler.steps == arrived + 2
     assert not big.events.empty() and not any(
         isinstance(e, Finished) for e in _events(big))  # the big one is still running
     _run(engine, [big])
@@ -194,6 +195,23 @@ def test_cancel_withdraws_one_request_and_keeps_its_computed_kv(
     again = _run(engine, [engine.submit(boolean([filter_prompt(documents[0], "Long?")]))])[0]
     assert again.metrics.cached_tokens > 0
     assert not engine.scheduler.jobs and engine.tree.arena.free_pages > 0
+
+
+def test_statements_waiting_for_kv_pages_never_block_each_other(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
+    # Room for both documents' blocks, but not also for a generation's private KV: each
+    # statement must let go of its blocks while it waits, or neither could ever go on.
+    documents = [f"Document {d}: " + "the tool printed a long log line. " * 12 for d in "AB"]
+    requests = [Request(AnswerKind.TEXT, (completion_prompt(d, "Summarize."),), max_tokens=24)
+                for d in documents]
+    engine = _engine(tiny_qwen3[0], chunk_tokens=64)
+    prefix = len(engine.tokenizer.encode_prompts(requests[0].prompts).ids(0)[0])
+    tight = _engine(tiny_qwen3[0], chunk_tokens=64,
+                    kv_cache_bytes=(2 * prefix + 8) * KV_BYTES_PER_TOKEN)
+    got = _run(tight, [tight.submit(r) for r in requests], max_steps=500)
+    for request, evaluation in zip(requests, got, strict=True):
+        _assert_identical(_numbers(evaluation), _numbers(_run(engine, [engine.submit(request)])[0]))
 
 
 def test_progress_reports_cumulative_metrics_of_answered_prompts(
