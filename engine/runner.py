@@ -83,7 +83,7 @@ class ModelRunner:
             *(_to_host(getattr(device_outputs, f.name)) for f in fields(ChunkOutputs))
         )
         done = torch.cuda.Event()
-        done.record()
+        done.record(torch.cuda.current_stream(hidden.device))  # the engine's device, not cuda:0
         return PendingChunk(host, done)
 
 

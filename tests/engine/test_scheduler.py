@@ -139,23 +139,13 @@ def test_a_small_statement_is_not_stuck_behind_a_big_one(
     # The chunk running when it arrived finishes; the next one, launched right after, holds all
     # of the small statement (its fair share covers it): done two chunks after arriving.
     assert engine.scheduler.steps == arrived + 2
-    assert not big.events.empty() and not any(
-        isinstance(e, Finished) for e in _events(big))  # the big one is still running
+    assert big.active and not big.finished  # the big one is still running
     _run(engine, [big])
     assert engine.scheduler.steps > arrived + 4
     alone = _engine(tiny_qwen3[0])  # the same answers as when asked alone
     expected = _run(alone, [alone.submit(boolean(
         [filter_prompt(r, "Is it positive?") for r in REVIEWS]))])[0]
     assert torch.equal(small_result.answer_logits, expected.answer_logits)
-
-
-def _events(job: Job) -> list[object]:
-    events = []
-    while not job.events.empty():
-        events.append(job.events.get())
-    for event in events:  # put them back for the caller
-        job.events.put(event)
-    return events
 
 
 def test_the_chunk_prepared_during_the_previous_one_runs_unless_something_changed(
