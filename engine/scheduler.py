@@ -281,19 +281,27 @@ class Job:
             self.answer_logits = torch.zeros(n, answer_width)
         if kind is AnswerKind.LABEL:
             self.label_logprobs = np.zeros((n, len(self.labels)), dtype=np.float64)
-        groups: dict[bytes, Group] = {}
+        # Prompts group by distinct prefix text first (an index: cheap however long the text),
+        # then texts by their ids (different texts may tokenize alike).
+        by_text: dict[tuple[int, bool], Group] = {}
+        by_ids: dict[bytes, Group] = {}
         task_type = _TASKS[kind]
         for index in range(n):
             prefix, suffix = tokenized.ids(index)
-            if len(suffix) == 0:  # the answer follows the prefix: its last token reads it
+            borrow = len(suffix) == 0
+            if borrow:  # the answer follows the prefix: its last token reads it
                 if len(prefix) == 0:
                     raise EngineError(f"prompt {index + 1} is empty: nothing to answer from")
                 prefix, suffix = prefix[:-1], prefix[-1:]
-            key = prefix.tobytes()
-            group = groups.get(key)
+            text_key = (int(tokenized.prefix_of[index]), borrow)
+            group = by_text.get(text_key)
             if group is None:
-                group = groups[key] = Group(self, prefix)
-                self.groups.append(group)
+                ids_key = prefix.tobytes()
+                group = by_ids.get(ids_key)
+                if group is None:
+                    group = by_ids[ids_key] = Group(self, prefix)
+                    self.groups.append(group)
+                by_text[text_key] = group
             task = task_type(self, index, group, suffix)
             group.tasks.append(task)
             group.open += 1
