@@ -82,7 +82,9 @@ class ModelRunner:
         host = ChunkOutputs(
             *(_to_host(getattr(device_outputs, f.name)) for f in fields(ChunkOutputs))
         )
-        done = torch.cuda.Event()
+        # Blocking: the step loop sleeps while the device works, leaving the host's cores to
+        # tokenization and the server.
+        done = torch.cuda.Event(blocking=True)
         done.record(torch.cuda.current_stream(hidden.device))  # the engine's device, not cuda:0
         return PendingChunk(host, done)
 
