@@ -11,11 +11,11 @@ import pytest
 from support.engine_reference import boolean
 
 from heron.engine import open_engine
-from heron.engine.api import EngineError
+from heron.engine.api import AnswerKind, EngineError, Request
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.process import EngineProcess
-from heron.engine.prompts import filter_prompt, join_prompt
+from heron.engine.prompts import classify_prompt, completion_prompt, filter_prompt, join_prompt
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,15 @@ def test_concurrent_calls_share_the_engine_and_cancel_only_their_own(
     documents = [f"Document {i}: " + "a long and winding plot. " * 8 for i in range(200)]
     long_prompts = [filter_prompt(d, "Is the plot long?") for d in documents]
     short_prompts = [filter_prompt(f"Review {i}: fine.", "Is it good?") for i in range(6)]
-    expected = LocalEngine(config).answer(boolean(short_prompts))
+    label = Request(AnswerKind.LABEL, tuple(
+        classify_prompt(f"Review {i}: fine.", "Sentiment?", ("good", "bad")) for i in range(3)),
+        labels=("good", "bad"))
+    text = Request(AnswerKind.TEXT, (completion_prompt("A fine film.", "Say why."),),
+                   max_tokens=4)
+    local = LocalEngine(config)
+    expected = local.answer(boolean(short_prompts))
+    expected_label, expected_text = local.answer(label), local.answer(text)
+    local.close()
     with EngineProcess(config) as engine:
         cancel = threading.Event()
         outcome: dict[str, object] = {}
@@ -110,6 +118,9 @@ def test_concurrent_calls_share_the_engine_and_cancel_only_their_own(
         assert isinstance(outcome.get("cancelled"), EngineCancelled)
         assert got.values == expected.values and got.scores == expected.scores
         assert progress and progress[-1].prompts == len(short_prompts)
+        # Every answer kind crosses the pipe.
+        assert engine.answer(label).values == expected_label.values
+        assert engine.answer(text).values == expected_text.values
         # Many threads at once, each its own answers.
         results: dict[int, object] = {}
         threads = [threading.Thread(target=lambda i=i: results.__setitem__(
