@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -52,9 +53,12 @@ def build(case: Case, device: str, dtype: torch.dtype) -> tuple:
     for length, _ in specs:
         rows.append(attention.RowSpan(start, start + length))
         start += length
-    prefixes = [(rand(p, KV_HEADS), rand(p, KV_HEADS)) for p in prefix_lengths]
+    # The prefixes' KV as the engine keeps it: in one store (the KV arena), read by slot.
+    bounds = np.cumsum([0, *prefix_lengths])
+    slots = [np.arange(a, b, dtype=np.int64) for a, b in zip(bounds, bounds[1:], strict=False)]
+    store = (rand(int(bounds[-1]), KV_HEADS), rand(int(bounds[-1]), KV_HEADS))
     return (rand(total, Q_HEADS), rand(total, KV_HEADS), rand(total, KV_HEADS), rows,
-            [slot for _, slot in specs], prefixes, HEAD_DIM**-0.5)
+            [slot for _, slot in specs], slots, store, HEAD_DIM**-0.5)
 
 
 def milliseconds(fn: Callable[..., object], inputs: tuple, iterations: int,

@@ -169,10 +169,12 @@ def transformers_filter(folder: Path, prompts: Sequence[Any], device: str,
     model = Qwen3ForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation="sdpa")
     model = model.to(device).eval()
     tokenizer = PromptTokenizer(folder / "tokenizer.json")
-    ids = sorted((p + s for p, s in tokenizer.encode_prompts(prompts)), key=len)
+    tokenized = tokenizer.encode_prompts(prompts)
+    ids = sorted(([*prefix, *suffix] for prefix, suffix in map(tokenized.ids,
+                                                               range(len(tokenized)))), key=len)
     batches = [ids[i:i + batch] for i in range(0, len(ids), batch)]
 
-    def run(rows: list[tuple[int, ...]]) -> torch.Tensor:
+    def run(rows: list[list[int]]) -> torch.Tensor:
         width = max(len(r) for r in rows)
         tokens = torch.zeros(len(rows), width, dtype=torch.long)
         for i, r in enumerate(rows):  # padded at the end: causal attention never sees the pads

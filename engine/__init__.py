@@ -1,14 +1,18 @@
-"""Heron's AI engine: answers TRUE/FALSE prompts over table rows with a local LLM.
+"""Heron's AI engine: answers prompts over table rows with a local LLM — TRUE/FALSE, P(TRUE), a
+label out of a set, or generated text.
 
 Public surface (importing this package never imports torch — the server process stays light):
 
 - ``open_engine(config, in_process=...)``: the entry point. By default it starts the resident
-  engine process (``engine.process.EngineProcess``), which owns the model and KV cache;
+  engine process (``engine.process.EngineProcess``), which owns the model and KV arena;
   ``in_process=True`` builds a ``engine.local.LocalEngine`` in this process (tests, tools).
-- ``engine.config``: ``EngineConfig`` (model, device, budgets), validated when constructed.
+  Either runs every caller's requests through one scheduler (``engine.scheduler``).
+- ``engine.config``: ``EngineConfig`` (model, device, KV arena, chunk and block sizes), validated
+  when constructed.
 - ``engine.api``: the ``Engine`` protocol, ``Request``, ``Answers``, ``AnswerKind``, ``Metrics``,
-  ``ModelInfo``, ``EngineError``.
-- ``engine.prompts``: the versioned prompt layout (``filter_prompt``, ``join_prompt``).
+  ``ProgressCallback``, ``ModelInfo``, ``EngineError``, ``EngineCancelled``.
+- ``engine.prompts``: the versioned prompt layout (``filter_prompt``, ``join_prompt``,
+  ``classify_prompt``, ``completion_prompt``).
 """
 
 from __future__ import annotations
@@ -21,10 +25,18 @@ from heron.engine.api import (
     EngineError,
     Metrics,
     ModelInfo,
+    ProgressCallback,
     Request,
 )
 from heron.engine.config import EngineConfig
-from heron.engine.prompts import TEMPLATE_VERSION, Prompt, filter_prompt, join_prompt
+from heron.engine.prompts import (
+    TEMPLATE_VERSION,
+    Prompt,
+    classify_prompt,
+    completion_prompt,
+    filter_prompt,
+    join_prompt,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -36,8 +48,11 @@ __all__ = [
     "EngineError",
     "Metrics",
     "ModelInfo",
+    "ProgressCallback",
     "Prompt",
     "Request",
+    "classify_prompt",
+    "completion_prompt",
     "filter_prompt",
     "join_prompt",
     "open_engine",

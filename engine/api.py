@@ -6,18 +6,24 @@ resident engine process pickles these dataclasses across its pipe.
 Contract:
 - ``Engine.answer(request)`` answers a ``Request`` — prompts of one ``AnswerKind`` — with one value
   per prompt, in order, and the call's ``Metrics``. An empty request yields empty answers. Several
-  threads may call one engine at once; each call is one request with its own cancel flag.
+  threads may call one engine at once; each call is one request with its own cancel flag, and the
+  engine interleaves the chunks of all of them (a short request is not queued behind a long one).
+- A call given a ``cancel`` flag stops soon after the flag is set (between prefill chunks) with
+  ``EngineCancelled``; cancelling one call never affects another; work already done stays in the
+  KV cache.
+- A call given a ``progress`` callback has it called, in the calling thread, with the cumulative
+  ``Metrics`` of the prompts answered so far each time a chunk holding its work finishes.
 - ``Engine.count_tokens(texts)`` counts tokens exactly as the engine tokenizes prompt parts
   (no special tokens), for the planner's cost model.
 - Every failure the user should see is an ``EngineError`` whose message is shown to SQL users.
-- A call given a ``cancel`` flag stops soon after the flag is set (between prefill chunks) with
-  ``EngineCancelled``; work already done stays in the KV cache.
+- A ``Request`` pickles each distinct text once, however many prompts repeat it (a join's anchor
+  document is shared by every pair it is part of).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,9 +78,12 @@ class ModelInfo:
 class Metrics:
     """Work accounting of one or more engine calls.
 
-    ``input_tokens`` is the sum of full prompt lengths; ``fresh_tokens`` the tokens actually run
+    ``input_tokens`` is the sum of full prompt lengths, plus for LABEL the label tokens fed to
+    the model (all but the last token of each label); ``fresh_tokens`` the tokens actually run
     through the model; ``cached_tokens = input_tokens - fresh_tokens`` the prefix tokens whose KV
-    was reused (within the call, or from the cache of earlier calls).
+    was reused (computed for another prompt of the call, or kept from earlier calls).
+    ``generated_tokens`` counts the tokens a TEXT request generated (the end-of-text token
+    included when it was generated).
     """
 
     prompts: int = 0
@@ -82,6 +91,7 @@ class Metrics:
     fresh_tokens: int = 0
     cached_tokens: int = 0
     seconds: float = 0.0
+    generated_tokens: int = 0
 
     def __add__(self, other: Metrics) -> Metrics:
         return Metrics(
@@ -90,6 +100,7 @@ class Metrics:
             fresh_tokens=self.fresh_tokens + other.fresh_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             seconds=self.seconds + other.seconds,
+            generated_tokens=self.generated_tokens + other.generated_tokens,
         )
 
     def merge(self, other: Metrics) -> None:
@@ -99,6 +110,11 @@ class Metrics:
         self.fresh_tokens += other.fresh_tokens
         self.cached_tokens += other.cached_tokens
         self.seconds += other.seconds
+        self.generated_tokens += other.generated_tokens
+
+
+# Called with the cumulative metrics of the prompts answered so far (see ``Engine.answer``).
+ProgressCallback = Callable[[Metrics], None]
 
 
 @dataclass(frozen=True)
@@ -117,10 +133,34 @@ class Request:
     def __post_init__(self) -> None:
         if self.kind is AnswerKind.LABEL and len(self.labels) < 2:
             raise EngineError("a LABEL request needs at least two labels")
+        if len(set(self.labels)) != len(self.labels):
+            raise EngineError(f"labels must be distinct, got {list(self.labels)!r}")
         if self.kind is not AnswerKind.LABEL and self.labels:
             raise EngineError(f"labels belong to LABEL requests, not {self.kind.name}")
         if self.kind is AnswerKind.TEXT and self.max_tokens < 1:
             raise EngineError("a TEXT request needs max_tokens >= 1")
+        if self.kind is not AnswerKind.TEXT and self.max_tokens:
+            raise EngineError(f"max_tokens belongs to TEXT requests, not {self.kind.name}")
+
+    def __reduce__(self) -> tuple[Callable[..., Request], tuple[object, ...]]:
+        # Each distinct text once, then per prompt the indices of its two texts: thousands of
+        # join pairs repeat one anchor's prefix, which pickle's memo (by object identity) misses
+        # whenever the caller built equal strings separately.
+        table: dict[str, int] = {}
+        texts = (text for p in self.prompts for text in (p.prefix, p.suffix))
+        index = [table.setdefault(text, len(table)) for text in texts]
+        return _request_from_table, (self.kind, tuple(table), index, self.labels, self.max_tokens)
+
+
+def _request_from_table(
+    kind: AnswerKind,
+    texts: tuple[str, ...],
+    index: list[int],
+    labels: tuple[str, ...],
+    max_tokens: int,
+) -> Request:
+    prompts = tuple(Prompt(texts[index[i]], texts[index[i + 1]]) for i in range(0, len(index), 2))
+    return Request(kind, prompts, labels, max_tokens)
 
 
 @dataclass(frozen=True)
@@ -144,7 +184,12 @@ class Engine(Protocol):
 
     info: ModelInfo
 
-    def answer(self, request: Request, cancel: CancelFlag | None = None) -> Answers: ...
+    def answer(
+        self,
+        request: Request,
+        cancel: CancelFlag | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Answers: ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 

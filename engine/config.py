@@ -1,13 +1,15 @@
-"""``EngineConfig``: how an engine is built — model, device, memory and chunk budgets.
+"""``EngineConfig``: how an engine is built — model, device, KV arena, chunk and block sizes.
 
 Contract:
 - Pure Python (no torch): the server builds it from its command line without loading the engine,
   and ``EngineProcess`` pickles it whole to the child, which builds ``LocalEngine(config)``.
 - A constructed ``EngineConfig`` is valid: a bad value raises ``EngineError`` at construction,
-  with a message saying what to fix. Whether the model exists and whether CUDA is available are
-  checked when the engine loads (that needs the weights and torch), not here.
-- ``None`` for ``kv_cache_bytes`` / ``chunk_tokens`` means the default of the device type;
-  ``effective_kv_cache_bytes`` / ``effective_chunk_tokens`` resolve it.
+  with a message saying what to fix. Whether the model exists, whether CUDA is available and
+  whether the KV arena fits are checked when the engine loads (that needs the weights and torch).
+- ``None`` means the default of the device type: ``effective_chunk_tokens`` and
+  ``effective_prefix_block_tokens`` resolve it here; ``kv_cache_bytes=None`` is resolved by the
+  engine at load (``engine.kv_cache.arena_bytes``): 1 GiB on CPU, and on CUDA the free memory
+  after the weights less a margin for one chunk's activations.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from dataclasses import dataclass
 
 from heron.engine.api import DEFAULT_MODEL, EngineError
 
-# Prefix-KV cache budget per device type. 1 GiB on CPU holds the KV of the demo table's 300
-# reviews for SmolLM2 (46 KB a token in float32), so a second question reuses every document.
-DEFAULT_KV_CACHE_BYTES = {"cpu": 1 << 30, "cuda": 16 << 30}
+# 1 GiB on CPU holds the KV of the demo table's 300 reviews for SmolLM2 (46 KB a token in
+# float32), so a second question reuses every document.
+DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
 # Tokens per forward chunk: on CPU larger chunks stop paying off and only raise peak memory.
 DEFAULT_CHUNK_TOKENS = {"cpu": 4096, "cuda": 32768}
+# Prefix tokens per canonical block (the unit of KV computation and of sharing between
+# documents): large enough on CUDA for full-width attention tiles, small on CPU so tests and
+# short documents exercise several blocks.
+DEFAULT_PREFIX_BLOCK_TOKENS = {"cpu": 64, "cuda": 512}
 
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -30,14 +36,17 @@ _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 class EngineConfig:
     """``model``: an embedded name (``DEFAULT_MODEL``), a local Hugging Face-layout directory or
     a Hugging Face id in the local cache. ``device``: cpu, cuda or cuda:N. ``kv_cache_bytes``:
-    the prefix-KV cache budget (0 keeps nothing across calls). ``chunk_tokens``: tokens per
-    forward chunk. ``startup_timeout_s``: how long ``EngineProcess`` waits for the model to load.
+    the size of the paged KV arena (prefix blocks of every statement, and the KV of prompts being
+    answered). ``chunk_tokens``: tokens per forward chunk. ``prefix_block_tokens``: tokens per
+    canonical prefix block (at most ``chunk_tokens``). ``startup_timeout_s``: how long
+    ``EngineProcess`` waits for the model to load.
     """
 
     model: str = DEFAULT_MODEL
     device: str = "cpu"
     kv_cache_bytes: int | None = None
     chunk_tokens: int | None = None
+    prefix_block_tokens: int | None = None
     startup_timeout_s: float = 900.0
 
     def __post_init__(self) -> None:
@@ -48,15 +57,25 @@ class EngineConfig:
             )
         if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
             raise EngineError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")
-        if self.kv_cache_bytes is not None and not _is_count(self.kv_cache_bytes, minimum=0):
+        if self.kv_cache_bytes is not None and not _is_count(self.kv_cache_bytes, minimum=1):
             raise EngineError(
-                f"kv_cache_bytes must be a whole number of bytes >= 0 (or None for the "
-                f"device default), got {self.kv_cache_bytes!r}"
+                f"kv_cache_bytes must be a whole number of bytes >= 1 (or None for what fits "
+                f"the device), got {self.kv_cache_bytes!r}"
             )
-        if self.chunk_tokens is not None and not _is_count(self.chunk_tokens, minimum=1):
+        for name in ("chunk_tokens", "prefix_block_tokens"):
+            value = getattr(self, name)
+            if value is not None and not _is_count(value, minimum=1):
+                raise EngineError(
+                    f"{name} must be a whole number of tokens >= 1 (or None for the device "
+                    f"default), got {value!r}"
+                )
+        if (
+            self.prefix_block_tokens is not None
+            and self.prefix_block_tokens > self.effective_chunk_tokens
+        ):
             raise EngineError(
-                f"chunk_tokens must be a whole number of tokens >= 1 (or None for the device "
-                f"default), got {self.chunk_tokens!r}"
+                f"prefix_block_tokens ({self.prefix_block_tokens}) must not exceed chunk_tokens "
+                f"({self.effective_chunk_tokens}): a prefix block is computed within one chunk"
             )
         timeout = self.startup_timeout_s
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
@@ -68,16 +87,16 @@ class EngineConfig:
         return self.device.partition(":")[0]
 
     @property
-    def effective_kv_cache_bytes(self) -> int:
-        if self.kv_cache_bytes is None:
-            return DEFAULT_KV_CACHE_BYTES[self.device_type]
-        return self.kv_cache_bytes
-
-    @property
     def effective_chunk_tokens(self) -> int:
         if self.chunk_tokens is None:
             return DEFAULT_CHUNK_TOKENS[self.device_type]
         return self.chunk_tokens
+
+    @property
+    def effective_prefix_block_tokens(self) -> int:
+        if self.prefix_block_tokens is None:
+            return min(DEFAULT_PREFIX_BLOCK_TOKENS[self.device_type], self.effective_chunk_tokens)
+        return self.prefix_block_tokens
 
 
 def _is_count(value: object, minimum: int) -> bool:

@@ -1,56 +1,70 @@
-"""``LocalEngine``: the in-process engine — tokenizer, decoder, prefix-KV cache and call loop.
+"""``LocalEngine``: the in-process engine — tokenizer, decoder, KV arena and the step-loop thread.
 
-``LocalEngine(config)`` loads ``config.model`` onto ``config.device`` (``EngineError`` when the
-model cannot be found or CUDA is missing) and sizes its cache and chunks from the config.
-
-``answer`` tokenizes the prompts, walks the waves of ``engine.schedule`` (phase A: one full
-row per new prefix, capturing its KV into the cache; phase B: every other prompt as a suffix row
-over its prefix's KV), packs rows into chunks of ``chunk_tokens`` and reads each answer from the
-pruned logits. The cache outlives calls, so a later question about the same documents runs only
-the suffixes; ``Metrics`` report exactly which tokens were run (``fresh_tokens``) and which were
-served from KV (``cached_tokens``). Not thread-safe: ``EngineProcess`` serializes callers.
+Contract:
+- ``LocalEngine(config)`` loads ``config.model`` onto ``config.device`` (``EngineError`` when the
+  model cannot be found, CUDA is missing, or the KV arena would not hold one prefix block), sizes
+  the arena (``kv_cache.arena_bytes``) and starts one thread running ``Scheduler.run``: the same
+  scheduler the resident process runs. With ``background=False`` no thread runs: the caller
+  drives ``scheduler.step()`` itself (tests that count chunks), and only ``submit`` is usable.
+- ``answer`` / ``evaluate`` may be called from many threads at once. Each call tokenizes its
+  prompts in the calling thread (each distinct text once, cached across calls), submits one
+  ``Job`` and waits for it, calling ``progress`` in the calling thread as chunks finish. If the
+  callback raises, the job is withdrawn and the exception propagates. ``evaluate`` returns the
+  raw ``Evaluation`` (logits, label log-probabilities, token ids), ``answer`` reads it.
+- ``close()`` stops the thread; calls still waiting fail with ``EngineError``.
 """
 
 from __future__ import annotations
 
-import time
+import math
+import threading
 from collections.abc import Sequence
 
 import torch
 
-from heron.engine.answers import AnswerTokens
+from heron.engine.answers import AnswerTokens, Evaluation, read_answers
 from heron.engine.api import (
-    AnswerKind,
     Answers,
     CancelFlag,
-    EngineCancelled,
     EngineError,
-    Metrics,
     ModelInfo,
+    ProgressCallback,
     Request,
 )
 from heron.engine.config import EngineConfig
-from heron.engine.kv_cache import PrefixKV, PrefixKVCache
-from heron.engine.model import Decoder, RowInput
-from heron.engine.prompts import Prompt
-from heron.engine.schedule import Row, pack, waves
+from heron.engine.kv_cache import PAGE_TOKENS, BlockTree, KVArena, arena_bytes, recompute_flops
+from heron.engine.model import Decoder
+from heron.engine.runner import ModelRunner
+from heron.engine.scheduler import Failed, Finished, Job, Progress, Scheduler, drain
 from heron.engine.spec import ModelSpec
-from heron.engine.tokenizer import PromptTokenizer
+from heron.engine.tokenizer import load_tokenizer
 from heron.engine.weights import resolve_model
 
 
 class LocalEngine:
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(self, config: EngineConfig, *, background: bool = True) -> None:
         device = config.device
         if config.device_type == "cuda" and not torch.cuda.is_available():
             raise EngineError(f"device {device!r} requested but CUDA is not available")
         folder = resolve_model(config.model)
         spec = ModelSpec.from_folder(folder)
-        self.tokenizer = PromptTokenizer(folder / "tokenizer.json")
+        self.tokenizer = load_tokenizer(folder)
         self.answer_tokens = AnswerTokens.from_encoder(self.tokenizer.encode)
         self.decoder = Decoder.load(folder, spec, self.answer_tokens.ids, device)
-        self.cache = PrefixKVCache(config.effective_kv_cache_bytes)
-        self.chunk_tokens = config.effective_chunk_tokens
+        free = torch.cuda.mem_get_info(device)[0] if config.device_type == "cuda" else None
+        capacity = arena_bytes(config, spec, self.decoder.dtype, free)
+        block_tokens = config.effective_prefix_block_tokens
+        arena = KVArena(spec, self.decoder.dtype, device, capacity,
+                        math.gcd(PAGE_TOKENS, block_tokens))
+        if arena.num_pages * arena.page_tokens < block_tokens:
+            raise EngineError(
+                f"a KV cache of {capacity} bytes does not hold one prefix block of {block_tokens} "
+                f"tokens ({block_tokens * arena.bytes_per_token} bytes); give --kv-cache-gb more"
+            )
+        self.tree = BlockTree(arena, block_tokens, recompute_flops(spec))
+        self.scheduler = Scheduler(
+            ModelRunner(self.decoder, arena), self.tree, config.effective_chunk_tokens
+        )
         self.info = ModelInfo(
             name=config.model,
             architecture=spec.architecture,
@@ -61,76 +75,67 @@ class LocalEngine:
             dtype=str(self.decoder.dtype).removeprefix("torch."),
             device=device,
         )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self.scheduler.run, args=(self._stop,), name="heron-engine-steps", daemon=True
+        )
+        if background:
+            self._thread.start()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.tokenizer.count(texts)
 
     def close(self) -> None:
-        self.cache.clear()
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.scheduler.shutdown()
 
-    def answer(self, request: Request, cancel: CancelFlag | None = None) -> Answers:
-        if request.kind not in (AnswerKind.BOOLEAN, AnswerKind.SCORE):
-            raise EngineError(f"{request.kind.name} answers are not supported yet")
-        logits, metrics = self.answer_logits(request.prompts, cancel)
-        decided, p_true = self.answer_tokens.decide(logits)
-        values = tuple(decided) if request.kind is AnswerKind.BOOLEAN else tuple(p_true)
-        return Answers(request.kind, values, tuple(p_true), metrics)
-
-    def answer_logits(
-        self, prompts: Sequence[Prompt], cancel: CancelFlag | None = None
-    ) -> tuple[torch.Tensor, Metrics]:
-        """Pruned last-position logits [len(prompts), len(answer_tokens.ids)] (float32, CPU)."""
-        started = time.perf_counter()
-        tokenized = self.tokenizer.encode_prompts(prompts)
-        per_prompt: list[torch.Tensor | None] = [None] * len(prompts)
-        fresh = 0
-        with torch.inference_mode():
-            for wave in waves(tokenized, self.cache.get, self.chunk_tokens):
-                kv = dict(wave.resident)
-                # Phase A before phase B: the suffix rows need the KV the full rows capture.
-                for chunk in pack(wave.full_rows, self.chunk_tokens):
-                    _check(cancel)
-                    fresh += self._run(chunk, kv, per_prompt)
-                for chunk in pack(wave.suffix_rows, self.chunk_tokens):
-                    _check(cancel)
-                    fresh += self._run(chunk, kv, per_prompt)
-        width = len(self.answer_tokens.ids)
-        logits = torch.stack(per_prompt) if prompts else torch.empty(0, width)  # type: ignore[arg-type]
-        total = sum(len(prefix) + len(suffix) for prefix, suffix in tokenized)
-        metrics = Metrics(
-            prompts=len(prompts),
-            input_tokens=total,
-            fresh_tokens=fresh,
-            cached_tokens=total - fresh,
-            seconds=time.perf_counter() - started,
-        )
-        return logits, metrics
-
-    def _run(
+    def answer(
         self,
-        chunk: list[Row],
-        kv: dict[tuple[int, ...], PrefixKV],
-        logits: list[torch.Tensor | None],
-    ) -> int:
-        """Run one packed chunk; record logits per prompt and new prefix KV. Returns its tokens."""
-        inputs = [
-            RowInput(
-                tokens=row.tokens,
-                prefix=kv[row.prefix_key] if row.prefix_key is not None else None,
-                capture=row.capture,
-            )
-            for row in chunk
-        ]
-        output = self.decoder.forward(inputs)
-        for i, (row, captured) in enumerate(zip(chunk, output.captured, strict=True)):
-            logits[row.prompt] = output.logits[i].cpu()
-            if captured is not None:
-                prefix = row.tokens[: row.capture]
-                kv[prefix] = captured
-                self.cache.put(prefix, captured)
-        return sum(len(row.tokens) for row in chunk)
+        request: Request,
+        cancel: CancelFlag | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Answers:
+        evaluation = self.evaluate(request, cancel, progress)
+        return read_answers(evaluation, request, self.answer_tokens, self.tokenizer.decode,
+                            self.tokenizer.stop_ids)
 
+    def evaluate(
+        self,
+        request: Request,
+        cancel: CancelFlag | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Evaluation:
+        """What the model computes for ``request`` (see ``answers.Evaluation``)."""
+        job = self.submit(request, cancel)
+        for event in drain(job):
+            if isinstance(event, Progress) and progress is not None:
+                try:
+                    progress(event.metrics)
+                except BaseException:
+                    job.abandon()
+                    self.scheduler.wake()
+                    for _ in drain(job):  # until the scheduler has let go of it
+                        pass
+                    raise
+            elif isinstance(event, Finished):
+                return event.evaluation
+            elif isinstance(event, Failed):
+                raise event.error
+        raise AssertionError("drain ends with Finished or Failed")
 
-def _check(cancel: CancelFlag | None) -> None:
-    if cancel is not None and cancel.is_set():
-        raise EngineCancelled()
+    def submit(self, request: Request, cancel: CancelFlag | None = None) -> Job:
+        """Tokenize ``request`` (in this thread) and queue it as a ``Job``; its events say how
+        it goes."""
+        job = Job(
+            request.kind,
+            self.tokenizer.encode_prompts(request.prompts),
+            cancel,
+            answer_width=len(self.answer_tokens.ids),
+            labels=self.tokenizer.encode([" " + label for label in request.labels]),
+            max_tokens=request.max_tokens,
+            stop_ids=self.tokenizer.stop_ids,
+        )
+        self.scheduler.submit(job)
+        return job

@@ -1,15 +1,21 @@
-"""Pure-torch decoder (Llama architecture and Qwen3 dense) over packed variable-length rows.
+"""Pure-torch decoder (Llama architecture and Qwen3 dense) over one packed chunk of rows.
 
-``Decoder.load(folder, spec, answer_ids, device)`` reads safetensors weights (re-tying the LM head
-to the embeddings when the config says so) and keeps only the LM-head rows of ``answer_ids``.
-``Decoder.forward(rows)`` runs all rows as one packed [T, hidden] tensor without padding:
-linear layers see every token at once, attention is batched over rows (see
-``engine.attention``). A row may continue a ``PrefixKV`` (its positions start at the prefix
-length and it attends to that KV), and may ask for the K/V of its first ``capture`` tokens to be
-returned as a new ``PrefixKV``. Only the last position of each row reaches the (pruned) LM head.
-
-float32 on CPU, bfloat16 on CUDA (where RMSNorm runs as the Triton kernel of ``kernels.rmsnorm``;
-everything else is plain torch). Callers run it under ``torch.inference_mode``.
+Contract:
+- ``Decoder.load(folder, spec, answer_ids, device)`` reads safetensors weights (re-tying the LM
+  head to the embeddings when the config says so) and keeps the full LM head plus a copy pruned
+  to the rows of ``answer_ids``.
+- ``Decoder.forward(chunk, arena)`` runs all rows of a ``batching.ChunkInputs`` as one packed
+  [T, hidden] tensor without padding. In every layer it first writes the K/V of the chunk's
+  written tokens into their arena slots, then attends (``engine.attention``): each row causally
+  to itself and to its prefix's slots in the arena — which may include slots written by an
+  earlier row of the same chunk in this very layer, so a document's blocks and its suffix rows
+  can share one chunk. It returns the final-normed hidden states of the readout positions
+  (answer reads, then vocabulary reads).
+- ``answer_logits`` / ``vocab_logits``: float32 logits of hidden states through the pruned / full
+  LM head.
+- float32 on CPU, with the row-invariant ops of ``engine.invariant`` (a row's numbers never depend
+  on its chunk mates); bfloat16 on CUDA (RMSNorm as the Triton kernel of ``kernels.rmsnorm``,
+  everything else plain torch). Callers run it under ``torch.inference_mode``.
 """
 
 from __future__ import annotations
@@ -23,27 +29,14 @@ import torch
 import torch.nn.functional as F
 from safetensors import safe_open
 
+from heron.engine import invariant
 from heron.engine.api import EngineError
-from heron.engine.attention import RowSpan, packed_attention, plan_attention
-from heron.engine.kv_cache import PrefixKV
+from heron.engine.attention import packed_attention
+from heron.engine.batching import ChunkInputs
+from heron.engine.kv_cache import KVArena
 from heron.engine.rope import apply_rotary, inverse_frequencies, rotary_tables
 from heron.engine.spec import ModelSpec
 from heron.kernels.rmsnorm import rmsnorm, rmsnorm_reference
-
-
-@dataclass(frozen=True)
-class RowInput:
-    """One packed row: ``tokens`` at positions ``prefix.length + i`` (or ``i`` without prefix)."""
-
-    tokens: Sequence[int]
-    prefix: PrefixKV | None = None
-    capture: int = 0  # return the K/V of this many leading tokens as a PrefixKV
-
-
-@dataclass(frozen=True)
-class ForwardOutput:
-    logits: torch.Tensor  # [rows, len(answer_ids)] float32, last position of each row
-    captured: list[PrefixKV | None]  # per row, when ``capture`` > 0
 
 
 @dataclass(frozen=True)
@@ -61,13 +54,25 @@ class _Layer:
 
 
 Norm = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+Linear = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
 
 
 def _pick_rmsnorm(device: torch.device) -> Norm:
-    # The Triton kernel where it can run, else its torch twin (same contract, float32 math).
+    # The Triton kernel where it can run, else its torch twin (same contract, float32 math; its
+    # per-row reductions are row-invariant on CPU).
     if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
         return rmsnorm
     return rmsnorm_reference
+
+
+def _pick_linear(device: torch.device, tile: int = invariant.TILE) -> Linear:
+    if device.type == "cuda":
+        return F.linear
+    return lambda x, weight, bias: invariant.linear(x, weight, bias, tile)
+
+
+def _pick_silu(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+    return F.silu if device.type == "cuda" else invariant.silu
 
 
 def default_dtype(device: str) -> torch.dtype:
@@ -81,18 +86,24 @@ class Decoder:
         embed: torch.Tensor,
         layers: list[_Layer],
         final_norm: torch.Tensor,
-        head: torch.Tensor,
+        lm_head: torch.Tensor,
+        answer_ids: Sequence[int],
         num_params: int,
     ) -> None:
         self.spec = spec
         self.embed = embed
         self.layers = layers
         self.final_norm = final_norm
-        self.head = head  # [len(answer_ids), hidden]: the pruned LM head
+        self.lm_head = lm_head  # [vocab, hidden]
+        # Only these rows are needed to read TRUE/FALSE: a [len(answer_ids), hidden] copy.
+        self.answer_head = lm_head[list(answer_ids)].contiguous()
         self.num_params = num_params
         self.inv_freq = inverse_frequencies(spec.rope, spec.head_dim).to(embed.device)
         self.scale = spec.head_dim**-0.5
         self.rmsnorm = _pick_rmsnorm(embed.device)
+        self.linear = _pick_linear(embed.device)
+        self.head_linear = _pick_linear(embed.device, invariant.HEAD_TILE)
+        self.silu = _pick_silu(embed.device)
 
     @property
     def device(self) -> torch.device:
@@ -142,64 +153,21 @@ class Decoder:
                 )
             )
         embed = take("model.embed_tokens.weight")
-        head_name = "lm_head.weight"
-        if spec.tie_word_embeddings or head_name not in tensors:
-            head_name = "model.embed_tokens.weight"
-        # Only the answer rows of the LM head are ever used: index before moving to the device.
-        head = tensors[head_name][list(answer_ids)].to(device=device, dtype=dtype)
-        return cls(spec, embed, layers, take("model.norm.weight"), head, num_params)
+        tied = spec.tie_word_embeddings or "lm_head.weight" not in tensors
+        lm_head = embed if tied else take("lm_head.weight")
+        return cls(spec, embed, layers, take("model.norm.weight"), lm_head, answer_ids, num_params)
 
-    def forward(self, rows: Sequence[RowInput]) -> ForwardOutput:
+    def forward(self, chunk: ChunkInputs, arena: KVArena) -> torch.Tensor:
+        """Final-normed hidden states [answer reads + vocabulary reads, hidden] of ``chunk``."""
         spec = self.spec
-        device = self.device
-        prefixes: list[PrefixKV] = []
-        slot_of: dict[int, int] = {}
-        row_prefix: list[int | None] = []
-        spans: list[RowSpan] = []
-        positions: list[torch.Tensor] = []
-        start = 0
-        for row in rows:
-            if not row.tokens:
-                raise ValueError("empty row")
-            offset = 0
-            if row.prefix is None:
-                row_prefix.append(None)
-            else:
-                offset = row.prefix.length
-                row_prefix.append(slot_of.setdefault(id(row.prefix), len(prefixes)))
-                if row_prefix[-1] == len(prefixes):
-                    prefixes.append(row.prefix)
-            spans.append(RowSpan(start, start + len(row.tokens)))
-            positions.append(torch.arange(offset, offset + len(row.tokens)))
-            start += len(row.tokens)
-
-        ids = torch.tensor([t for row in rows for t in row.tokens], device=device)
-        cos, sin = rotary_tables(self.inv_freq, torch.cat(positions).to(device), self.dtype)
-        captures = [
-            torch.empty(
-                2,
-                spec.num_layers,
-                row.capture,
-                spec.num_kv_heads,
-                spec.head_dim,
-                dtype=self.dtype,
-                device=device,
-            )
-            if row.capture
-            else None
-            for row in rows
-        ]
-
-        # The padded attention layout depends only on the rows: build it once for all layers.
-        plan = plan_attention(
-            spans, row_prefix, [p.length for p in prefixes], spec.num_heads, device
-        )
-        hidden = self.embed[ids]
+        cos, sin = rotary_tables(self.inv_freq, chunk.positions, self.dtype)
+        hidden = self.embed[chunk.token_ids]
         q_size = spec.num_heads * spec.head_dim
         kv_size = spec.num_kv_heads * spec.head_dim
+        writes = chunk.write_index.numel() > 0
         for index, layer in enumerate(self.layers):
             x = self.rmsnorm(hidden, layer.input_norm, spec.rms_norm_eps)
-            qkv = F.linear(x, layer.qkv, layer.qkv_bias)
+            qkv = self.linear(x, layer.qkv, layer.qkv_bias)
             q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
             q = q.view(-1, spec.num_heads, spec.head_dim)
             k = k.view(-1, spec.num_kv_heads, spec.head_dim)
@@ -209,24 +177,29 @@ class Decoder:
                 k = self.rmsnorm(k, layer.k_norm, spec.rms_norm_eps)
             q = apply_rotary(q, cos, sin)
             k = apply_rotary(k, cos, sin)
-            for span, row, capture in zip(spans, rows, captures, strict=True):
-                if capture is not None:
-                    capture[0, index] = k[span.start : span.start + row.capture]
-                    capture[1, index] = v[span.start : span.start + row.capture]
-            layer_prefixes = [(p.keys[index], p.values[index]) for p in prefixes]
+            store = (arena.keys[index], arena.values[index])
+            if writes:  # before attention: later rows of this chunk may read these slots
+                store[0].index_copy_(0, chunk.write_slots, k.index_select(0, chunk.write_index))
+                store[1].index_copy_(0, chunk.write_slots, v.index_select(0, chunk.write_index))
             attn = packed_attention(
-                q, k, v, spans, row_prefix, layer_prefixes, self.scale, plan=plan
+                q, k, v, chunk.spans, chunk.row_prefix, chunk.prefix_slots, store, self.scale,
+                plan=chunk.attention,
             )
-            hidden = hidden + F.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
+            hidden = hidden + self.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
             x = self.rmsnorm(hidden, layer.post_norm, spec.rms_norm_eps)
-            gate, up = F.linear(x, layer.gate_up).chunk(2, dim=-1)
-            hidden = hidden + F.linear(F.silu(gate) * up, layer.down)
+            gate, up = self.linear(x, layer.gate_up, None).chunk(2, dim=-1)
+            hidden = hidden + self.linear(self.silu(gate) * up, layer.down, None)
 
-        last = torch.tensor([span.end - 1 for span in spans], device=device)
-        final = self.rmsnorm(hidden[last], self.final_norm, spec.rms_norm_eps)
-        logits = F.linear(final, self.head).float()
-        captured = [None if c is None else PrefixKV(keys=c[0], values=c[1]) for c in captures]
-        return ForwardOutput(logits=logits, captured=captured)
+        reads = torch.cat([chunk.answer_index, chunk.vocab_index])
+        return self.rmsnorm(hidden[reads], self.final_norm, spec.rms_norm_eps)
+
+    def answer_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """float32 logits [rows, len(answer_ids)] through the pruned LM head."""
+        return self.head_linear(hidden, self.answer_head, None).float()
+
+    def vocab_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """float32 logits [rows, vocab] through the full LM head."""
+        return self.head_linear(hidden, self.lm_head, None).float()
 
 
 def _read_safetensors(folder: Path) -> dict[str, torch.Tensor]:

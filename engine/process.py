@@ -1,26 +1,33 @@
-"""``EngineProcess``: the resident engine, a child process that owns the model and KV cache.
+"""``EngineProcess``: the resident engine, a child process that owns the model and KV arena.
 
 The parent (the server) never imports torch. ``EngineProcess(config)`` spawns a child with the
 multiprocessing "spawn" context, handing it the ``EngineConfig`` whole (pickled); the child
-builds ``LocalEngine(config)`` and serves requests over a ``Pipe``.
-Messages are pickled frozen dataclasses (``_Answer``, ``_CountTokens``, ``_Stop`` one way;
-``_Ready``, ``_Done``, ``_Failed`` back).
+builds ``LocalEngine(config)`` and serves calls over a ``Pipe``. Every message is a pickled frozen
+dataclass: ``_Answer``, ``_CountTokens``, ``_Cancel``, ``_Stop`` to the child; ``_Ready``,
+``_StartFailed``, ``_Progress``, ``_Done``, ``_Failed`` back. Calls carry an id, so any number
+run at once: the child answers each call in a thread of its own (the engine's scheduler
+interleaves their chunks), and a reader thread in the parent routes every reply to the caller
+waiting for that id.
 
 Guarantees:
 - start-up failures in the child (unknown model, bad weights) raise ``EngineError`` in the parent
   with the child's message, as soon as the child reports or dies, or after
   ``config.startup_timeout_s`` at the latest;
-- a call never hangs on a dead child: the parent polls the pipe and the child's liveness, and
-  raises ``EngineError`` if it exits mid-call (after which the engine is closed);
-- calls are serialized by a lock, so several server threads may share one instance;
-- ``close()`` stops the child (politely, then by terminate) and is idempotent.
+- a call never hangs on a dead child: the reader thread notices the child's exit (or a closed
+  pipe) and fails every waiting call with ``EngineError``, after which the engine is closed;
+- a caller's cancel flag is forwarded as ``_Cancel(id)``: it stops that call only;
+- a ``progress`` callback is called in the caller's thread with each ``_Progress`` of its call;
+- ``close()`` stops the child (politely, then by terminate), fails calls still waiting, and is
+  idempotent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing
 import os
+import queue
 import threading
 import time
 import traceback
@@ -34,7 +41,9 @@ from heron.engine.api import (
     CancelFlag,
     EngineCancelled,
     EngineError,
+    Metrics,
     ModelInfo,
+    ProgressCallback,
     Request,
 )
 from heron.engine.config import EngineConfig
@@ -43,15 +52,23 @@ _POLL_SECONDS = 0.05
 _STOP_GRACE_SECONDS = 5.0
 
 
-# Requests (parent -> child)
+# Parent -> child
 @dataclass(frozen=True)
 class _Answer:
+    call: int
     request: Request
+    progress: bool  # whether to send _Progress messages
 
 
 @dataclass(frozen=True)
 class _CountTokens:
+    call: int
     texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Cancel:
+    call: int
 
 
 @dataclass(frozen=True)
@@ -59,26 +76,43 @@ class _Stop:
     pass
 
 
-# Replies (child -> parent)
+# Child -> parent
 @dataclass(frozen=True)
 class _Ready:
     info: ModelInfo
 
 
 @dataclass(frozen=True)
+class _StartFailed:
+    message: str
+    detail: str  # the child's traceback, for logs
+
+
+@dataclass(frozen=True)
+class _Progress:
+    call: int
+    metrics: Metrics
+
+
+@dataclass(frozen=True)
 class _Done:
+    call: int
     value: Any  # Answers for _Answer, list[int] for _CountTokens
 
 
 @dataclass(frozen=True)
 class _Failed:
+    call: int
     message: str
     detail: str  # the child's traceback, for logs
     cancelled: bool = False
 
 
-def _serve(conn: Connection, stop_call: CancelFlag, config: EngineConfig) -> None:
-    """Child process main: build the engine, report readiness, answer requests until _Stop."""
+_Reply = _Progress | _Done | _Failed
+
+
+def _serve(conn: Connection, config: EngineConfig) -> None:
+    """Child process main: build the engine, report readiness, serve calls until _Stop."""
     # Must precede the torch import: spinning OpenMP workers collapse (10-30x slower) when the
     # host is shared and a core is taken by another process; passive waiting costs ~nothing.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -87,35 +121,52 @@ def _serve(conn: Connection, stop_call: CancelFlag, config: EngineConfig) -> Non
 
         engine = LocalEngine(config)
     except Exception as exc:  # noqa: BLE001 - every start-up failure must reach the parent
-        conn.send(_Failed(_message(exc), traceback.format_exc()))
+        conn.send(_StartFailed(_message(exc), traceback.format_exc()))
         return
+    sending = threading.Lock()
+
+    def send(message: _Reply) -> None:
+        with sending, contextlib.suppress(OSError):  # the parent may be gone
+            conn.send(message)
+
+    cancels: dict[int, threading.Event] = {}
+
+    def answer(message: _Answer, cancel: threading.Event) -> None:
+        def progress(metrics: Metrics) -> None:
+            send(_Progress(message.call, metrics))
+
+        try:
+            reply: _Reply = _Done(message.call, engine.answer(
+                message.request, cancel, progress if message.progress else None))
+        except EngineCancelled as exc:
+            reply = _Failed(message.call, str(exc), "", cancelled=True)
+        except Exception as exc:  # noqa: BLE001 - report, keep serving
+            reply = _Failed(message.call, _message(exc), traceback.format_exc())
+        cancels.pop(message.call, None)
+        send(reply)
+
     conn.send(_Ready(engine.info))
     while True:
         try:
-            request = conn.recv()
+            message = conn.recv()
         except EOFError:  # parent went away
-            return
-        if isinstance(request, _Stop):
-            engine.close()
-            return
-        try:
-            if isinstance(request, _Answer):
-                reply: _Done | _Failed = _Done(engine.answer(request.request, stop_call))
-            elif isinstance(request, _CountTokens):
-                reply = _Done(engine.count_tokens(request.texts))
-            else:
-                reply = _Failed(f"unknown engine request {type(request).__name__}", "")
-        except EngineCancelled as exc:
-            reply = _Failed(str(exc), "", cancelled=True)
-        except Exception as exc:  # noqa: BLE001 - report, keep serving
-            reply = _Failed(_message(exc), traceback.format_exc())
-        conn.send(reply)
+            break
+        if isinstance(message, _Stop):
+            break
+        if isinstance(message, _Answer):
+            cancel = cancels[message.call] = threading.Event()
+            threading.Thread(target=answer, args=(message, cancel), daemon=True,
+                             name=f"heron-call-{message.call}").start()
+        elif isinstance(message, _Cancel):
+            if message.call in cancels:
+                cancels[message.call].set()
+        elif isinstance(message, _CountTokens):
+            send(_Done(message.call, engine.count_tokens(message.texts)))
+    engine.close()
 
 
 def _message(exc: BaseException) -> str:
-    from heron.engine.api import EngineError as _EngineError  # noqa: PLC0415
-
-    return str(exc) if isinstance(exc, _EngineError) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
 
 
 class EngineProcess:
@@ -126,48 +177,59 @@ class EngineProcess:
     def __init__(self, config: EngineConfig) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
-        # Set by the parent to stop the call in flight; the child polls it between chunks.
-        self._stop_call = context.Event()
         self._process = context.Process(
             target=_serve,
-            args=(child_conn, self._stop_call, config),
+            args=(child_conn, config),
             name=f"heron-engine[{config.model}]",
             daemon=True,  # never outlive the server
         )
-        self._lock = threading.Lock()
+        self._sending = threading.Lock()
+        self._waiting: dict[int, queue.SimpleQueue[_Reply]] = {}
+        self._calls = itertools.count(1)
         self._closed = False
+        self._failure = "engine is closed"  # what waiting and later calls are told
         self._process.start()
         child_conn.close()  # so the parent sees EOF if the child dies
         try:
-            reply = self._receive(
-                deadline=time.monotonic() + config.startup_timeout_s, what="start-up"
-            )
+            reply = self._startup_reply(time.monotonic() + config.startup_timeout_s)
         except EngineError:
             self._kill()
             raise
-        if isinstance(reply, _Failed):
+        if isinstance(reply, _StartFailed):
             self._kill()
             raise EngineError(f"engine failed to start: {reply.message}")
         assert isinstance(reply, _Ready)
         self.info = reply.info
+        self._reader = threading.Thread(target=self._read, name="heron-engine-replies",
+                                        daemon=True)
+        self._reader.start()
 
-    def answer(self, request: Request, cancel: CancelFlag | None = None) -> Answers:
-        result = self._call(_Answer(request), cancel)
+    def answer(
+        self,
+        request: Request,
+        cancel: CancelFlag | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Answers:
+        if cancel is not None and cancel.is_set():
+            raise EngineCancelled()
+        result = self._call(lambda call: _Answer(call, request, progress is not None),
+                            cancel, progress)
         assert isinstance(result, Answers)
         return result
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return list(self._call(_CountTokens(tuple(texts))))
+        return list(self._call(lambda call: _CountTokens(call, tuple(texts))))
 
     def close(self) -> None:
-        with self._lock:
+        with self._sending:
             if self._closed:
                 return
             self._closed = True
             with contextlib.suppress(OSError):  # the child may already be gone
                 self._conn.send(_Stop())
-            self._process.join(_STOP_GRACE_SECONDS)
-            self._kill()
+        self._process.join(_STOP_GRACE_SECONDS)
+        self._kill()
+        self._fail_waiting()
 
     def __enter__(self) -> EngineProcess:
         return self
@@ -175,54 +237,92 @@ class EngineProcess:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, request: _Answer | _CountTokens, cancel: CancelFlag | None = None) -> Any:
-        # Wait for the engine in slices, so a caller cancelled while queued behind another
-        # session's call gives up without ever reaching the child.
-        while not self._lock.acquire(timeout=_POLL_SECONDS):
-            if cancel is not None and cancel.is_set():
-                raise EngineCancelled()
-        try:
+    def _call(self, message: Any, cancel: CancelFlag | None = None,
+              progress: ProgressCallback | None = None) -> Any:
+        replies: queue.SimpleQueue[_Reply] = queue.SimpleQueue()
+        with self._sending:
             if self._closed:
-                raise EngineError("engine is closed")
-            if cancel is not None and cancel.is_set():
-                raise EngineCancelled()
-            self._stop_call.clear()
+                raise EngineError(self._failure)
+            call = next(self._calls)
+            self._waiting[call] = replies
+            # If the child is gone the send fails; the reader thread then tells every caller why.
+            with contextlib.suppress(OSError):
+                self._conn.send(message(call))
+        cancel_sent = False
+        while True:
             try:
-                self._conn.send(request)
-                reply = self._receive(deadline=None, what="a call", cancel=cancel)
-            except EngineError:
-                self._closed = True
-                self._kill()
-                raise
-            except OSError as exc:
-                self._closed = True
-                self._kill()
-                raise EngineError(f"engine process unreachable: {exc}") from exc
-        finally:
-            self._lock.release()
-        if isinstance(reply, _Failed):
-            raise (EngineCancelled if reply.cancelled else EngineError)(reply.message)
-        return reply.value
+                reply = replies.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                if cancel is not None and cancel.is_set() and not cancel_sent:
+                    cancel_sent = True
+                    self._send_quietly(_Cancel(call))
+                continue
+            if isinstance(reply, _Progress):
+                if progress is not None:
+                    try:
+                        progress(reply.metrics)
+                    except BaseException:  # the caller gives up on the call: stop it
+                        with self._sending:
+                            self._waiting.pop(call, None)
+                        self._send_quietly(_Cancel(call))
+                        raise
+                continue
+            if isinstance(reply, _Failed):
+                raise (EngineCancelled if reply.cancelled else EngineError)(reply.message)
+            return reply.value
 
-    def _receive(self, deadline: float | None, what: str, cancel: CancelFlag | None = None
-                 ) -> Any:
-        # Poll instead of a blocking recv: a child killed by the OOM killer or a segfault never
-        # replies, and the pipe alone may not report EOF promptly.
+    def _send_quietly(self, message: _Cancel) -> None:
+        with self._sending, contextlib.suppress(OSError):
+            if not self._closed:
+                self._conn.send(message)
+
+    def _read(self) -> None:
+        """Route replies to their callers until the child exits or the engine is closed."""
+        while True:
+            try:
+                # Poll instead of blocking: a child killed by the OOM killer or a segfault never
+                # replies, and the pipe alone may not report EOF promptly.
+                reply = self._conn.recv() if self._conn.poll(_POLL_SECONDS) else None
+            except (EOFError, OSError):
+                break
+            if reply is not None:
+                route = self._waiting.get(reply.call)
+                if route is not None:
+                    route.put(reply)
+                    if not isinstance(reply, _Progress):
+                        self._waiting.pop(reply.call, None)
+            elif self._closed or not self._process.is_alive():
+                break
+        with self._sending:
+            if not self._closed:  # the child went away on its own
+                self._process.join(_STOP_GRACE_SECONDS)
+                self._failure = (
+                    f"engine process exited with code {self._process.exitcode}; the engine is "
+                    f"closed (restart the server)"
+                )
+                self._closed = True
+        self._fail_waiting()
+
+    def _fail_waiting(self) -> None:
+        with self._sending:
+            waiting, self._waiting = self._waiting, {}
+        for call, replies in waiting.items():
+            replies.put(_Failed(call, self._failure, ""))
+
+    def _startup_reply(self, deadline: float) -> Any:
         while not self._conn.poll(_POLL_SECONDS):
-            if cancel is not None and cancel.is_set():
-                self._stop_call.set()  # the child stops after its current chunk and replies
             if not self._process.is_alive():
                 if self._conn.poll(0):  # it replied, then exited (e.g. a start-up failure)
                     break
                 raise EngineError(
-                    f"engine process exited with code {self._process.exitcode} during {what}"
+                    f"engine process exited with code {self._process.exitcode} during start-up"
                 )
-            if deadline is not None and time.monotonic() > deadline:
-                raise EngineError(f"engine process did not finish {what} in time")
+            if time.monotonic() > deadline:
+                raise EngineError("engine process did not finish start-up in time")
         try:
             return self._conn.recv()
         except EOFError as exc:
-            raise EngineError(f"engine process closed its pipe during {what}") from exc
+            raise EngineError("engine process closed its pipe during start-up") from exc
 
     def _kill(self) -> None:
         if self._process.is_alive():

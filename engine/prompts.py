@@ -23,7 +23,8 @@ _ANSWER = "\nANSWER:"
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """One TRUE/FALSE prompt; the answer is read at the position after ``suffix``."""
+    """One prompt; the answer is read at (or, for a label or a text, continues from) the
+    position after ``suffix``."""
 
     prefix: str  # reusable part: the document comes first, so its KV serves every question
     suffix: str  # per-question tail, ends right before the answer token

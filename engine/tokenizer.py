@@ -1,46 +1,138 @@
-"""Prompt tokenization with the model's own ``tokenizer.json`` (Hugging Face ``tokenizers``).
+"""Prompt tokenization with the model's own ``tokenizer.json``, each distinct text once.
 
-A prompt's ids are ``lead + encode(prefix) + encode(suffix)``: the two parts are encoded
-separately (no special tokens) so that a prefix's ids, and hence its KV, do not depend on what
-follows. ``lead`` is whatever the tokenizer's post-processor puts before a single sequence (the
-BOS of Llama 3); it is empty for SmolLM2 and Qwen3. It belongs to the prefix.
+Contract:
+- A prompt's ids are ``lead + encode(prefix) + encode(suffix)``: the two parts are encoded
+  separately (no special tokens) so that a prefix's ids, and hence its KV, do not depend on what
+  follows. ``lead`` is whatever the tokenizer's post-processor puts before a single sequence (the
+  BOS of Llama 3); it is empty for SmolLM2 and Qwen3. It belongs to the prefix.
+- ``encode`` runs the tokenizer only on texts it has not seen: results are kept as read-only
+  int32 arrays in a cache keyed by the text's content hash (BLAKE2b), bounded by bytes, least
+  recently used first out. ``encode_prompts`` tokenizes each distinct text of a request once,
+  however many prompts repeat it, and says per prompt which distinct arrays it is made of.
+- ``stop_ids`` are the ids that end a generated text (the tokenizer's eos token, and the model's
+  ``eos_token_id``); ``decode`` turns generated ids back into text, special tokens dropped.
+- Thread-safe: the server's threads tokenize concurrently with the engine's step loop.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from heron.engine.prompts import Prompt
 
-TokenIds = tuple[int, ...]
+# Cached token arrays: ~16M tokens, far more than the distinct texts of any one statement.
+DEFAULT_CACHE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class TokenizedPrompts:
+    """Prompts as indices into their distinct token arrays: prompt ``i`` is
+    ``prefixes[prefix_of[i]] + suffixes[suffix_of[i]]`` (prefixes include the lead)."""
+
+    prefixes: tuple[np.ndarray, ...]
+    suffixes: tuple[np.ndarray, ...]
+    prefix_of: np.ndarray
+    suffix_of: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.prefix_of)
+
+    def ids(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """(prefix ids, suffix ids) of prompt ``index``."""
+        return self.prefixes[self.prefix_of[index]], self.suffixes[self.suffix_of[index]]
 
 
 class PromptTokenizer:
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        stop_ids: frozenset[int] = frozenset(),
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         self._tokenizer = Tokenizer.from_file(str(path))
-        self.lead: TokenIds = self._leading_special_ids()
+        self.lead: tuple[int, ...] = self._leading_special_ids()
+        self.stop_ids = stop_ids
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._cache_bytes = cache_bytes
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
+        self.encoded_texts = 0  # texts actually run through the tokenizer (cache misses)
 
     @property
     def vocab_size(self) -> int:
         return self._tokenizer.get_vocab_size(with_added_tokens=True)
 
-    def encode(self, texts: Sequence[str]) -> list[TokenIds]:
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [tuple(e.ids) for e in encodings]
+    def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids of each text (read-only int32 arrays, shared with the cache)."""
+        keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for key in keys:
+                ids = self._cache.get(key)
+                if ids is not None:
+                    self._cache.move_to_end(key)
+                    found[key] = ids
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
+        if missing:
+            encodings = self._tokenizer.encode_batch(
+                list(missing.values()), add_special_tokens=False
+            )
+            with self._lock:
+                self.encoded_texts += len(missing)
+                for key, encoding in zip(missing, encodings, strict=True):
+                    found[key] = self._remember(key, np.asarray(encoding.ids, dtype=np.int32))
+        return [found[key] for key in keys]
 
-    def encode_prompts(self, prompts: Sequence[Prompt]) -> list[tuple[TokenIds, TokenIds]]:
-        """(prefix ids including ``lead``, suffix ids) per prompt."""
-        prefixes = self.encode([p.prefix for p in prompts])
-        suffixes = self.encode([p.suffix for p in prompts])
-        return [(self.lead + pre, suf) for pre, suf in zip(prefixes, suffixes, strict=True)]
+    def encode_prompts(self, prompts: Sequence[Prompt]) -> TokenizedPrompts:
+        """Each distinct prefix and suffix text tokenized once (equal strings found by a dict,
+        whose hash Python keeps per string object)."""
+        prefix_texts: dict[str, int] = {}
+        suffix_texts: dict[str, int] = {}
+        prefix_of = np.fromiter(
+            (prefix_texts.setdefault(p.prefix, len(prefix_texts)) for p in prompts),
+            dtype=np.int64,
+            count=len(prompts),
+        )
+        suffix_of = np.fromiter(
+            (suffix_texts.setdefault(p.suffix, len(suffix_texts)) for p in prompts),
+            dtype=np.int64,
+            count=len(prompts),
+        )
+        lead = np.asarray(self.lead, dtype=np.int32)
+        prefixes = tuple(
+            _frozen(np.concatenate([lead, ids])) if len(lead) else ids
+            for ids in self.encode(list(prefix_texts))
+        )
+        suffixes = tuple(self.encode(list(suffix_texts)))
+        return TokenizedPrompts(prefixes, suffixes, prefix_of, suffix_of)
 
     def count(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.encode(texts)]
 
-    def _leading_special_ids(self) -> TokenIds:
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def _remember(self, key: bytes, ids: np.ndarray) -> np.ndarray:
+        ids = _frozen(ids)
+        size = ids.nbytes + len(key)
+        if key not in self._cache and size <= self._cache_bytes:
+            self._cache[key] = ids
+            self._cached_bytes += size
+            while self._cached_bytes > self._cache_bytes:
+                old_key, old = self._cache.popitem(last=False)
+                self._cached_bytes -= old.nbytes + len(old_key)
+        return ids
+
+    def _leading_special_ids(self) -> tuple[int, ...]:
         # Locate the plain encoding inside the post-processed one; whatever precedes it is the
         # tokenizer's mandatory lead (e.g. <|begin_of_text|>). Trailing additions (EOS) are
         # ignored: a prompt continues after its text, it does not end there.
@@ -50,3 +142,33 @@ class PromptTokenizer:
             if full[start : start + len(plain)] == plain:
                 return tuple(full[:start])
         return ()
+
+
+def load_tokenizer(folder: Path) -> PromptTokenizer:
+    """The tokenizer of a model folder, with its stop ids: the eos token of
+    ``tokenizer_config.json`` and the ``eos_token_id`` of ``generation_config.json`` and
+    ``config.json`` (an id or a list of ids), whichever are present."""
+    path = folder / "tokenizer.json"
+    probe = Tokenizer.from_file(str(path))
+    stop: set[int] = set()
+    eos = _read_json(folder / "tokenizer_config.json").get("eos_token")
+    if isinstance(eos, dict):  # older files spell it as an AddedToken
+        eos = eos.get("content")
+    if isinstance(eos, str) and probe.token_to_id(eos) is not None:
+        stop.add(probe.token_to_id(eos))
+    for name in ("generation_config.json", "config.json"):
+        ids = _read_json(folder / name).get("eos_token_id")
+        stop.update(ids if isinstance(ids, list) else [] if ids is None else [ids])
+    return PromptTokenizer(path, stop_ids=frozenset(int(i) for i in stop))
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _frozen(ids: np.ndarray) -> np.ndarray:
+    ids.flags.writeable = False  # shared by every prompt and request that repeats the text
+    return ids

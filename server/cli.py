@@ -1,11 +1,13 @@
 """The `heron` command line.
 
 Contract: `main(argv)` parses arguments and returns the exit status; `heron serve [--host]
-[--port] [--data-dir] [--model] [--device] [--auth trust|scram-sha-256] [--tls-cert FILE
---tls-key FILE]` builds a ``ServerConfig`` (``server_config``) and runs the server until
-SIGINT/SIGTERM, `heron --version` prints the version. Bad arguments, and values the configs
-reject, exit with status 2 and a usage message (argparse). The bootstrap superuser's password
-comes from the environment (``HERON_PASSWORD``), never from a flag, so it stays out of `ps`.
+[--port] [--data-dir] [--model] [--device] [--kv-cache-gb] [--chunk-tokens]
+[--prefix-block-tokens] [--auth trust|scram-sha-256] [--tls-cert FILE --tls-key FILE]` builds a
+``ServerConfig`` (``server_config``) and runs the server until SIGINT/SIGTERM; `heron bench
+engine ...` measures the engine (``heron.bench.engine``); `heron --version` prints the version.
+Bad arguments, and values the configs reject, exit with status 2 and a usage message (argparse).
+The bootstrap superuser's password comes from the environment (``HERON_PASSWORD``), never from a
+flag, so it stays out of `ps`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,25 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
 
 
+def _tokens(text: str) -> int:
+    # Only the parsing: EngineConfig checks the value.
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+
+
+def _gib(text: str) -> int:
+    """GiB (fractions allowed) to bytes."""
+    try:
+        gib = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of GiB: {text!r}") from None
+    if not gib > 0 or gib == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of GiB > 0, got {text!r}")
+    return max(1, round(gib * (1 << 30)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     defaults, engine_defaults = ServerConfig(), EngineConfig()
     parser = argparse.ArgumentParser(
@@ -56,6 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "functions (default: %(default)s)")
     serve.add_argument("--device", default=engine_defaults.device,
                        help="where the model runs: cpu, cuda or cuda:N (default: %(default)s)")
+    serve.add_argument("--kv-cache-gb", type=_gib, default=None, metavar="GIB",
+                       dest="kv_cache_bytes",
+                       help="size of the KV cache in GiB: document prefixes kept for reuse and "
+                       "the KV of prompts being answered (default: 1 on cpu; on cuda the free "
+                       "memory after the weights, less a margin for one chunk)")
+    serve.add_argument("--chunk-tokens", type=_tokens, default=None, metavar="N",
+                       help="tokens per forward chunk (default: 4096 on cpu, 32768 on cuda)")
+    serve.add_argument("--prefix-block-tokens", type=_tokens, default=None, metavar="N",
+                       help="tokens per prefix block, the unit in which document KV is "
+                       "computed and shared (default: 64 on cpu, 512 on cuda)")
     serve.add_argument("--auth", choices=[m.value for m in AuthMethod], default=defaults.auth,
                        help="how clients authenticate; trust only on a loopback address "
                        "(default: %(default)s)")
@@ -79,7 +110,9 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     Raises ``ValueError`` or ``EngineError`` for a value the configs reject.
     """
     # Built even for --model none, so a bad --device is refused whatever the model.
-    engine = EngineConfig(model=args.model, device=args.device)
+    engine = EngineConfig(model=args.model, device=args.device,
+                          kv_cache_bytes=args.kv_cache_bytes, chunk_tokens=args.chunk_tokens,
+                          prefix_block_tokens=args.prefix_block_tokens)
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together: give both or neither")
     tls = TlsConfig(args.tls_cert, args.tls_key) if args.tls_cert is not None else None

@@ -1,20 +1,23 @@
-"""Attention over packed variable-length rows, with optional resident prefix KV.
+"""Attention over packed variable-length rows, with optional prefix KV read from the KV store.
 
 The interface the model uses. Tokens of all rows are concatenated into one [T, heads, head_dim]
 tensor; ``RowSpan``s say where each row lies. Every row gets causal self-attention. A row that
 continues a prefix additionally attends, non-causally, to that prefix's keys/values; the two
 partial results are merged by their log-sum-exp (cascade / Hydragen style), so all suffix rows
 of one prefix share a single attention pass over its KV and the KV is never copied per row.
+Prefix KV lives in a store (the engine's paged KV arena: one layer's keys and values
+[N, Hkv, D]); a prefix is the list of store slots holding its tokens, in position order.
 
-- ``plan_attention(rows, row_prefix, prefix_lengths, num_heads, device)`` (``plan``): the
-  padded index layout for one set of rows, built once per forward pass and reused by every layer.
-- ``packed_attention(q, k, v, rows, row_prefix, prefix_kv, scale, plan=None)`` (``padded``):
-  the batched backend.
+- ``plan_attention(rows, row_prefix, prefix_slots, num_heads, kv_width, device)`` (``plan``):
+  the padded index layout for one set of rows, built once per forward pass and reused by every
+  layer.
+- ``packed_attention(q, k, v, rows, row_prefix, prefix_slots, store, scale, plan=None)``
+  (``padded``): the batched backend.
 - ``reference.packed_attention_reference``: the float32 row-at-a-time twin, the oracle.
 
 What a backend must guarantee, given q [T, Hq, D] and k, v [T, Hkv, D] (Hq a multiple of Hkv;
-query head h reads KV head h // (Hq / Hkv)), and for prefix slot s the (keys, values)
-[P_s, Hkv, D] of this layer:
+query head h reads KV head h // (Hq / Hkv)), and for prefix s the (keys, values) [P_s, Hkv, D]
+at its store slots:
 
 - output layout: one [T, Hq, D] tensor in q's dtype, each token's output at its packed position;
   every token of every row is written;
@@ -26,7 +29,10 @@ query head h reads KV head h // (Hq / Hkv)), and for prefix slot s the (keys, va
   an empty prefix (P_s = 0) contributes nothing (its LSE is -inf);
 - the float32 reference (``reference.packed_attention_reference``) is the oracle: a backend
   matches it within float32 rounding on float32 inputs, and within the inputs' rounding on 16-bit
-  inputs.
+  inputs;
+- row invariance: with ``plan_attention(..., row_invariant=True)`` (the CPU default) a row's
+  output is bit-identical whatever other rows share the call, which the engine's canonical
+  evaluation (``engine.scheduler``) relies on.
 """
 
 from heron.engine.attention.padded import packed_attention

@@ -3,8 +3,9 @@
 Contract: ``packed_attention`` returns what ``reference.packed_attention_reference`` returns
 (within float32 rounding for float32 inputs), running the calls an ``AttentionPlan`` lays out:
 causal ``scaled_dot_product_attention`` per length bucket for rows without a prefix, padded
-explicit-math attention with log-sum-exp for the own and shared parts of suffix rows, and one
-vectorized ``merge_partials`` over every suffix token. The number of calls does not depend on
+explicit-math attention with log-sum-exp for the own and shared parts of suffix rows (prefix keys
+and values gathered from the KV store by slot, never copied per prefix), and one vectorized
+``merge_partials`` over every suffix token. The number of calls does not depend on
 the number of rows and prefix groups, as long as the padded score tensors fit the plan's budget.
 
 The explicit-math path computes scores, softmax and log-sum-exp in float32 whatever the input
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -32,7 +34,8 @@ def packed_attention(
     v: torch.Tensor,
     rows: Sequence[RowSpan],
     row_prefix: Sequence[int | None],
-    prefix_kv: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    prefix_slots: Sequence[np.ndarray],
+    store: tuple[torch.Tensor, torch.Tensor],
     scale: float,
     plan: AttentionPlan | None = None,
     *,
@@ -40,15 +43,16 @@ def packed_attention(
 ) -> torch.Tensor:
     """Attention output [T, Hq, D] (dtype of q) for packed rows.
 
-    ``row_prefix[i]`` is None, or the index in ``prefix_kv`` of the (keys, values) [P, Hkv, D]
-    of this layer that row ``i`` continues. ``plan`` (from ``plan_attention`` over the same rows
-    and prefix lengths) saves rebuilding the index layout on every layer. ``low_precision``:
-    allow 16-bit matmul operands for 16-bit inputs where supported; False upcasts them to float32
-    (slower; isolates the rounding of the inputs from that of the operands).
+    ``row_prefix[i]`` is None, or the index in ``prefix_slots`` of the prefix row ``i``
+    continues: the slots of ``store`` = (keys, values) [N, Hkv, D] of this layer holding it.
+    ``plan`` (from ``plan_attention`` over the same rows and prefix slots) saves rebuilding the
+    index layout on every layer. ``low_precision``: allow 16-bit matmul operands for 16-bit
+    inputs where supported; False upcasts them to float32 (slower; isolates the rounding of the
+    inputs from that of the operands).
     """
     if plan is None:
-        lengths = [pk.shape[0] for pk, _ in prefix_kv]
-        plan = plan_attention(rows, row_prefix, lengths, q.shape[1], q.device)
+        kv_width = k.shape[1] * k.shape[2]
+        plan = plan_attention(rows, row_prefix, prefix_slots, q.shape[1], kv_width, q.device)
     low = low_precision and _low_precision_supported(q.device, q.dtype)
     total, hq, dim = q.shape
     hkv = k.shape[1]
@@ -85,8 +89,7 @@ def packed_attention(
         shared_out = torch.zeros_like(own_out)
         shared_lse = torch.full_like(own_lse, float("-inf"))
     if plan.shared:
-        keys = torch.cat([prefix_kv[s][0] for s in plan.slots])
-        values = torch.cat([prefix_kv[s][1] for s in plan.slots])
+        keys, values = store
         for b in plan.shared:
             qb = q.index_select(0, b.q_gather).view(b.size, b.lq, hq, dim)
             kb = keys.index_select(0, b.k_gather).view(b.size, b.lk, hkv, dim)

@@ -1,21 +1,29 @@
 """The padded index layout of batched attention, built once per forward pass on the host.
 
-Contract: ``plan_attention(rows, row_prefix, prefix_lengths, num_heads, device)`` returns an
-``AttentionPlan`` that depends only on the rows and prefix lengths, so every layer of a forward
-pass reuses it. All its index tensors reach the device in one host-to-device copy. It splits the
-work into padded calls:
+Contract: ``plan_attention(rows, row_prefix, prefix_slots, num_heads, kv_width, device)`` returns
+an ``AttentionPlan`` that depends only on the rows and the prefixes' store slots, so every layer of
+a forward pass reuses it. All its index tensors reach the device in one host-to-device copy. It
+splits the work into padded calls:
 
 - rows without a prefix are bucketed by length, padded at the end (``causal``: one causal call
   per bucket; right padding is exact under a causal mask: a real query never sees a later,
   padded key);
 - the own causal part of all suffix rows, rows bucketed by length (``own``);
-- the shared (prefix) part of all suffix rows of all groups (``shared``): each entry is one
-  group's queries (split into blocks when a group is too large) over its prefix, gathered into a
-  [entries, max_queries] x [entries, max_prefix] layout.
+- the shared (prefix) part of all suffix rows (``shared``): each entry is a block of queries over
+  one prefix, whose keys are gathered from the KV store by slot (``k_gather`` holds store slots);
+  an entry stacks the queries of every row over that prefix, so the prefix is read once for all.
 
-Padded score tensors are bounded by a budget (``score_budget`` float32 elements per call, heads
-included); work that does not fit is split into several calls. ``slack`` bounds how much padded
-work a call may carry relative to its real work.
+Padded work is bounded by a budget (``score_budget`` float32 elements per call: scores of all
+heads, plus for the shared part the gathered keys and values); work that does not fit is split
+into several calls. ``slack`` bounds how much padded work a call may carry relative to its real
+work (1.0: only equal shapes share a call).
+
+``row_invariant`` (the CPU default) trades speed for bit-exact reproducibility: every call holds
+the work of one row only (its own part; its queries over its prefix, cut into query blocks by that
+row's shape alone), so a row's arithmetic never depends on which other rows share the chunk.
+Batching equal shapes is not enough on CPU: MKL's batched GEMM rounds a batch of one differently
+(measured with torch 2.13: a [3, 1500] x [1500, 64] product alone differs from the same product
+in a batch of 8).
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ class RowSpan:
 
 # Padded fp32 score elements (all query heads) per explicit-math call: 512 MiB on CUDA.
 DEFAULT_SCORE_BUDGET = {"cuda": 1 << 27, "cpu": 1 << 24}
+# Whether each call holds one row's work only (see the module docstring).
+DEFAULT_ROW_INVARIANT = {"cuda": False, "cpu": True}
 # A batch may pad its work (score elements, or L^2 per row for SDPA) by this factor before a
 # new batch is started, unless the padded batch is below _SMALL (per head), where launches
 # dominate. On CPU launches are cheap and padding is not: only equal shapes share a call.
@@ -69,7 +79,6 @@ class AttentionPlan:
     own: tuple[_Batch, ...]  # suffix rows, own causal part: targets = suffix-token order
     shared: tuple[_Batch, ...]  # suffix tokens vs prefix: targets = suffix-token order
     suffix_tokens: torch.Tensor | None  # [S] packed positions of all suffix tokens
-    slots: tuple[int, ...]  # prefix slots concatenated (in this order) for the shared part
     shared_covers_all: bool  # every suffix token has a non-empty prefix
 
 
@@ -83,7 +92,7 @@ class _HostBatch:
     q_gather: np.ndarray
     valid: np.ndarray
     target: np.ndarray
-    k_gather: np.ndarray | None = None
+    k_gather: np.ndarray | None = None  # store slots
     k_len: np.ndarray | None = None
 
     def arrays(self) -> list[np.ndarray]:
@@ -105,33 +114,54 @@ class _Budget:
 
     score_elements: int  # padded float32 scores per explicit-math call, all heads
     num_heads: int
+    kv_width: int  # elements of one token's keys (or values): kv heads x head dim
     slack: float  # padded work allowed per unit of real work in one call
     small: int  # a call padded to at most this much work is never split for padding
+    alone: bool  # every entry a call of its own (row invariance)
 
     def scores_fit(self, n: int, lq: int, lk: int) -> bool:
         return n * lq * lk * self.num_heads <= self.score_elements
+
+    def shared_fits(self, n: int, lq: int, lk: int) -> bool:
+        # The scores, and the keys and values gathered from the store for the call.
+        return n * lk * (lq * self.num_heads + 2 * self.kv_width) <= self.score_elements
+
+    def query_block(self, lk: int) -> int:
+        """Queries of one entry over ``lk`` prefix keys that fit one call."""
+        room = self.score_elements - 2 * lk * self.kv_width
+        return max(1, room // (self.num_heads * lk))
 
 
 def plan_attention(
     rows: Sequence[RowSpan],
     row_prefix: Sequence[int | None],
-    prefix_lengths: Sequence[int],
+    prefix_slots: Sequence[np.ndarray],
     num_heads: int,
+    kv_width: int,
     device: torch.device | str,
     score_budget: int | None = None,
     slack: float | None = None,
+    row_invariant: bool | None = None,
 ) -> AttentionPlan:
     """Build the padded index layout for ``packed_attention`` (host work, one device copy).
 
-    ``score_budget``: padded float32 score elements per call (heads included); ``slack``: how
-    much padded work a batch may carry relative to its real work (1.0: equal shapes only).
+    ``prefix_slots[s]``: the store slots (int64) holding prefix ``s``'s keys and values, in
+    position order. ``kv_width``: kv heads x head dim. ``score_budget``: padded float32 elements
+    per call; ``slack``: how much padded work a batch may carry relative to its real work (1.0:
+    equal shapes only); ``row_invariant``: one row's work per call. Each is the device type's
+    default when None.
     """
     device = torch.device(device)
+    kind = device.type if device.type in DEFAULT_SLACK else "cpu"
     if score_budget is None:
-        score_budget = DEFAULT_SCORE_BUDGET.get(device.type, DEFAULT_SCORE_BUDGET["cpu"])
+        score_budget = DEFAULT_SCORE_BUDGET[kind]
     if slack is None:
-        slack = DEFAULT_SLACK.get(device.type, DEFAULT_SLACK["cpu"])
-    budget = _Budget(score_budget, num_heads, slack, _SMALL if slack > 1.0 else 0)
+        slack = DEFAULT_SLACK[kind]
+    if row_invariant is None:
+        row_invariant = DEFAULT_ROW_INVARIANT[kind]
+    budget = _Budget(
+        score_budget, num_heads, kv_width, slack, _SMALL if slack > 1.0 else 0, row_invariant
+    )
     starts = np.array([r.start for r in rows], dtype=np.int64)
     lengths = np.array([r.end - r.start for r in rows], dtype=np.int64)
     plain = [i for i, slot in enumerate(row_prefix) if slot is None]
@@ -146,16 +176,17 @@ def plan_attention(
     own: list[_HostBatch] = []
     shared: list[_HostBatch] = []
     suffix_tokens = None
-    slots: tuple[int, ...] = ()
+    slots: list[int] = []
     if order:
         suffix_tokens = _ranges(starts[order], lengths[order])
         suffix_start = np.zeros(len(rows), dtype=np.int64)  # each row's place in suffix order
         suffix_start[order] = np.concatenate([[0], np.cumsum(lengths[order])[:-1]])
         own = _own_batches(order, starts, lengths, suffix_start, budget)
-        slots = tuple(s for s in by_slot if prefix_lengths[s] > 0)
-        shared = _shared_batches(
-            by_slot, slots, prefix_lengths, lengths, suffix_start, suffix_tokens, budget
-        )
+        slots = [s for s in by_slot if len(prefix_slots[s]) > 0]
+        groups = [(s, by_slot[s]) for s in slots]
+        if row_invariant:  # one entry per row: its own group
+            groups = [(s, [i]) for s, members in groups for i in members]
+        shared = _shared_batches(groups, prefix_slots, lengths, suffix_start, suffix_tokens, budget)
 
     (causal_on, own_on, shared_on), suffix_on = _to_device(
         (causal, own, shared), suffix_tokens, device
@@ -165,7 +196,6 @@ def plan_attention(
         own=own_on,
         shared=shared_on,
         suffix_tokens=suffix_on,
-        slots=slots,
         shared_covers_all=len(slots) == len(by_slot),
     )
 
@@ -203,44 +233,41 @@ def _own_batches(
 
 
 def _shared_batches(
-    by_slot: dict[int, list[int]],
-    slots: tuple[int, ...],
-    prefix_lengths: Sequence[int],
+    groups: list[tuple[int, list[int]]],
+    prefix_slots: Sequence[np.ndarray],
     lengths: np.ndarray,
     suffix_start: np.ndarray,
     suffix_tokens: np.ndarray,
     budget: _Budget,
 ) -> list[_HostBatch]:
-    """The suffix tokens against their prefix's keys: one entry per prefix group of ``slots``
-    (its suffix tokens are contiguous in suffix order), split into query blocks that fit the
-    score budget. Keys index the prefixes of ``slots`` concatenated in that order; targets index
-    suffix-token order."""
-    key_base = dict(
-        zip(slots, np.cumsum([0] + [prefix_lengths[s] for s in slots]), strict=False)
-    )
+    """The suffix tokens against their prefix's keys: one entry per group (rows over one prefix
+    whose suffix tokens are contiguous in suffix order), split into query blocks that fit the
+    budget. Keys are store slots; targets index suffix-token order."""
     entries = []  # (suffix-order start, count, slot)
-    for slot in slots:
-        members = by_slot[slot]
+    for slot, members in groups:
         first, total = int(suffix_start[members[0]]), int(lengths[members].sum())
-        block = max(1, budget.score_elements // (budget.num_heads * prefix_lengths[slot]))
+        block = budget.query_block(len(prefix_slots[slot]))
         for offset in range(0, total, block):
             entries.append((first + offset, min(block, total - offset), slot))
     batches = []
     for batch in _pack(
         range(len(entries)),
-        lambda e: (entries[e][1], prefix_lengths[entries[e][2]]),
-        budget.scores_fit,
+        lambda e: (entries[e][1], len(prefix_slots[entries[e][2]])),
+        budget.shared_fits,
         budget,
     ):
         chosen = [entries[e] for e in batch]
         q_starts = np.array([c[0] for c in chosen], dtype=np.int64)
         q_lens = np.array([c[1] for c in chosen], dtype=np.int64)
-        k_starts = np.array([key_base[c[2]] for c in chosen], dtype=np.int64)
-        k_lens = np.array([prefix_lengths[c[2]] for c in chosen], dtype=np.int64)
+        k_lens = np.array([len(prefix_slots[c[2]]) for c in chosen], dtype=np.int64)
         lq, lk = int(q_lens.max()), int(k_lens.max())
         q_gather, valid, target = _layout(q_starts, q_lens, lq)  # indices in suffix order
         q_gather = suffix_tokens[q_gather]
-        k_gather, _, _ = _layout(k_starts, k_lens, lk)
+        # Each entry's slots padded to lk by repeating its first slot (masked by k_len).
+        k_gather = np.concatenate(
+            [np.pad(prefix_slots[c[2]], (0, lk - n), mode="edge") for c, n in zip(chosen, k_lens,
+                                                                                  strict=True)]
+        ).astype(np.int64, copy=False)
         batches.append(_HostBatch(len(chosen), lq, lk, q_gather, valid, target, k_gather, k_lens))
     return batches
 
@@ -293,7 +320,7 @@ def _pack(
         nq, nk = max(lq, a), max(lk, c)
         padded = _cost(len(current) + 1, nq, nk)
         ok = padded <= budget.slack * (real + _cost(1, a, c)) or padded <= budget.small
-        if current and (not ok or not fits(len(current) + 1, nq, nk)):
+        if current and (budget.alone or not ok or not fits(len(current) + 1, nq, nk)):
             batches.append(current)
             current, nq, nk, real = [], a, c, 0
         current.append(i)

@@ -5,7 +5,9 @@ Contract:
   set, with its natural-log log-sum-exp of the scaled scores, in float32 whatever the input
   dtype; grouped-query heads without repeating K/V.
 - ``merge_partials``: attention over two disjoint key sets, given each part's output and LSE,
-  equals attention over their union (a part with LSE -inf contributes nothing).
+  equals attention over their union (a part with LSE -inf contributes nothing). Each token's
+  result depends only on its own inputs, bit for bit, however many tokens are merged at once
+  (on CPU ``torch.logaddexp`` does not: its vectorized and scalar-tail loops round differently).
 - ``packed_attention_reference``: the output ``packed_attention`` must reproduce, computed one
   row (and one prefix group) at a time; slow, simple, and kept for tests and benchmarks.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from heron.engine.attention.plan import RowSpan
@@ -45,8 +48,10 @@ def merge_partials(
     out_a: torch.Tensor, lse_a: torch.Tensor, out_b: torch.Tensor, lse_b: torch.Tensor
 ) -> torch.Tensor:
     """Combine attention over two disjoint key sets into attention over their union."""
-    lse = torch.logaddexp(lse_a, lse_b)
-    return out_a * torch.exp(lse_a - lse)[..., None] + out_b * torch.exp(lse_b - lse)[..., None]
+    peak = torch.maximum(lse_a, lse_b)  # finite: at least one part has keys
+    weight_a, weight_b = torch.exp(lse_a - peak), torch.exp(lse_b - peak)
+    total = (weight_a + weight_b)[..., None]
+    return (out_a * weight_a[..., None] + out_b * weight_b[..., None]) / total
 
 
 def packed_attention_reference(
@@ -55,10 +60,12 @@ def packed_attention_reference(
     v: torch.Tensor,
     rows: Sequence[RowSpan],
     row_prefix: Sequence[int | None],
-    prefix_kv: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    prefix_slots: Sequence[np.ndarray],
+    store: tuple[torch.Tensor, torch.Tensor],
     scale: float,
 ) -> torch.Tensor:
-    """Row-at-a-time float32 twin of ``packed_attention`` (the correctness oracle)."""
+    """Row-at-a-time float32 twin of ``packed_attention`` (the correctness oracle): prefix ``s``
+    is the keys and values at ``store`` slots ``prefix_slots[s]``."""
     out = torch.empty_like(q)
     groups: dict[int, list[int]] = {}
     for i, (row, slot) in enumerate(zip(rows, row_prefix, strict=True)):
@@ -69,7 +76,8 @@ def packed_attention_reference(
             groups.setdefault(slot, []).append(i)
 
     for slot, members in groups.items():
-        prefix_k, prefix_v = prefix_kv[slot]
+        slots = torch.as_tensor(prefix_slots[slot], dtype=torch.long, device=q.device)
+        prefix_k, prefix_v = store[0][slots], store[1][slots]
         index = torch.cat(
             [torch.arange(rows[i].start, rows[i].end, device=q.device) for i in members]
         )

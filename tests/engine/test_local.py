@@ -1,101 +1,230 @@
-"""LocalEngine against transformers on tiny random-weight checkpoints (CPU, float32)."""
+"""LocalEngine against transformers on tiny random-weight checkpoints (CPU, float32): every answer
+kind, the KV reuse the metrics report, and answers unchanged by chunk and arena sizes."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from support.engine_reference import boolean, mixed_prompts, reference_logits
+from support.engine_reference import (
+    boolean,
+    canonical_block_tokens,
+    full_ids,
+    mixed_prompts,
+    reference_generate,
+    reference_label_logprobs,
+    reference_logits,
+)
 
+from heron.engine.api import AnswerKind, EngineError, Request
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
-from heron.engine.prompts import Prompt, filter_prompt
+from heron.engine.prompts import Prompt, classify_prompt, completion_prompt, filter_prompt
 
 ATOL = 1e-4
+CHECKPOINTS = ["tiny_qwen3", "tiny_llama3"]
+REVIEWS = [
+    "The film drags in the middle, but the ending is a triumph and the score soars.",
+    "Worst two hours of my life; the acting is wooden.",
+    "A quiet, patient drama.",
+]
+LABELS = ("positive", "negative", "mixed feelings")  # single- and multi-token labels
 
 
-def _expected(engine: LocalEngine, model: torch.nn.Module, prompts: list[Prompt]) -> torch.Tensor:
-    ids = [pre + suf for pre, suf in engine.tokenizer.encode_prompts(prompts)]
-    return reference_logits(model, ids, engine.answer_tokens.ids)
+@pytest.fixture(params=CHECKPOINTS)
+def checkpoint(request: pytest.FixtureRequest) -> tuple[Path, torch.nn.Module]:
+    return request.getfixturevalue(request.param)
 
 
-@pytest.mark.parametrize("checkpoint", ["tiny_qwen3", "tiny_llama3"])
-def test_logits_match_transformers(checkpoint: str, request: pytest.FixtureRequest) -> None:
-    folder, model = request.getfixturevalue(checkpoint)
-    engine = LocalEngine(EngineConfig(model=str(folder)))
+def _engine(folder: Path, **config: object) -> LocalEngine:
+    config.setdefault("prefix_block_tokens", 8)  # several blocks per document
+    return LocalEngine(EngineConfig(model=str(folder), **config))  # type: ignore[arg-type]
+
+
+def test_answer_logits_match_transformers(checkpoint: tuple[Path, torch.nn.Module]) -> None:
+    folder, model = checkpoint
+    engine = _engine(folder, chunk_tokens=64)
     prompts = mixed_prompts()
-    logits, metrics = engine.answer_logits(prompts)
-    expected = _expected(engine, model, prompts)
-    torch.testing.assert_close(logits, expected, atol=ATOL, rtol=0)
+    evaluation = engine.evaluate(boolean(prompts))
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+    expected = reference_logits(model, ids, engine.answer_tokens.ids)
+    torch.testing.assert_close(evaluation.answer_logits, expected, atol=ATOL, rtol=0)
+    assert evaluation.metrics.prompts == len(prompts)
 
-    answers = engine.answer(boolean(prompts))  # second call: all prefixes now come from the cache
+    answers = engine.answer(boolean(prompts))  # second call: every prefix from the arena
     n_truthy = len(engine.answer_tokens.truthy)
-    ref_true = torch.logsumexp(expected[:, :n_truthy], -1) > torch.logsumexp(
-        expected[:, n_truthy:], -1
-    )
-    assert answers.values == tuple(ref_true.tolist())
-    assert all(0.0 <= p <= 1.0 for p in answers.scores)
-    assert metrics.prompts == len(prompts)
+    truthy, falsy = expected[:, :n_truthy], expected[:, n_truthy:]
+    assert answers.values == tuple((truthy.logsumexp(-1) > falsy.logsumexp(-1)).tolist())
+    p_true = torch.softmax(torch.stack((truthy.logsumexp(-1), falsy.logsumexp(-1)), -1), -1)[:, 0]
+    scores = engine.answer(Request(AnswerKind.SCORE, tuple(prompts)))
+    assert scores.values == pytest.approx(p_true.tolist(), abs=1e-5)
+    assert scores.scores == answers.scores == scores.values
+    engine.close()
 
 
-def test_prefix_sharing_and_cross_call_cache(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
-    folder, _ = tiny_qwen3
-    engine = LocalEngine(EngineConfig(model=str(folder)))
+def test_label_scores_match_transformers(checkpoint: tuple[Path, torch.nn.Module]) -> None:
+    folder, model = checkpoint
+    engine = _engine(folder, chunk_tokens=48)
+    prompts = [classify_prompt(r, "What is the sentiment?", LABELS) for r in REVIEWS]
+    prompts.append(classify_prompt(REVIEWS[0], "How does it end?", LABELS))  # shared document
+    request = Request(AnswerKind.LABEL, tuple(prompts), labels=LABELS)
+    evaluation = engine.evaluate(request)
+    label_ids = [list(ids) for ids in engine.tokenizer.encode([" " + label for label in LABELS])]
+    assert max(len(ids) for ids in label_ids) > 1  # a label of several tokens is exercised
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+    expected = reference_label_logprobs(model, ids, label_ids)
+    torch.testing.assert_close(torch.from_numpy(evaluation.label_logprobs), expected,
+                               atol=ATOL, rtol=0)
+
+    answers = engine.answer(request)
+    best = expected.argmax(-1)
+    assert answers.values == tuple(LABELS[i] for i in best.tolist())
+    chosen = torch.softmax(expected, -1).gather(1, best[:, None])[:, 0]
+    assert answers.scores == pytest.approx(chosen.tolist(), abs=1e-4)
+    # Input counts the label tokens fed to the model; the second call reuses every document.
+    fed = sum(len(label) - 1 for label in label_ids)
+    assert answers.metrics.input_tokens == sum(len(i) + fed for i in ids)
+    assert answers.metrics.cached_tokens == sum(
+        len(engine.tokenizer.encode_prompts([p]).ids(0)[0]) for p in prompts)
+    engine.close()
+
+
+def test_text_matches_greedy_generate(checkpoint: tuple[Path, torch.nn.Module]) -> None:
+    folder, model = checkpoint
+    engine = _engine(folder, chunk_tokens=40)
+    prompts = [completion_prompt(r, "Summarize the review.") for r in REVIEWS]
+    prompts.append(Prompt("", "Once upon a time"))  # no prefix at all
+    request = Request(AnswerKind.TEXT, tuple(prompts), max_tokens=7)
+    evaluation = engine.evaluate(request)
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+    stop = sorted(engine.tokenizer.stop_ids)
+    for got, prompt_ids in zip(evaluation.generated, ids, strict=True):
+        assert list(got) == reference_generate(model, prompt_ids, 7, stop)
+    answers = engine.answer(request)
+    assert answers.values == tuple(engine.tokenizer.decode(g) for g in evaluation.generated)
+    assert all(score < 0 for score in answers.scores)  # mean log-probabilities
+    assert answers.metrics.generated_tokens == sum(len(g) for g in evaluation.generated)
+    engine.close()
+
+
+def test_text_stops_at_the_models_eos(tiny_qwen3: tuple[Path, torch.nn.Module],
+                                      tmp_path: Path) -> None:
+    source, model = tiny_qwen3
+    prompts = [completion_prompt(r, "Summarize the review.") for r in REVIEWS]
+    first = _engine(source).evaluate(Request(AnswerKind.TEXT, tuple(prompts), max_tokens=5))
+    # A checkpoint whose end-of-text token is one the first prompt generates after others.
+    made = first.generated[0]
+    k = next(i for i in range(1, len(made)) if made[i] not in made[:i])
+    folder = tmp_path / "with-eos"
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["eos_token_id"] = eos = made[k]
+    (folder / "config.json").write_text(json.dumps(config))
+    engine = _engine(folder)
+    assert eos in engine.tokenizer.stop_ids
+    request = Request(AnswerKind.TEXT, tuple(prompts), max_tokens=5)
+    evaluation = engine.evaluate(request)
+    assert evaluation.generated[0] == made[: k + 1]  # stopped at the eos, which counts
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+    stop = sorted(engine.tokenizer.stop_ids)
+    for got, prompt_ids in zip(evaluation.generated, ids, strict=True):
+        assert list(got) == reference_generate(model, prompt_ids, 5, stop)
+    answers = engine.answer(request)
+    assert answers.values[0] == engine.tokenizer.decode(made[:k])  # the eos is not text
+    engine.close()
+
+
+def test_metrics_count_canonical_blocks_once_and_reuse_them_across_calls(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
+    engine = _engine(tiny_qwen3[0])
     prompts = mixed_prompts()
     tokenized = engine.tokenizer.encode_prompts(prompts)
-    total = sum(len(p) + len(s) for p, s in tokenized)
+    pairs = [tuple(map(tuple, tokenized.ids(i))) for i in range(len(prompts))]
+    total = sum(len(p) + len(s) for p, s in pairs)
 
-    first_logits, first = engine.answer_logits(prompts)
-    # Within one call each distinct prefix runs once: 3 filter questions share a document and
-    # 2 join partners share an anchor.
-    distinct = {p for p, _ in tokenized}
+    first = engine.answer(boolean(prompts)).metrics
     assert first.input_tokens == total
-    assert first.fresh_tokens == sum(len(p) for p in distinct) + sum(len(s) for _, s in tokenized)
+    # Every distinct block once (3 questions share a review; 2 join partners share an anchor),
+    # plus every suffix.
+    assert first.fresh_tokens == canonical_block_tokens([p for p, _ in pairs], 8) + sum(
+        len(s) for _, s in pairs)
     assert first.cached_tokens == total - first.fresh_tokens > 0
 
-    second_logits, second = engine.answer_logits(prompts)
-    assert second.fresh_tokens == sum(len(s) for _, s in tokenized)  # only the suffixes ran
-    assert second.fresh_tokens < first.fresh_tokens < second.input_tokens
-    torch.testing.assert_close(second_logits, first_logits, atol=ATOL, rtol=0)
-    assert (second_logits.argmax(-1) == first_logits.argmax(-1)).all()
-
-    # A new question about cached documents is also served from their KV.
-    novel = [filter_prompt("word " * 60, "Is it long?")]
-    _, third = engine.answer_logits(novel)
-    assert third.fresh_tokens == len(engine.tokenizer.encode_prompts(novel)[0][1])
+    second = engine.answer(boolean(prompts)).metrics
+    assert second.fresh_tokens == sum(len(s) for _, s in pairs)  # only the suffixes ran
+    # A new question about a cached document is served from its KV too.
+    novel = engine.answer(boolean([filter_prompt("word " * 60, "Is it long?")])).metrics
+    assert novel.fresh_tokens == len(engine.tokenizer.encode_prompts(
+        [filter_prompt("x", "Is it long?")]).ids(0)[1])
+    engine.close()
 
 
-@pytest.mark.parametrize(("chunk_tokens", "cache_bytes"), [(24, 256 << 20), (4096, 0), (40, 1)])
-def test_chunking_and_eviction_do_not_change_answers(
-    tiny_qwen3: tuple[Path, torch.nn.Module], chunk_tokens: int, cache_bytes: int
+@pytest.mark.parametrize(("chunk_tokens", "arena_tokens"), [(24, 4096), (4096, 96), (40, 64)])
+def test_chunk_and_arena_sizes_do_not_change_answers(
+    tiny_qwen3: tuple[Path, torch.nn.Module], chunk_tokens: int, arena_tokens: int
 ) -> None:
     folder, model = tiny_qwen3
-    engine = LocalEngine(
-        EngineConfig(model=str(folder), chunk_tokens=chunk_tokens, kv_cache_bytes=cache_bytes)
-    )
-    prompts = mixed_prompts() * 2  # duplicates: same prefix groups across chunks and waves
-    expected = _expected(engine, model, prompts)
+    kv_bytes_per_token = 2 * 2 * 2 * 16 * 4  # K and V, 2 layers, 2 kv heads, 16 dims, float32
+    engine = _engine(folder, chunk_tokens=chunk_tokens,
+                     kv_cache_bytes=arena_tokens * kv_bytes_per_token)
+    prompts = mixed_prompts() * 2  # duplicates: same prefix groups across chunks
+    expected = reference_logits(model, full_ids(engine.tokenizer.encode_prompts(prompts)),
+                                engine.answer_tokens.ids)
     for _ in range(2):
-        logits, metrics = engine.answer_logits(prompts)
-        torch.testing.assert_close(logits, expected, atol=ATOL, rtol=0)
-        assert metrics.cached_tokens > 0  # within-call reuse survives an empty cache
-    if cache_bytes < 1024:
-        assert len(engine.cache) == 0
+        evaluation = engine.evaluate(boolean(prompts))
+        torch.testing.assert_close(evaluation.answer_logits, expected, atol=ATOL, rtol=0)
+        assert evaluation.metrics.cached_tokens > 0  # within-call reuse whatever the arena
+    if arena_tokens < 100:
+        assert engine.tree.evictions > 0
+    engine.close()
 
 
-def test_empty_batch(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
-    engine = LocalEngine(EngineConfig(model=str(tiny_qwen3[0])))
-    result = engine.answer(boolean([]))
-    assert result.values == () and result.scores == ()
-    assert result.metrics.input_tokens == 0 and result.metrics.fresh_tokens == 0
+def test_prompt_too_long_for_the_arena_fails_clearly(tiny_qwen3: tuple[Path, torch.nn.Module]
+                                                     ) -> None:
+    engine = _engine(tiny_qwen3[0], kv_cache_bytes=64 * 512)  # 64 tokens of KV
+    with pytest.raises(EngineError, match="more than the KV cache holds.*--kv-cache-gb"):
+        engine.answer(boolean([filter_prompt("word " * 100, "Long?")]))
+    assert engine.answer(boolean([filter_prompt("short", "Short?")])).values  # still serves
+    engine.close()
 
 
-def test_info_and_count_tokens(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
+def test_empty_suffix_reads_the_answer_after_the_prefix(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
     folder, model = tiny_qwen3
-    engine = LocalEngine(EngineConfig(model=str(folder)))
+    engine = _engine(folder)
+    prompts = [Prompt("DOCUMENT:\nA fine film. Is it good?\nANSWER:", ""), Prompt("", "TRUE?")]
+    evaluation = engine.evaluate(boolean(prompts))
+    expected = reference_logits(model, full_ids(engine.tokenizer.encode_prompts(prompts)),
+                                engine.answer_tokens.ids)
+    torch.testing.assert_close(evaluation.answer_logits, expected, atol=ATOL, rtol=0)
+    with pytest.raises(EngineError, match="prompt 2 is empty"):
+        engine.answer(boolean([prompts[0], Prompt("", "")]))
+    engine.close()
+
+
+def test_empty_request(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
+    engine = _engine(tiny_qwen3[0])
+    for kind, extra in [(AnswerKind.BOOLEAN, {}), (AnswerKind.LABEL, {"labels": ("a", "b")}),
+                        (AnswerKind.TEXT, {"max_tokens": 3})]:
+        result = engine.answer(Request(kind, (), **extra))  # type: ignore[arg-type]
+        assert result.values == () and result.scores == ()
+        assert result.metrics.input_tokens == 0 and result.metrics.fresh_tokens == 0
+    engine.close()
+
+
+def test_info_count_tokens_and_close(tiny_qwen3: tuple[Path, torch.nn.Module]) -> None:
+    folder, model = tiny_qwen3
+    engine = _engine(folder)
     assert engine.info.architecture == "qwen3"
     assert engine.info.num_layers == 2 and engine.info.hidden_size == 64
     assert engine.info.num_params == sum(p.numel() for p in model.parameters())
     assert engine.info.dtype == "float32" and engine.info.device == "cpu"
     assert engine.count_tokens(["hello world", ""]) == [2, 0]
+    engine.close()
+    with pytest.raises(EngineError, match="closed"):
+        engine.answer(boolean([filter_prompt("x", "y?")]))

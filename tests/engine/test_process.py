@@ -11,11 +11,11 @@ import pytest
 from support.engine_reference import boolean
 
 from heron.engine import open_engine
-from heron.engine.api import EngineError
+from heron.engine.api import AnswerKind, EngineError, Request
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.process import EngineProcess
-from heron.engine.prompts import filter_prompt, join_prompt
+from heron.engine.prompts import classify_prompt, completion_prompt, filter_prompt, join_prompt
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,6 +72,94 @@ def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None
             engine.answer(boolean([filter_prompt("x", "y?")]))
         with pytest.raises(EngineError, match="closed"):
             engine.count_tokens(["x"])
+    finally:
+        engine.close()
+
+
+@pytest.mark.timeout(300)
+def test_concurrent_calls_share_the_engine_and_cancel_only_their_own(
+    tiny_qwen3: tuple[Path, object],
+) -> None:
+    import threading
+
+    from heron.engine.api import EngineCancelled, Metrics
+
+    config = EngineConfig(model=str(tiny_qwen3[0]), chunk_tokens=64, prefix_block_tokens=8)
+    documents = [f"Document {i}: " + "a long and winding plot. " * 8 for i in range(200)]
+    long_prompts = [filter_prompt(d, "Is the plot long?") for d in documents]
+    short_prompts = [filter_prompt(f"Review {i}: fine.", "Is it good?") for i in range(6)]
+    label = Request(AnswerKind.LABEL, tuple(
+        classify_prompt(f"Review {i}: fine.", "Sentiment?", ("good", "bad")) for i in range(3)),
+        labels=("good", "bad"))
+    text = Request(AnswerKind.TEXT, (completion_prompt("A fine film.", "Say why."),),
+                   max_tokens=4)
+    local = LocalEngine(config)
+    expected = local.answer(boolean(short_prompts))
+    expected_label, expected_text = local.answer(label), local.answer(text)
+    local.close()
+    with EngineProcess(config) as engine:
+        cancel = threading.Event()
+        outcome: dict[str, object] = {}
+
+        def doomed() -> None:
+            try:
+                engine.answer(boolean(long_prompts), cancel=cancel)
+            except EngineCancelled as exc:
+                outcome["cancelled"] = exc
+
+        progress: list[Metrics] = []
+        thread = threading.Thread(target=doomed)
+        thread.start()
+        time.sleep(0.5)  # the long call is running
+        got = engine.answer(boolean(short_prompts), progress=progress.append)
+        assert "cancelled" not in outcome and thread.is_alive()  # answered beside it
+        cancel.set()
+        thread.join(60)
+        assert isinstance(outcome.get("cancelled"), EngineCancelled)
+        assert got.values == expected.values and got.scores == expected.scores
+        assert progress and progress[-1].prompts == len(short_prompts)
+        # Every answer kind crosses the pipe.
+        assert engine.answer(label).values == expected_label.values
+        assert engine.answer(text).values == expected_text.values
+        # Many threads at once, each its own answers.
+        results: dict[int, object] = {}
+        threads = [threading.Thread(target=lambda i=i: results.__setitem__(
+            i, engine.answer(boolean(short_prompts[i:] + short_prompts[:i])).values))
+            for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for i in range(4):
+            assert results[i] == expected.values[i:] + expected.values[:i]
+
+
+@pytest.mark.timeout(120)
+def test_every_waiting_caller_hears_of_a_dead_child(tiny_qwen3: tuple[Path, object]) -> None:
+    import threading
+
+    config = EngineConfig(model=str(tiny_qwen3[0]), chunk_tokens=32, prefix_block_tokens=8)
+    documents = [f"Document {i}: " + "words and more words. " * 10 for i in range(400)]
+    engine = EngineProcess(config)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            engine.answer(boolean([filter_prompt(d, "Long?") for d in documents]))
+        except EngineError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        engine._process.kill()  # noqa: SLF001 - simulate the OOM killer
+        started = time.monotonic()
+        for t in threads:
+            t.join(30)
+        assert time.monotonic() - started < 10
+        assert len(errors) == 3 and all("engine process exited" in str(e) for e in errors)
     finally:
         engine.close()
 

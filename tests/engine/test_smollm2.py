@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.engine_reference import boolean, reference_logits
+from support.engine_reference import boolean, full_ids, reference_logits
 
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
@@ -32,16 +32,18 @@ def test_embedded_default_matches_transformers(smollm2_folder: Path) -> None:
         filter_prompt("Worst two hours of my life.", "Is the review positive?"),
         join_prompt("Aspect: ending", "Does DOCUMENT 1 discuss DOCUMENT 0?", review),
     ]
-    logits, metrics = engine.answer_logits(prompts)
+    evaluation = engine.evaluate(boolean(prompts))
+    metrics = evaluation.metrics
     assert metrics.cached_tokens > 0  # the two questions on `review` share its prefix
 
     model = AutoModelForCausalLM.from_pretrained(smollm2_folder, dtype=torch.float32).eval()
-    ids = [pre + suf for pre, suf in engine.tokenizer.encode_prompts(prompts)]
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
     expected = reference_logits(model, ids, engine.answer_tokens.ids)
-    torch.testing.assert_close(logits, expected, atol=2e-4, rtol=0)
+    torch.testing.assert_close(evaluation.answer_logits, expected, atol=2e-4, rtol=0)
 
     again = engine.answer(boolean(prompts))
     assert again.metrics.fresh_tokens < metrics.fresh_tokens
     n = len(engine.answer_tokens.truthy)
     ref = torch.logsumexp(expected[:, :n], -1) > torch.logsumexp(expected[:, n:], -1)
     assert again.values == tuple(ref.tolist())
+    engine.close()

@@ -113,5 +113,5 @@ def test_mandatory_bos_goes_into_the_prefix(tmp_path: Path) -> None:
     assert tokenizer.lead == (151643,)
     from heron.engine.prompts import Prompt
 
-    ((prefix, suffix),) = tokenizer.encode_prompts([Prompt("doc", " tail")])
+    prefix, suffix = tokenizer.encode_prompts([Prompt("doc", " tail")]).ids(0)
     assert prefix[0] == 151643 and 151643 not in suffix

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from heron.engine.attention import RowSpan
@@ -12,7 +13,8 @@ Case = tuple[
     torch.Tensor,
     list[RowSpan],
     list[int | None],
-    list[tuple[torch.Tensor, torch.Tensor]],
+    list[np.ndarray],
+    tuple[torch.Tensor, torch.Tensor],
     float,
 ]
 
@@ -27,7 +29,9 @@ def random_case(
     dtype: torch.dtype = torch.float32,
 ) -> Case:
     """Random packed q/k/v for rows given as (length, prefix slot or None): the arguments of
-    ``packed_attention`` (q, k, v, rows, row_prefix, prefix_kv, scale)."""
+    ``packed_attention`` (q, k, v, rows, row_prefix, prefix_slots, store, scale). The prefixes'
+    keys and values sit at scattered slots of a store twice their total size, like pages of the
+    engine's KV arena."""
     gen = torch.Generator().manual_seed(seed)
     total = sum(n for n, _ in row_specs)
     heads = kv_heads * group
@@ -42,8 +46,13 @@ def random_case(
         rows.append(RowSpan(start, start + n))
         start += n
     row_prefix = [slot for _, slot in row_specs]
-    prefix_kv = [(rand(p, kv_heads, head_dim), rand(p, kv_heads, head_dim)) for p in prefix_lengths]
-    return q, k, v, rows, row_prefix, prefix_kv, head_dim**-0.5
+    size = 2 * sum(prefix_lengths) + 1
+    store = (rand(size, kv_heads, head_dim), rand(size, kv_heads, head_dim))
+    shuffled = torch.randperm(size, generator=gen).numpy()
+    bounds = np.cumsum([0, *prefix_lengths])
+    prefix_slots = [shuffled[a:b].astype(np.int64) for a, b in zip(bounds, bounds[1:],
+                                                                    strict=False)]
+    return q, k, v, rows, row_prefix, prefix_slots, store, head_dim**-0.5
 
 
 def random_rows(seed: int, count: int, prefix_lengths: list[int]) -> list[tuple[int, int | None]]:

@@ -1,6 +1,6 @@
 """Engine test helpers: the real Qwen3 tokenizer file, a prompt mix exercising prefix sharing,
-transformers' reference logits, and TRUE/FALSE requests. Imported as `support.engine_reference`
-(pytest puts tests/ on sys.path)."""
+transformers' references (answer logits, summed label log-probabilities, greedy generation), and
+requests. Imported as `support.engine_reference` (pytest puts tests/ on sys.path)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import torch
 
 from heron.engine.api import AnswerKind, Request
 from heron.engine.prompts import Prompt, filter_prompt, join_prompt
+from heron.engine.tokenizer import TokenizedPrompts
 
 
 def qwen_tokenizer_json() -> Path:
@@ -52,6 +53,50 @@ def reference_logits(
     return torch.stack(rows).float()
 
 
+def reference_label_logprobs(
+    model: torch.nn.Module, token_ids: Sequence[Sequence[int]],
+    label_ids: Sequence[Sequence[int]],
+) -> torch.Tensor:
+    """[prompts, labels]: transformers' summed log-probabilities of each label's tokens
+    teacher-forced after each prompt (float64 sums of float32 log-probabilities)."""
+    scores = torch.zeros(len(token_ids), len(label_ids), dtype=torch.float64)
+    with torch.no_grad():
+        for i, ids in enumerate(token_ids):
+            for j, label in enumerate(label_ids):
+                logits = model(input_ids=torch.tensor([[*ids, *label]])).logits[0].float()
+                logprobs = torch.log_softmax(logits, dim=-1)
+                positions = torch.arange(len(ids) - 1, len(ids) - 1 + len(label))
+                scores[i, j] = logprobs[positions, torch.tensor(list(label))].double().sum()
+    return scores
+
+
+def reference_generate(
+    model: torch.nn.Module, token_ids: Sequence[int], max_new_tokens: int,
+    stop_ids: Sequence[int],
+) -> list[int]:
+    """transformers' greedy continuation (new ids only; the stop id included when hit)."""
+    eos = list(stop_ids) or None
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=torch.tensor([list(token_ids)]), max_new_tokens=max_new_tokens,
+            do_sample=False, eos_token_id=eos, pad_token_id=0,
+        )
+    return out[0, len(token_ids) :].tolist()
+
+
+def canonical_block_tokens(prefixes: Sequence[Sequence[int]], size: int) -> int:
+    """Tokens of the distinct canonical blocks of some prefixes: block j covers positions
+    [j*size, (j+1)*size), and a block is named by its whole token path from the start, so equal
+    paths are one block (what the engine's radix tree computes once)."""
+    paths = {tuple(p[: start + size]) for p in prefixes for start in range(0, len(p), size)}
+    return sum(len(path) - (len(path) - 1) // size * size for path in paths)
+
+
 def boolean(prompts: Sequence[Prompt]) -> Request:
     """A TRUE/FALSE request of `prompts`."""
     return Request(AnswerKind.BOOLEAN, tuple(prompts))
+
+
+def full_ids(tokenized: TokenizedPrompts) -> list[list[int]]:
+    """Each prompt's whole token ids (prefix, then suffix)."""
+    return [[*tokenized.ids(i)[0], *tokenized.ids(i)[1]] for i in range(len(tokenized))]

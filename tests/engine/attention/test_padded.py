@@ -6,7 +6,7 @@ import pytest
 import torch
 from support.attention_cases import Case, random_case, random_rows
 
-from heron.engine.attention import packed_attention, plan_attention
+from heron.engine.attention import RowSpan, packed_attention, plan_attention
 from heron.engine.attention.padded import _low_precision_supported
 from heron.engine.attention.reference import packed_attention_reference
 
@@ -14,18 +14,22 @@ ATOL = 1e-5
 
 
 def _check(case: Case, atol: float = ATOL, low_precision: bool = True, **plan_kwargs) -> None:
-    q, k, v, rows, row_prefix, prefix_kv, scale = case
-    expected = packed_attention_reference(q, k, v, rows, row_prefix, prefix_kv, scale)
-    plan = None
+    q, k, v, rows, row_prefix, prefix_slots, store, scale = case
+    expected = packed_attention_reference(q, k, v, rows, row_prefix, prefix_slots, store, scale)
+    plans = [None]
     if plan_kwargs:
-        lengths = [pk.shape[0] for pk, _ in prefix_kv]
-        plan = plan_attention(rows, row_prefix, lengths, q.shape[1], q.device, **plan_kwargs)
-    got = packed_attention(
-        q, k, v, rows, row_prefix, prefix_kv, scale, plan=plan, low_precision=low_precision
-    )
-    assert got.dtype == q.dtype and got.shape == q.shape
-    assert torch.isfinite(got.float()).all()
-    torch.testing.assert_close(got.float(), expected.float(), atol=atol, rtol=0)
+        width = k.shape[1] * k.shape[2]
+        plans = [
+            plan_attention(rows, row_prefix, prefix_slots, q.shape[1], width, q.device,
+                           row_invariant=invariant, **plan_kwargs)
+            for invariant in (False, True)
+        ]
+    for plan in plans:
+        got = packed_attention(q, k, v, rows, row_prefix, prefix_slots, store, scale, plan=plan,
+                               low_precision=low_precision)
+        assert got.dtype == q.dtype and got.shape == q.shape
+        assert torch.isfinite(got.float()).all()
+        torch.testing.assert_close(got.float(), expected.float(), atol=atol, rtol=0)
 
 
 # slack 1.0: only equal shapes share a call (the CPU default); 100: everything padded together.
@@ -99,6 +103,28 @@ def test_bfloat16_inputs() -> None:
     for slack in SLACKS:
         _check(case, atol=3e-2, slack=slack)
         _check(case, atol=3e-2, slack=slack, low_precision=False)
+
+
+@pytest.mark.parametrize(
+    ("prefix_lengths", "head_dim", "group"),
+    [([37, 5, 20, 64], 16, 2), ([700], 128, 4), ([1500, 300], 64, 3)],
+)
+def test_a_rows_output_does_not_depend_on_the_other_rows_of_the_call(
+    prefix_lengths: list[int], head_dim: int, group: int
+) -> None:
+    # The CPU default (row_invariant): every row alone gives the very same bits as the whole
+    # mix, the property the engine's canonical evaluation needs. Rows of equal shapes are
+    # included: batching them in one call would break it for the longer prefixes.
+    specs = random_rows(0, 16, prefix_lengths) + [(1, 0), (1, 0), (1, None), (3, 0), (3, 0)]
+    q, k, v, rows, row_prefix, prefix_slots, store, scale = random_case(
+        0, specs, prefix_lengths, kv_heads=2, group=group, head_dim=head_dim
+    )
+    together = packed_attention(q, k, v, rows, row_prefix, prefix_slots, store, scale)
+    for row, slot in zip(rows, row_prefix, strict=True):
+        part = slice(row.start, row.end)
+        alone = packed_attention(q[part], k[part], v[part], [RowSpan(0, row.end - row.start)],
+                                 [slot], prefix_slots, store, scale)
+        assert torch.equal(alone, together[part])
 
 
 def test_low_precision_operands_only_for_16_bit_cuda_inputs() -> None:
