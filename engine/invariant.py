@@ -10,8 +10,8 @@ among them). The engine's canonical evaluation needs that on CPU, where plain to
   fixed tiles of ``TILE`` rows (the last one zero-padded), one GEMM call per tile, so every call
   has the same shape.
 - ``F.silu`` (and ``torch.sigmoid``) round differently in the vectorized body and in the scalar
-  tail of the loop, whose boundaries move with the tensor's size; ``silu`` is composed of ops
-  that do not (``exp`` and IEEE division).
+  tail of the loop, whose boundaries move with the tensor's size; the SiLU·mul twin
+  (``kernels.silu_mul``) is composed of ops that do not (``exp`` and IEEE division).
 
 On CUDA the model uses the plain ops; fixed-tiling GPU kernels are ``kernels/``'s business.
 """
@@ -42,9 +42,3 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         torch.mm(x[start : start + tile], transposed, out=out[start : start + tile])
     out = out[:rows]
     return out if bias is None else out + bias
-
-
-def silu(x: torch.Tensor) -> torch.Tensor:
-    """x * sigmoid(x), as x / (1 + exp(-x))."""
-    return x / (1 + torch.exp(-x))
-

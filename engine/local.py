@@ -50,7 +50,8 @@ class LocalEngine:
         spec = ModelSpec.from_folder(folder)
         self.tokenizer = load_tokenizer(folder)
         self.answer_tokens = AnswerTokens.from_encoder(self.tokenizer.encode)
-        self.decoder = Decoder.load(folder, spec, self.answer_tokens.ids, device)
+        self.decoder = Decoder.load(folder, spec, self.answer_tokens.ids, device, config.dtype,
+                                    config.deterministic)
         free = torch.cuda.mem_get_info(device)[0] if config.device_type == "cuda" else None
         capacity = arena_bytes(config, spec, self.decoder.dtype, free)
         block_tokens = config.effective_prefix_block_tokens

@@ -1,9 +1,11 @@
 """Pure-torch decoder (Llama architecture and Qwen3 dense) over one packed chunk of rows.
 
 Contract:
-- ``Decoder.load(folder, spec, answer_ids, device)`` reads safetensors weights (re-tying the LM
-  head to the embeddings when the config says so) and keeps the full LM head plus a copy pruned
-  to the rows of ``answer_ids``.
+- ``Decoder.load(folder, spec, answer_ids, device, dtype, deterministic)`` reads safetensors
+  weights (re-tying the LM head to the embeddings when the config says so) and keeps the full LM
+  head plus a copy pruned to the rows of ``answer_ids``. With ``dtype="fp8"`` the decoder
+  layers' projections are quantized at load to FP8 e4m3 with per-output-channel scales
+  (activations are quantized per token as they run); embeddings, norms and heads stay bf16.
 - ``Decoder.forward(chunk, arena)`` runs all rows of a ``batching.ChunkInputs`` as one packed
   [T, hidden] tensor without padding. In every layer it first writes the K/V of the chunk's
   written tokens into their arena slots, then attends (``engine.attention``): each row causally
@@ -13,66 +15,43 @@ Contract:
   (answer reads, then vocabulary reads).
 - ``answer_logits`` / ``vocab_logits``: float32 logits of hidden states through the pruned / full
   LM head.
-- float32 on CPU, with the row-invariant ops of ``engine.invariant`` (a row's numbers never depend
-  on its chunk mates); bfloat16 on CUDA (RMSNorm as the Triton kernel of ``kernels.rmsnorm``,
-  everything else plain torch). Callers run it under ``torch.inference_mode``.
+- the arithmetic is ``engine.ops``: float32 torch twins on CPU, fused Triton kernels in bfloat16
+  on CUDA, row-invariant on both unless ``deterministic`` is off (then cuBLAS linears); attention
+  is ``engine.attention``'s backend for the device. Callers run it under
+  ``torch.inference_mode``.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from safetensors import safe_open
 
-from heron.engine import invariant
 from heron.engine.api import EngineError
-from heron.engine.attention import packed_attention
+from heron.engine.attention import attend
 from heron.engine.batching import ChunkInputs
+from heron.engine.config import DTYPES
 from heron.engine.kv_cache import KVArena
-from heron.engine.rope import apply_rotary, inverse_frequencies, rotary_tables
+from heron.engine.ops import Ops, Weight
+from heron.engine.rope import inverse_frequencies, rotary_tables
 from heron.engine.spec import ModelSpec
-from heron.kernels.rmsnorm import rmsnorm, rmsnorm_reference
 
 
 @dataclass(frozen=True)
 class _Layer:
     input_norm: torch.Tensor
-    qkv: torch.Tensor  # q, k, v projections fused into one GEMM
+    qkv: Weight  # q, k, v projections fused into one GEMM
     qkv_bias: torch.Tensor | None
     q_norm: torch.Tensor | None  # Qwen3 per-head RMSNorm
     k_norm: torch.Tensor | None
-    o_proj: torch.Tensor
+    o_proj: Weight
     o_bias: torch.Tensor | None
     post_norm: torch.Tensor
-    gate_up: torch.Tensor  # gate and up projections fused
-    down: torch.Tensor
-
-
-Norm = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
-Linear = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
-
-
-def _pick_rmsnorm(device: torch.device) -> Norm:
-    # The Triton kernel where it can run, else its torch twin (same contract, float32 math; its
-    # per-row reductions are row-invariant on CPU).
-    if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
-        return rmsnorm
-    return rmsnorm_reference
-
-
-def _pick_linear(device: torch.device, tile: int = invariant.TILE) -> Linear:
-    if device.type == "cuda":
-        return F.linear
-    return lambda x, weight, bias: invariant.linear(x, weight, bias, tile)
-
-
-def _pick_silu(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
-    return F.silu if device.type == "cuda" else invariant.silu
+    gate_up: Weight  # gate and up projections fused
+    down: Weight
 
 
 def default_dtype(device: str) -> torch.dtype:
@@ -89,21 +68,19 @@ class Decoder:
         lm_head: torch.Tensor,
         answer_ids: Sequence[int],
         num_params: int,
+        ops: Ops,
     ) -> None:
         self.spec = spec
         self.embed = embed
         self.layers = layers
         self.final_norm = final_norm
-        self.lm_head = lm_head  # [vocab, hidden]
+        self.lm_head = Weight(lm_head)  # [vocab, hidden]
         # Only these rows are needed to read TRUE/FALSE: a [len(answer_ids), hidden] copy.
-        self.answer_head = lm_head[list(answer_ids)].contiguous()
+        self.answer_head = Weight(lm_head[list(answer_ids)].contiguous())
         self.num_params = num_params
         self.inv_freq = inverse_frequencies(spec.rope, spec.head_dim).to(embed.device)
         self.scale = spec.head_dim**-0.5
-        self.rmsnorm = _pick_rmsnorm(embed.device)
-        self.linear = _pick_linear(embed.device)
-        self.head_linear = _pick_linear(embed.device, invariant.HEAD_TILE)
-        self.silu = _pick_silu(embed.device)
+        self.ops = ops
 
     @property
     def device(self) -> torch.device:
@@ -115,8 +92,16 @@ class Decoder:
 
     @classmethod
     def load(
-        cls, folder: Path, spec: ModelSpec, answer_ids: Sequence[int], device: str = "cpu"
+        cls,
+        folder: Path,
+        spec: ModelSpec,
+        answer_ids: Sequence[int],
+        device: str = "cpu",
+        weights: str = "bf16",
+        deterministic: bool = True,
     ) -> Decoder:
+        if weights not in DTYPES:
+            raise EngineError(f"dtype must be one of {', '.join(DTYPES)}, got {weights!r}")
         dtype = default_dtype(device)
         tensors = _read_safetensors(folder)
         if any(name.endswith(("weight_scale_inv", "weight_scale")) for name in tensors):
@@ -131,6 +116,9 @@ class Decoder:
         def maybe(name: str) -> torch.Tensor | None:
             return take(name) if name in tensors else None
 
+        def projection(weight: torch.Tensor) -> Weight:
+            return Weight.quantized(weight) if weights == "fp8" else Weight(weight)
+
         layers = []
         for i in range(spec.num_layers):
             p = f"model.layers.{i}."
@@ -139,67 +127,60 @@ class Decoder:
             layers.append(
                 _Layer(
                     input_norm=take(p + "input_layernorm.weight"),
-                    qkv=torch.cat([take(attn + f"{x}_proj.weight") for x in "qkv"]),
+                    qkv=projection(torch.cat([take(attn + f"{x}_proj.weight") for x in "qkv"])),
                     qkv_bias=torch.cat(biases) if all(b is not None for b in biases) else None,
                     q_norm=take(attn + "q_norm.weight") if spec.qk_norm else None,
                     k_norm=take(attn + "k_norm.weight") if spec.qk_norm else None,
-                    o_proj=take(attn + "o_proj.weight"),
+                    o_proj=projection(take(attn + "o_proj.weight")),
                     o_bias=maybe(attn + "o_proj.bias"),
                     post_norm=take(p + "post_attention_layernorm.weight"),
-                    gate_up=torch.cat(
+                    gate_up=projection(torch.cat(
                         [take(p + "mlp.gate_proj.weight"), take(p + "mlp.up_proj.weight")]
-                    ),
-                    down=take(p + "mlp.down_proj.weight"),
+                    )),
+                    down=projection(take(p + "mlp.down_proj.weight")),
                 )
             )
         embed = take("model.embed_tokens.weight")
         tied = spec.tie_word_embeddings or "lm_head.weight" not in tensors
         lm_head = embed if tied else take("lm_head.weight")
-        return cls(spec, embed, layers, take("model.norm.weight"), lm_head, answer_ids, num_params)
+        return cls(spec, embed, layers, take("model.norm.weight"), lm_head, answer_ids, num_params,
+                   Ops.build(device, deterministic))
 
     def forward(self, chunk: ChunkInputs, arena: KVArena) -> torch.Tensor:
         """Final-normed hidden states [answer reads + vocabulary reads, hidden] of ``chunk``."""
-        spec = self.spec
+        spec, ops, eps = self.spec, self.ops, self.spec.rms_norm_eps
         cos, sin = rotary_tables(self.inv_freq, chunk.positions, self.dtype)
         hidden = self.embed[chunk.token_ids]
         q_size = spec.num_heads * spec.head_dim
-        kv_size = spec.num_kv_heads * spec.head_dim
         writes = chunk.write_index.numel() > 0
+        # The residual add of each block is fused with the norm that follows it.
+        x = ops.rmsnorm(hidden, self.layers[0].input_norm, eps)
         for index, layer in enumerate(self.layers):
-            x = self.rmsnorm(hidden, layer.input_norm, spec.rms_norm_eps)
-            qkv = self.linear(x, layer.qkv, layer.qkv_bias)
-            q, k, v = qkv.split((q_size, kv_size, kv_size), dim=-1)
-            q = q.view(-1, spec.num_heads, spec.head_dim)
-            k = k.view(-1, spec.num_kv_heads, spec.head_dim)
-            v = v.view(-1, spec.num_kv_heads, spec.head_dim)
-            if layer.q_norm is not None and layer.k_norm is not None:
-                q = self.rmsnorm(q, layer.q_norm, spec.rms_norm_eps)
-                k = self.rmsnorm(k, layer.k_norm, spec.rms_norm_eps)
-            q = apply_rotary(q, cos, sin)
-            k = apply_rotary(k, cos, sin)
+            qkv = ops.linear(x, layer.qkv, layer.qkv_bias)
+            q, k, v = ops.qk_norm_rope(qkv, spec.num_heads, spec.num_kv_heads, layer.q_norm,
+                                       layer.k_norm, eps, cos, sin)
             store = (arena.keys[index], arena.values[index])
             if writes:  # before attention: later rows of this chunk may read these slots
                 store[0].index_copy_(0, chunk.write_slots, k.index_select(0, chunk.write_index))
                 store[1].index_copy_(0, chunk.write_slots, v.index_select(0, chunk.write_index))
-            attn = packed_attention(
-                q, k, v, chunk.spans, chunk.row_prefix, chunk.prefix_slots, store, self.scale,
-                plan=chunk.attention,
-            )
-            hidden = hidden + self.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
-            x = self.rmsnorm(hidden, layer.post_norm, spec.rms_norm_eps)
-            gate, up = self.linear(x, layer.gate_up, None).chunk(2, dim=-1)
-            hidden = hidden + self.linear(self.silu(gate) * up, layer.down, None)
+            attn = attend(q, k, v, chunk.spans, chunk.row_prefix, chunk.prefix_slots, store,
+                          self.scale, chunk.attention)
+            out = ops.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
+            x, hidden = ops.add_rmsnorm(out, hidden, layer.post_norm, eps)
+            out = ops.linear(ops.silu_mul(ops.linear(x, layer.gate_up, None)), layer.down, None)
+            if index + 1 < len(self.layers):
+                x, hidden = ops.add_rmsnorm(out, hidden, self.layers[index + 1].input_norm, eps)
 
         reads = torch.cat([chunk.answer_index, chunk.vocab_index])
-        return self.rmsnorm(hidden[reads], self.final_norm, spec.rms_norm_eps)
+        return ops.add_rmsnorm(out[reads], hidden[reads], self.final_norm, eps)[0]
 
     def answer_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """float32 logits [rows, len(answer_ids)] through the pruned LM head."""
-        return self.head_linear(hidden, self.answer_head, None).float()
+        return self.ops.head(hidden, self.answer_head, None).float()
 
     def vocab_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """float32 logits [rows, vocab] through the full LM head."""
-        return self.head_linear(hidden, self.lm_head, None).float()
+        return self.ops.head(hidden, self.lm_head, None).float()
 
 
 def _read_safetensors(folder: Path) -> dict[str, torch.Tensor]:

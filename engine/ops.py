@@ -1,13 +1,19 @@
 """The forward pass's numeric operations, chosen once per engine: fused kernels or their twins.
 
 Contract: ``Ops.build(device, deterministic)`` returns the operations ``engine.model`` calls for
-every layer — ``linear``, ``rmsnorm``, ``add_rmsnorm``, ``qk_norm_rope``, ``silu_mul`` — each with
-the semantics of its torch twin in ``kernels/``. On CUDA with Triton they are the fused Triton
-kernels; linear layers run through the batch-invariant Triton GEMM when ``deterministic`` (a
-row's bits never depend on what shares its chunk; on Hopper at cuBLAS's speed, bench/NOTES.md),
-else through cuBLAS (bf16) or ``torch._scaled_mm`` (FP8). Elsewhere (CPU) they are the twins,
-which are row-wise by construction. ``Weight`` is one linear layer's weight, bf16 (or float32)
-or FP8 e4m3 with a per-output-channel scale; ``Weight.quantized`` makes the FP8 form at load.
+every layer — ``linear`` and ``head`` (an LM head), ``rmsnorm``, ``add_rmsnorm``,
+``qk_norm_rope``, ``silu_mul`` — each with the semantics of its torch twin in ``kernels/``, and
+each row-invariant where the engine's canonical evaluation needs it (a row's bits never depend on
+what else shares the chunk):
+
+- on CUDA with Triton: the fused Triton kernels; linear layers through the batch-invariant Triton
+  GEMM when ``deterministic`` (on Hopper at cuBLAS's speed, bench/NOTES.md), else cuBLAS (bf16)
+  or ``torch._scaled_mm`` (FP8), whose kernels change with the row count;
+- elsewhere (CPU, float32): the twins, with linears in fixed row tiles (``engine.invariant``),
+  since MKL's GEMM rounds a row differently with the batch.
+
+``Weight`` is one linear layer's weight: bf16 (or float32), or FP8 e4m3 with a per-output-channel
+scale; ``Weight.quantized`` makes the FP8 form at load.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from heron.engine import invariant
 from heron.kernels import add_rmsnorm, fp8, matmul, qk_norm_rope, rmsnorm, silu_mul
 
 
@@ -43,12 +50,13 @@ class Weight:
         return self.data.shape
 
 
-Linear = Callable[[torch.Tensor, Weight], torch.Tensor]
+Linear = Callable[[torch.Tensor, Weight, torch.Tensor | None], torch.Tensor]
 
 
 @dataclass(frozen=True)
 class Ops:
-    linear: Linear
+    linear: Linear  # a decoder layer's projections
+    head: Linear  # an LM head: few rows at a time, a wide vocabulary
     rmsnorm: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
     add_rmsnorm: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float],
                           tuple[torch.Tensor, torch.Tensor]]
@@ -60,31 +68,46 @@ class Ops:
     def build(cls, device: torch.device | str, deterministic: bool = True) -> Ops:
         device = torch.device(device)
         if device.type != "cuda" or importlib.util.find_spec("triton") is None:
-            return cls(_linear_reference, rmsnorm.rmsnorm_reference,
-                       add_rmsnorm.add_rmsnorm_reference, qk_norm_rope.qk_norm_rope_reference,
-                       silu_mul.silu_mul_reference, kernels=False)
-        return cls(_linear_invariant if deterministic else _linear_fast, rmsnorm.rmsnorm,
-                   add_rmsnorm.add_rmsnorm, qk_norm_rope.qk_norm_rope, silu_mul.silu_mul,
-                   kernels=True)
+            return cls(_tiled(invariant.TILE), _tiled(invariant.HEAD_TILE),
+                       rmsnorm.rmsnorm_reference, add_rmsnorm.add_rmsnorm_reference,
+                       qk_norm_rope.qk_norm_rope_reference, silu_mul.silu_mul_reference,
+                       kernels=False)
+        linear = _linear_invariant if deterministic else _linear_fast
+        return cls(linear, linear, rmsnorm.rmsnorm, add_rmsnorm.add_rmsnorm,
+                   qk_norm_rope.qk_norm_rope, silu_mul.silu_mul, kernels=True)
 
 
-def _linear_reference(x: torch.Tensor, weight: Weight) -> torch.Tensor:
+def _tiled(tile: int) -> Linear:
+    def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None
+               ) -> torch.Tensor:
+        if weight.fp8:  # dequantized once per call: the CPU path is the reference, not fast
+            assert weight.scale is not None
+            q, scale = fp8.quantize_rows_reference(x)
+            data = weight.data.float() * weight.scale
+            return invariant.linear(q.float() * scale, data, bias, tile).to(x.dtype)
+        return invariant.linear(x, weight.data, bias, tile)
+
+    return linear
+
+
+def _with_bias(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return out if bias is None else out + bias
+
+
+def _linear_fast(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None
+                 ) -> torch.Tensor:
     if weight.fp8:
         assert weight.scale is not None
-        return fp8.fp8_linear_reference(x, weight.data, weight.scale)
-    return F.linear(x, weight.data)
+        return _with_bias(fp8.fp8_linear(x, weight.data, weight.scale), bias)
+    return F.linear(x, weight.data, bias)
 
 
-def _linear_fast(x: torch.Tensor, weight: Weight) -> torch.Tensor:
-    if weight.fp8:
-        assert weight.scale is not None
-        return fp8.fp8_linear(x, weight.data, weight.scale)
-    return F.linear(x, weight.data)
-
-
-def _linear_invariant(x: torch.Tensor, weight: Weight) -> torch.Tensor:
+def _linear_invariant(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None
+                      ) -> torch.Tensor:
     if weight.fp8:
         assert weight.scale is not None
         q, scale = fp8.quantize_rows(x)
-        return matmul.scaled_matmul(q, scale, weight.data, weight.scale, out_dtype=x.dtype)
-    return matmul.matmul(x, weight.data)
+        out = matmul.scaled_matmul(q, scale, weight.data, weight.scale, out_dtype=x.dtype)
+    else:
+        out = matmul.matmul(x, weight.data)
+    return _with_bias(out, bias)

@@ -2,7 +2,8 @@
 
 ``inverse_frequencies(spec.rope, head_dim)`` gives the per-pair frequencies (default, or Llama 3.x
 frequency-band scaling); ``rotary_tables(inv_freq, positions)`` turns explicit positions into the
-cos/sin tables once per forward, shared by all layers; ``apply_rotary`` rotates q or k. Positions
+cos/sin tables once per forward, shared by all layers (the rotation itself is
+``kernels.qk_norm_rope``, fused with the per-head norm). Positions
 are explicit per token, so a suffix row simply continues after its prefix's length.
 """
 
@@ -48,10 +49,3 @@ def rotary_tables(
     angles = positions.float()[:, None] * inv_freq[None, :]
     angles = torch.cat((angles, angles), dim=-1)
     return angles.cos().to(dtype), angles.sin().to(dtype)
-
-
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate ``x`` [T, heads, head_dim] by the tables of its tokens' positions."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos[:, None, :] + rotated * sin[:, None, :]

@@ -44,7 +44,9 @@ def matmul(x: torch.Tensor, w: torch.Tensor,
         return out
     block_m, block_n, block_k, warps, stages = tiles or tile_shape(n, k)
     if tma is None:
-        tma = _has_tma(x.device)
+        # Descriptors need 16-byte aligned row strides; the pointer kernel gives the same bits.
+        tma = _has_tma(x.device) and (k * x.element_size()) % 16 == 0 and (
+            n * out.element_size()) % 16 == 0
     if tma:
         _tma_allocator()
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count

@@ -2,8 +2,9 @@
 
 Contract: ``silu_mul(gate_up)`` takes [..., 2I] (gate in the first half, up in the second, as the
 engine fuses the two projections) and returns [..., I] in the input dtype, computed in float32 and
-rounded once. ``silu_mul_reference`` is the torch twin and the CPU path; the Triton kernel (CUDA
-only) is elementwise, so each row's result is independent of the others. Triton is imported on
+rounded once. ``silu_mul_reference`` is the torch twin and the CPU path, made of ops whose
+rounding does not depend on the tensor's size; the Triton kernel (CUDA only) is elementwise: on
+both, each row's result is independent of the others. Triton is imported on
 first use.
 """
 
@@ -13,12 +14,13 @@ import functools
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 
 def silu_mul_reference(gate_up: torch.Tensor) -> torch.Tensor:
+    # x / (1 + exp(-x)) rather than F.silu: torch's vectorized and scalar-tail SiLU round
+    # differently on CPU, which would make a row's result depend on the tensor's size.
     gate, up = gate_up.float().chunk(2, dim=-1)
-    return (F.silu(gate) * up).to(gate_up.dtype)
+    return (gate / (1 + torch.exp(-gate)) * up).to(gate_up.dtype)
 
 
 def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:

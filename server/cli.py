@@ -2,7 +2,8 @@
 
 Contract: `main(argv)` parses arguments and returns the exit status; `heron serve [--host]
 [--port] [--data-dir] [--model] [--device] [--kv-cache-gb] [--chunk-tokens]
-[--prefix-block-tokens] [--auth trust|scram-sha-256] [--tls-cert FILE --tls-key FILE]` builds a
+[--prefix-block-tokens] [--dtype bf16|fp8] [--[no-]deterministic] [--auth trust|scram-sha-256]
+[--tls-cert FILE --tls-key FILE]` builds a
 ``ServerConfig`` (``server_config``) and runs the server until SIGINT/SIGTERM; `heron bench
 engine ...` measures the engine (``heron.bench.engine``); `heron --version` prints the version.
 Bad arguments, and values the configs reject, exit with status 2 and a usage message (argparse).
@@ -19,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from heron.engine.api import EngineError
-from heron.engine.config import EngineConfig
+from heron.engine.config import DTYPES, EngineConfig
 from heron.server.config import AuthMethod, ServerConfig, TlsConfig
 
 
@@ -87,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--prefix-block-tokens", type=_tokens, default=None, metavar="N",
                        help="tokens per prefix block, the unit in which document KV is "
                        "computed and shared (default: 64 on cpu, 512 on cuda)")
+    serve.add_argument("--dtype", choices=DTYPES, default=engine_defaults.dtype,
+                       help="how the model's projections are stored on CUDA: bf16, or fp8 "
+                       "(e4m3, quantized at load) (default: %(default)s)")
+    serve.add_argument("--deterministic", action=argparse.BooleanOptionalAction,
+                       default=engine_defaults.deterministic,
+                       help="answers bit-identical whatever else the engine is running "
+                       "(batch-invariant kernels); --no-deterministic uses cuBLAS "
+                       "(default: on)")
     serve.add_argument("--auth", choices=[m.value for m in AuthMethod], default=defaults.auth,
                        help="how clients authenticate; trust only on a loopback address "
                        "(default: %(default)s)")
@@ -112,7 +121,8 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     # Built even for --model none, so a bad --device is refused whatever the model.
     engine = EngineConfig(model=args.model, device=args.device,
                           kv_cache_bytes=args.kv_cache_bytes, chunk_tokens=args.chunk_tokens,
-                          prefix_block_tokens=args.prefix_block_tokens)
+                          prefix_block_tokens=args.prefix_block_tokens, dtype=args.dtype,
+                          deterministic=args.deterministic)
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together: give both or neither")
     tls = TlsConfig(args.tls_cert, args.tls_key) if args.tls_cert is not None else None

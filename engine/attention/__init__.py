@@ -8,11 +8,11 @@ of one prefix share a single attention pass over its KV and the KV is never copi
 Prefix KV lives in a store (the engine's paged KV arena: one layer's keys and values
 [N, Hkv, D]); a prefix is the list of store slots holding its tokens, in position order.
 
-- ``plan_attention(rows, row_prefix, prefix_slots, num_heads, kv_width, device)`` (``plan``):
-  the padded index layout for one set of rows, built once per forward pass and reused by every
-  layer.
-- ``packed_attention(q, k, v, rows, row_prefix, prefix_slots, store, scale, plan=None)``
-  (``padded``): the batched backend.
+- ``plan(rows, row_prefix, prefix_slots, num_heads, kv_width, device)`` picks the backend for the
+  device and builds its layout once per forward pass; ``attend(q, k, v, ..., plan)`` runs it.
+- ``segments``: on CUDA with Triton, the fused segment-attention kernels (row-invariant).
+- ``padded`` (``plan_attention``, ``packed_attention``): explicit-math batched calls, the CPU
+  path (row-invariant with ``row_invariant=True``, its CPU default).
 - ``reference.packed_attention_reference``: the float32 row-at-a-time twin, the oracle.
 
 What a backend must guarantee, given q [T, Hq, D] and k, v [T, Hkv, D] (Hq a multiple of Hkv;
@@ -35,7 +35,36 @@ at its store slots:
   evaluation (``engine.scheduler``) relies on.
 """
 
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
 from heron.engine.attention.padded import packed_attention
 from heron.engine.attention.plan import AttentionPlan, RowSpan, plan_attention
+from heron.engine.attention.segments import SegmentPlan, plan_segments, segment_packed_attention
 
-__all__ = ["AttentionPlan", "RowSpan", "packed_attention", "plan_attention"]
+__all__ = ["AttentionPlan", "RowSpan", "SegmentPlan", "attend", "packed_attention", "plan",
+           "plan_attention"]
+
+
+def plan(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
+         prefix_slots: Sequence[np.ndarray], num_heads: int, kv_width: int,
+         device: torch.device) -> AttentionPlan | SegmentPlan:
+    """The layout of the device's backend for these rows (host work, reused by every layer)."""
+    if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
+        return plan_segments(rows, row_prefix, prefix_slots, device)
+    return plan_attention(rows, row_prefix, prefix_slots, num_heads, kv_width, device)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: Sequence[RowSpan],
+           row_prefix: Sequence[int | None], prefix_slots: Sequence[np.ndarray],
+           store: tuple[torch.Tensor, torch.Tensor], scale: float,
+           layout: AttentionPlan | SegmentPlan) -> torch.Tensor:
+    """Attention of the packed rows with the backend ``plan`` chose."""
+    if isinstance(layout, SegmentPlan):
+        return segment_packed_attention(q, k, v, store, scale, layout)
+    return packed_attention(q, k, v, rows, row_prefix, prefix_slots, store, scale, layout)

@@ -16,10 +16,14 @@ def test_bench_engine_tiny_cpu(tmp_path) -> None:
                               "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     names = [w["name"] for w in report["workloads"]]
-    assert [n[:3] for n in names] == ["(a)", "(b)", "(c)", "(d)", "(d)"]
-    for workload in report["workloads"]:
+    assert [n[:3] for n in names] == ["(a)", "(b)", "(c)", "(d)", "(d)", "(e)", "(f)"]
+    for workload in report["workloads"][:-1]:
         assert workload["seconds"] > 0 and workload["prompts"] > 0
         assert 0 < workload["fresh_tokens"] <= workload["input_tokens"]
+    nested = report["workloads"][5]
+    assert report["trie_minimum"] <= nested["fresh_tokens"] < nested["input_tokens"]
+    same, _, total = report["workloads"][6]["note"].split()[:3]
+    assert same == total  # float32 CPU, row-invariant: every score kept its bits
     join = report["workloads"][1]
     assert join["fresh_tokens"] < join["input_tokens"] / 2  # the reports' KV served every term
     assert report["gemm_tflops"] > 0 and report["speed_of_light_tok_s"] > 0

@@ -95,31 +95,38 @@ def _assert_identical(got: list[torch.Tensor], expected: list[torch.Tensor]) -> 
         assert a.dtype == b.dtype and torch.equal(a, b), (a - b).abs().max()
 
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA + Triton"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_answers_are_bit_identical_whatever_shares_the_chunk(
-    tiny_qwen3: tuple[Path, torch.nn.Module],
+    tiny_qwen3: tuple[Path, torch.nn.Module], device: str,
 ) -> None:
     """Every prompt alone, in mixed chunks of several sizes, concurrently with the other
     requests, from a warm arena, and through an arena so small it keeps evicting: the very same
-    bits (float32 CPU, row-invariant ops)."""
+    bits (float32 on CPU with row-invariant ops; bfloat16 on CUDA with the batch-invariant
+    kernels)."""
     folder = tiny_qwen3[0]
     requests = _requests()
-    alone_engine = _engine(folder)
+    bytes_per_token = KV_BYTES_PER_TOKEN // (2 if device == "cuda" else 1)
+    alone_engine = _engine(folder, device=device)
     alone = [
         _joined([_run(alone_engine, [alone_engine.submit(r)])[0] for r in _split(request)])
         for request in requests
     ]
     for chunk_tokens in (8, 13, 37, 64, 4096):
-        engine = _engine(folder, chunk_tokens=chunk_tokens)
+        engine = _engine(folder, chunk_tokens=chunk_tokens, device=device)
         for request, expected in zip(requests, alone, strict=True):  # one request at a time
             _assert_identical(_numbers(_run(engine, [engine.submit(request)])[0]), expected)
     for chunk_tokens in (16, 96):
-        engine = _engine(folder, chunk_tokens=chunk_tokens)
+        engine = _engine(folder, chunk_tokens=chunk_tokens, device=device)
         together = _run(engine, [engine.submit(r) for r in requests])  # all at once
         warm = _run(engine, [engine.submit(r) for r in reversed(requests)])[::-1]
         for evaluations in (together, warm):
             for evaluation, expected in zip(evaluations, alone, strict=True):
                 _assert_identical(_numbers(evaluation), expected)
-    tight = _engine(folder, chunk_tokens=24, kv_cache_bytes=400 * KV_BYTES_PER_TOKEN)
+    tight = _engine(folder, chunk_tokens=24, kv_cache_bytes=400 * bytes_per_token, device=device)
     for request, expected in zip(requests, alone, strict=True):
         _assert_identical(_numbers(_run(tight, [tight.submit(request)])[0]), expected)
     assert tight.tree.evictions > 0

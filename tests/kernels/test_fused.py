@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from heron.engine.attention.reference import merge_partials
-from heron.engine.rope import apply_rotary, inverse_frequencies, rotary_tables
+from heron.engine.rope import inverse_frequencies, rotary_tables
 from heron.engine.spec import RopeSpec
 from heron.kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_reference
 from heron.kernels.lse_merge import lse_merge, lse_merge_reference
@@ -35,16 +35,23 @@ def test_add_rmsnorm_reference_is_add_then_norm() -> None:
     torch.testing.assert_close(y, rmsnorm_reference(x + r, w, 1e-6))
 
 
-def test_qk_norm_rope_reference_matches_the_engines_rotary() -> None:
+def rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's apply_rotary_pos_emb, for [T, heads, D] and tables [T, D]."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos[:, None, :] + rotated * sin[:, None, :]
+
+
+def test_qk_norm_rope_reference_is_norm_then_hugging_faces_rotation() -> None:
     heads, kv_heads, dim, tokens = 4, 2, 16, 7
     qkv = torch.randn(tokens, (heads + 2 * kv_heads) * dim)
     qw, kw = torch.randn(dim), torch.randn(dim)
     cos, sin = tables(tokens, dim, "cpu", torch.float32)
     q, k, v = qk_norm_rope_reference(qkv, heads, kv_heads, qw, kw, 1e-6, cos, sin)
     q0, k0, v0 = qkv.split((heads * dim, kv_heads * dim, kv_heads * dim), dim=-1)
-    expected_q = apply_rotary(rmsnorm_reference(q0.view(tokens, heads, dim), qw, 1e-6), cos, sin)
-    expected_k = apply_rotary(rmsnorm_reference(k0.view(tokens, kv_heads, dim), kw, 1e-6), cos,
-                              sin)
+    expected_q = rotate_half(rmsnorm_reference(q0.view(tokens, heads, dim), qw, 1e-6), cos, sin)
+    expected_k = rotate_half(rmsnorm_reference(k0.view(tokens, kv_heads, dim), kw, 1e-6), cos,
+                             sin)
     torch.testing.assert_close(q, expected_q)
     torch.testing.assert_close(k, expected_k)
     torch.testing.assert_close(v, v0.view(tokens, kv_heads, dim))
@@ -54,6 +61,11 @@ def test_silu_mul_reference() -> None:
     x = torch.randn(3, 10)
     gate, up = x.chunk(2, dim=-1)
     torch.testing.assert_close(silu_mul_reference(x), torch.nn.functional.silu(gate) * up)
+    # A row's bits do not depend on how many rows share the call (torch's own SiLU's do).
+    wide = torch.randn(5000, 2 * 37, generator=torch.Generator().manual_seed(0)) * 4
+    full = silu_mul_reference(wide)
+    for start, rows in [(0, 1), (5, 1001), (17, 4999 - 17)]:
+        assert torch.equal(silu_mul_reference(wide[start:start + rows]), full[start:start + rows])
 
 
 def test_lse_merge_reference_is_the_attention_merge() -> None:

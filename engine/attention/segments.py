@@ -1,0 +1,98 @@
+"""The CUDA attention backend: Triton segment attention (``kernels/attention.py``), row-invariant.
+
+Contract: ``plan_segments(rows, row_prefix, prefix_slots, device)`` builds a ``SegmentPlan`` once
+per forward pass (one host-to-device copy per part, every layer reuses it);
+``segment_packed_attention(q, k, v, store, scale, plan)`` meets the backend contract of
+``engine.attention`` with three kernel launches and one merge per layer:
+
+- rows without a prefix: causal over their own keys, written straight to the output;
+- the own part of suffix rows: causal over their own keys, float32 with log-sum-exps;
+- the shared part of suffix rows: the queries of every row over one prefix stacked into one
+  segment over that prefix's store slots (the prefix's keys are read once per query tile, not
+  once per row), float32 with log-sum-exps;
+- the two partials merged by their log-sum-exps and scattered to the rows' tokens
+  (``kernels/lse_merge.py``).
+
+Every kernel computes a query from its own key list in fixed key tiles, whatever else shares the
+launch, so a row's output is bit-identical whichever rows share the chunk — the property the
+engine's canonical evaluation needs (``engine.scheduler``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from heron.engine.attention.plan import RowSpan
+from heron.kernels.attention import Segments, segment_attention
+from heron.kernels.lse_merge import lse_merge
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    plain: Segments | None  # rows without a prefix, over the packed keys
+    own: Segments | None  # suffix rows' own part, queries in suffix order, packed keys
+    shared: Segments | None  # suffix rows stacked per prefix, queries in suffix order, store
+    suffix_tokens: torch.Tensor | None  # packed position of each suffix-order token
+
+
+def plan_segments(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
+                  prefix_slots: Sequence[np.ndarray], device: torch.device) -> SegmentPlan:
+    plain = [i for i, slot in enumerate(row_prefix) if slot is None]
+    by_prefix: dict[int, list[int]] = {}
+    for i, slot in enumerate(row_prefix):
+        if slot is not None:
+            by_prefix.setdefault(slot, []).append(i)
+    order = [i for members in by_prefix.values() for i in members]
+
+    def own_keys(i: int) -> np.ndarray:
+        return np.arange(rows[i].start, rows[i].end, dtype=np.int64)
+
+    def length(i: int) -> int:
+        return rows[i].end - rows[i].start
+
+    plain_segments = None
+    if plain:
+        plain_segments = Segments.build([rows[i].start for i in plain], [length(i) for i in plain],
+                                        [own_keys(i) for i in plain], [0] * len(plain), device)
+    if not order:
+        return SegmentPlan(plain_segments, None, None, None)
+    suffix_start = np.concatenate([[0], np.cumsum([length(i) for i in order])[:-1]])
+    own = Segments.build(suffix_start, [length(i) for i in order], [own_keys(i) for i in order],
+                         [0] * len(order), device)
+    starts, lengths, lists = [], [], []
+    position = 0
+    for slot, members in by_prefix.items():
+        count = sum(length(i) for i in members)
+        keys = np.asarray(prefix_slots[slot], dtype=np.int64)
+        starts.append(position)
+        lengths.append(count)
+        lists.append(keys)
+        position += count
+    shared = Segments.build(starts, lengths, lists, [len(k) for k in lists], device)
+    suffix_tokens = np.concatenate([own_keys(i) for i in order])
+    return SegmentPlan(plain_segments, own, shared,
+                       torch.from_numpy(suffix_tokens).to(device, non_blocking=True))
+
+
+def segment_packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             store: tuple[torch.Tensor, torch.Tensor], scale: float,
+                             plan: SegmentPlan) -> torch.Tensor:
+    out = torch.empty_like(q)
+    if plan.plain is not None:
+        segment_attention(q, k, v, plan.plain, scale, out=out)
+    if plan.suffix_tokens is None:
+        return out
+    assert plan.own is not None and plan.shared is not None
+    queries = q.index_select(0, plan.suffix_tokens)  # suffix order: each prefix's rows stacked
+    partial = torch.empty(queries.shape, dtype=torch.float32, device=q.device)
+    own_out, own_lse = segment_attention(queries, k, v, plan.own, scale, out=partial,
+                                         with_lse=True)
+    shared_out, shared_lse = segment_attention(queries, store[0], store[1], plan.shared, scale,
+                                               out=torch.empty_like(partial), with_lse=True)
+    assert own_lse is not None and shared_lse is not None
+    lse_merge(shared_out, shared_lse, own_out, own_lse, out, plan.suffix_tokens)
+    return out
