@@ -193,8 +193,8 @@ def tune() -> None:
     useful = 4 * HEADS * DIM * count * suffix * anchor
     flops = sum(4 * HEADS * DIM * n * (n + 1) / 2 for n in lengths)
     for block_n in (64, 128):
-        for rows_cap, warps, stages in ((128, 4, 2), (128, 4, 3), (128, 8, 3), (256, 8, 3),
-                                        (64, 4, 3)):
+        for rows_cap, warps, stages in ((64, 4, 2), (64, 4, 3), (128, 4, 2), (128, 4, 3),
+                                        (128, 8, 3)):
             launch = Launch(rows_cap, warps, stages)
             try:
                 a = bench(lambda launch=launch, block_n=block_n: segment_attention(

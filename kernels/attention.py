@@ -12,11 +12,11 @@ Returns ``out`` [T, Hq, D] in q's dtype (rows of no segment are left as they wer
 to fill it in place) and, when ``with_lse``, the float32 log-sum-exp [T, Hq] of the scaled scores
 (natural log), the input of an LSE merge.
 
-Batch invariance: a query's result depends only on its segment's key list and causal offset.
-Programs cover (a tile of up to ``BLOCK_M`` consecutive queries of one segment, one key head with
-all its query heads); each walks the key list from slot 0 in tiles of ``BLOCK_N`` in a fixed
-order, and masked keys change nothing (their weight is exactly 0), so neither the tile sizes nor
-what else is in the call changes any query's bits.
+Batch invariance: a query's result depends only on its segment's key list and causal offset
+(and on ``Launch.rows``, which a caller fixes per kind of call). Programs cover (a tile of
+``rows // group`` consecutive queries of one segment, one key head with all its query heads);
+each walks the key list from slot 0 in tiles of ``BLOCK_N`` in a fixed order, and masked keys
+change nothing (their weight is exactly 0), so what else is in the call changes no query's bits.
 
 ``segment_attention_reference`` is the float32 twin (one segment at a time, explicit softmax).
 ``Segments.build`` makes the index tensors from per-segment lists on the host. Triton is
@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,11 +37,13 @@ import torch
 
 @dataclass(frozen=True)
 class Launch:
-    """How programs are shaped: none of it changes any query's result (see the contract), so it
-    may be tuned per device. ``max_rows``: query rows (tokens × heads of one KV head) a program
-    holds at most."""
+    """How programs are shaped. ``rows``: query rows (tokens × the query heads of one KV head) a
+    program holds — a power of two of at least 16, fixed for a kind of call: the tile's height
+    decides which tensor-core instruction computes the scores (mma on 16 rows, wgmma from 64),
+    and those round differently, so a query must always meet the same height. ``num_warps`` and
+    ``num_stages`` change no result."""
 
-    max_rows: int = 128
+    rows: int = 128
     num_warps: int = 4
     num_stages: int = 3
 
@@ -60,6 +62,21 @@ class Segments:
     causal_offset: torch.Tensor
     kv_index: torch.Tensor  # int32 slots of k and v
     host_q_len: tuple[int, ...]  # q_len on the host, for tiling
+    _tiles: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict,
+                                                                 compare=False, repr=False)
+
+    def tiles(self, block_m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(segment, first query) of every program tile of ``block_m`` queries, built once per
+        tile height (a forward pass's layers reuse them)."""
+        found = self._tiles.get(block_m)
+        if found is None:
+            pairs = [(s, first) for s, n in enumerate(self.host_q_len)
+                     for first in range(0, n, block_m)]
+            segment, first = _aligned_views(
+                [np.asarray([p[i] for p in pairs], dtype=np.int32) for i in (0, 1)],
+                self.q_start.device)
+            found = self._tiles[block_m] = (segment, first)
+        return found
 
     @classmethod
     def build(cls, q_start: Sequence[int], q_len: Sequence[int], kv_slots: Sequence[np.ndarray],
@@ -69,10 +86,21 @@ class Segments:
         index = np.concatenate(kv_slots) if len(kv_slots) else np.zeros(0, dtype=np.int64)
         arrays = [np.asarray(a, dtype=np.int32) for a in
                   (q_start, q_len, starts, lengths, causal_offset, index)]
-        sizes = [len(a) for a in arrays]
-        flat = torch.from_numpy(np.concatenate(arrays)).to(device, non_blocking=True)
-        views = torch.split(flat, sizes)
-        return cls(*views, host_q_len=tuple(int(n) for n in q_len))
+        return cls(*_aligned_views(arrays, device), host_q_len=tuple(int(n) for n in q_len))
+
+
+def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
+                   ) -> list[torch.Tensor]:
+    """int32 arrays in one host-to-device copy, each view starting on a 16-byte boundary:
+    Triton specializes a kernel on its pointers' alignment, so views at arbitrary offsets would
+    compile a new variant whenever the array sizes change."""
+    padded = [np.pad(a, (0, -len(a) % 4)) for a in arrays]
+    flat = torch.from_numpy(np.concatenate(padded)).to(device, non_blocking=True)
+    views, offset = [], 0
+    for array, part in zip(arrays, padded, strict=True):
+        views.append(flat[offset:offset + len(array)])
+        offset += len(part)
+    return views
 
 
 def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -109,7 +137,6 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Triton twin of ``segment_attention_reference``; tensors on a CUDA device. ``block_n``
     is for benchmarks only: the engine keeps ``BLOCK_N`` so that results never change."""
-    import triton  # noqa: PLC0415 - GPU machines only
 
     tokens, heads, dim = q.shape
     kv_heads = k.shape[1]
@@ -117,25 +144,16 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
     out = torch.empty_like(q) if out is None else out
     lse = (torch.empty(tokens, heads, dtype=torch.float32, device=q.device) if with_lse
            else out)  # unread when with_lse is False
-    longest = max(segments.host_q_len, default=0)
-    if longest == 0:
+    if max(segments.host_q_len, default=0) == 0:
         return out, (lse if with_lse else None)
-    # Query tokens per program: enough for a full tensor-core tile with all heads of a KV head.
-    block_m = max(1, min(launch.max_rows // group, triton.next_power_of_2(longest)))
-    rows = triton.next_power_of_2(block_m * group)
-    tile_segment, tile_first = [], []
-    for s, n in enumerate(segments.host_q_len):
-        for first in range(0, n, block_m):
-            tile_segment.append(s)
-            tile_first.append(first)
-    tiles = torch.tensor([tile_segment, tile_first], dtype=torch.int32).to(q.device,
-                                                                           non_blocking=True)
-    grid = (len(tile_segment), kv_heads)
+    block_m = max(1, launch.rows // group)  # query tokens per program, all heads of a KV head
+    tile_seg, tile_first_q = segments.tiles(block_m)
+    grid = (tile_seg.shape[0], kv_heads)
     _kernel()[grid](
-        q, k, v, out, lse, tiles[0], tiles[1], segments.q_start, segments.q_len,
+        q, k, v, out, lse, tile_seg, tile_first_q, segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
-        GROUP=group, BLOCK_M=block_m, ROWS=max(rows, 16), BLOCK_N=block_n, D=dim,
+        GROUP=group, BLOCK_M=block_m, ROWS=launch.rows, BLOCK_N=block_n, D=dim,
         WITH_LSE=with_lse, num_warps=launch.num_warps, num_stages=launch.num_stages)
     return out, (lse if with_lse else None)
 

@@ -91,7 +91,7 @@ def _tma_kernel() -> Any:
         group_m = tl.minimum(tiles_m - first_m, GROUP_M)
         return first_m + (tile % per_group) % group_m, (tile % per_group) // group_m
 
-    @triton.jit
+    @triton.jit(do_not_specialize=["m"])
     def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, m, n, k,
                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -131,7 +131,8 @@ def _kernel() -> Any:
     import triton  # noqa: PLC0415
     import triton.language as tl  # noqa: PLC0415
 
-    @triton.jit
+    # Not specialized on m: a chunk's row count changes with every call; compile once.
+    @triton.jit(do_not_specialize=["m"])
     def matmul_tiles(a_ptr, b_ptr, c_ptr, m, n, k, stride_am, stride_bn, stride_cm,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      GROUP_M: tl.constexpr):

@@ -13,9 +13,10 @@ per forward pass (one host-to-device copy per part, every layer reuses it);
 - the two partials merged by their log-sum-exps and scattered to the rows' tokens
   (``kernels/lse_merge.py``).
 
-Every kernel computes a query from its own key list in fixed key tiles, whatever else shares the
-launch, so a row's output is bit-identical whichever rows share the chunk — the property the
-engine's canonical evaluation needs (``engine.scheduler``).
+Every kernel computes a query from its own key list in fixed key tiles, with a tile height fixed
+per part (``LAUNCHES``), whatever else shares the launch, so a row's output is bit-identical
+whichever rows share the chunk — the property the engine's canonical evaluation needs
+(``engine.scheduler``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ import numpy as np
 import torch
 
 from heron.engine.attention.plan import RowSpan
-from heron.kernels.attention import Segments, segment_attention
+from heron.kernels.attention import Launch, Segments, segment_attention
 from heron.kernels.lse_merge import lse_merge
+
+# Query rows per program for each part: tall tiles where a segment holds many queries (whole
+# documents, an anchor's stacked rows), short ones for the own part of short suffix rows
+# (bench/NOTES.md). Fixed per part: a query always meets the same tile height.
+LAUNCHES = {"plain": Launch(rows=128), "own": Launch(rows=64), "shared": Launch(rows=128)}
 
 
 @dataclass(frozen=True)
@@ -83,16 +89,17 @@ def segment_packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              plan: SegmentPlan) -> torch.Tensor:
     out = torch.empty_like(q)
     if plan.plain is not None:
-        segment_attention(q, k, v, plan.plain, scale, out=out)
+        segment_attention(q, k, v, plan.plain, scale, out=out, launch=LAUNCHES["plain"])
     if plan.suffix_tokens is None:
         return out
     assert plan.own is not None and plan.shared is not None
     queries = q.index_select(0, plan.suffix_tokens)  # suffix order: each prefix's rows stacked
     partial = torch.empty(queries.shape, dtype=torch.float32, device=q.device)
     own_out, own_lse = segment_attention(queries, k, v, plan.own, scale, out=partial,
-                                         with_lse=True)
+                                         with_lse=True, launch=LAUNCHES["own"])
     shared_out, shared_lse = segment_attention(queries, store[0], store[1], plan.shared, scale,
-                                               out=torch.empty_like(partial), with_lse=True)
+                                               out=torch.empty_like(partial), with_lse=True,
+                                               launch=LAUNCHES["shared"])
     assert own_lse is not None and shared_lse is not None
     lse_merge(shared_out, shared_lse, own_out, own_lse, out, plan.suffix_tokens)
     return out

@@ -89,10 +89,11 @@ def _joined(evaluations: Sequence[Evaluation]) -> list[torch.Tensor]:
     return [torch.cat([p[i] for p in parts]) for i in range(len(parts[0]))]
 
 
-def _assert_identical(got: list[torch.Tensor], expected: list[torch.Tensor]) -> None:
+def _assert_identical(got: list[torch.Tensor], expected: list[torch.Tensor],
+                      context: str = "") -> None:
     assert len(got) == len(expected)
     for a, b in zip(got, expected, strict=True):
-        assert a.dtype == b.dtype and torch.equal(a, b), (a - b).abs().max()
+        assert a.dtype == b.dtype and torch.equal(a, b), (context, (a - b).abs().max())
 
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
@@ -118,17 +119,20 @@ def test_answers_are_bit_identical_whatever_shares_the_chunk(
     for chunk_tokens in (8, 13, 37, 64, 4096):
         engine = _engine(folder, chunk_tokens=chunk_tokens, device=device)
         for request, expected in zip(requests, alone, strict=True):  # one request at a time
-            _assert_identical(_numbers(_run(engine, [engine.submit(request)])[0]), expected)
+            _assert_identical(_numbers(_run(engine, [engine.submit(request)])[0]), expected,
+                              f"{request.kind.name} in chunks of {chunk_tokens}")
     for chunk_tokens in (16, 96):
         engine = _engine(folder, chunk_tokens=chunk_tokens, device=device)
         together = _run(engine, [engine.submit(r) for r in requests])  # all at once
         warm = _run(engine, [engine.submit(r) for r in reversed(requests)])[::-1]
-        for evaluations in (together, warm):
+        for name, evaluations in (("together", together), ("warm", warm)):
             for evaluation, expected in zip(evaluations, alone, strict=True):
-                _assert_identical(_numbers(evaluation), expected)
+                _assert_identical(_numbers(evaluation), expected,
+                                  f"{evaluation.kind.name} {name}, chunks of {chunk_tokens}")
     tight = _engine(folder, chunk_tokens=24, kv_cache_bytes=400 * bytes_per_token, device=device)
     for request, expected in zip(requests, alone, strict=True):
-        _assert_identical(_numbers(_run(tight, [tight.submit(request)])[0]), expected)
+        _assert_identical(_numbers(_run(tight, [tight.submit(request)])[0]), expected,
+                          f"{request.kind.name} through a tight arena")
     assert tight.tree.evictions > 0
 
 

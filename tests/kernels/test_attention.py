@@ -83,9 +83,12 @@ def test_kernel_matches_reference(heads: int, kv_heads: int, dim: int) -> None:
 
 
 @cuda
-def test_a_segments_result_does_not_depend_on_its_company() -> None:
+@pytest.mark.parametrize(("heads", "kv_heads", "dim"), [(32, 8, 128), (4, 2, 16)])
+def test_a_segments_result_does_not_depend_on_its_company(heads: int, kv_heads: int,
+                                                         dim: int) -> None:
     rng = np.random.default_rng(7)
-    q, k, v, segments = arena_case(rng, "cuda", torch.bfloat16, 32, 8, 128, prefixes=4, rows=30)
+    q, k, v, segments = arena_case(rng, "cuda", torch.bfloat16, heads, kv_heads, dim, prefixes=4,
+                                   rows=30)
     full, _ = segment_attention(q, k, v, segments, 0.088)
     qs, ql = segments.q_start.tolist(), segments.q_len.tolist()
     ks, kl = segments.kv_start.tolist(), segments.kv_len.tolist()
