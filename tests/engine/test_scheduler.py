@@ -32,6 +32,8 @@ REVIEWS = [
 
 def _engine(folder: Path, **config: object) -> LocalEngine:
     config.setdefault("prefix_block_tokens", BLOCK)
+    if config.get("device") == "cuda":  # by default an engine takes all free GPU memory
+        config.setdefault("kv_cache_bytes", 1 << 28)
     return LocalEngine(EngineConfig(model=str(folder), **config), background=False)  # type: ignore[arg-type]
 
 
