@@ -2,9 +2,9 @@
 
 Contract: ``Ops.build(device, deterministic)`` returns the operations ``engine.model`` calls for
 every layer — ``linear`` and ``head`` (an LM head), ``rmsnorm``, ``add_rmsnorm``,
-``qk_norm_rope``, ``silu_mul`` — each with the semantics of its torch twin in ``kernels/``, and
-each row-invariant where the engine's canonical evaluation needs it (a row's bits never depend on
-what else shares the chunk):
+``qk_norm_rope``, ``silu_mul``, and ``logsumexp`` for full-vocabulary log-probabilities — each
+with the semantics of its torch twin in ``kernels/``, and each row-invariant where the engine's
+canonical evaluation needs it (a row's bits never depend on what else shares the chunk):
 
 - on CUDA with Triton: the fused Triton kernels; linear layers through the batch-invariant Triton
   GEMM when ``deterministic`` (on Hopper at cuBLAS's speed, bench/NOTES.md), else cuBLAS (bf16)
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from heron.engine import invariant
-from heron.kernels import add_rmsnorm, fp8, matmul, qk_norm_rope, rmsnorm, silu_mul
+from heron.kernels import add_rmsnorm, fp8, logsumexp, matmul, qk_norm_rope, rmsnorm, silu_mul
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class Ops:
                           tuple[torch.Tensor, torch.Tensor]]
     qk_norm_rope: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
     silu_mul: Callable[[torch.Tensor], torch.Tensor]
+    logsumexp: Callable[[torch.Tensor], torch.Tensor]  # rows of vocabulary logits, float32
     kernels: bool  # the fused Triton kernels (else the torch twins)
 
     @classmethod
@@ -71,10 +72,11 @@ class Ops:
             return cls(_tiled(invariant.TILE), _tiled(invariant.HEAD_TILE),
                        rmsnorm.rmsnorm_reference, add_rmsnorm.add_rmsnorm_reference,
                        qk_norm_rope.qk_norm_rope_reference, silu_mul.silu_mul_reference,
-                       kernels=False)
+                       logsumexp.logsumexp_rows_reference, kernels=False)
         linear = _linear_invariant if deterministic else _linear_fast
         return cls(linear, linear, rmsnorm.rmsnorm, add_rmsnorm.add_rmsnorm,
-                   qk_norm_rope.qk_norm_rope, silu_mul.silu_mul, kernels=True)
+                   qk_norm_rope.qk_norm_rope, silu_mul.silu_mul, logsumexp.logsumexp_rows,
+                   kernels=True)
 
 
 def _tiled(tile: int) -> Linear:

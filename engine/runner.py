@@ -64,7 +64,8 @@ class ModelRunner:
             targets, greedy_ids, greedy_logprobs = [], [], []
             for start in range(0, vocab_hidden.shape[0], _VOCAB_ROWS):
                 logits = decoder.vocab_logits(vocab_hidden[start : start + _VOCAB_ROWS])
-                logprobs = torch.log_softmax(logits, dim=-1)
+                # x - logsumexp(x): a row-invariant log-softmax (torch's is not on CUDA)
+                logprobs = logits - decoder.ops.logsumexp(logits)[:, None]
                 wanted = chunk.vocab_targets[start : start + _VOCAB_ROWS]
                 targets.append(logprobs.gather(1, wanted))
                 best = logits.argmax(dim=-1)

@@ -10,6 +10,7 @@ from heron.engine.attention.reference import merge_partials
 from heron.engine.rope import inverse_frequencies, rotary_tables
 from heron.engine.spec import RopeSpec
 from heron.kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_reference
+from heron.kernels.logsumexp import logsumexp_rows, logsumexp_rows_reference
 from heron.kernels.lse_merge import lse_merge, lse_merge_reference
 from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
 from heron.kernels.rmsnorm import rmsnorm_reference
@@ -129,3 +130,22 @@ def test_lse_merge_kernel() -> None:
     lse_merge(a, la, b, lb, got, index)
     lse_merge_reference(a, la, b, lb, expected, index)
     torch.testing.assert_close(got.float(), expected.float(), **BF16)
+
+
+def test_logsumexp_reference_rows_do_not_depend_on_the_batch() -> None:
+    x = torch.randn(40, 151936) * 5
+    full = logsumexp_rows_reference(x)
+    for start, rows in [(0, 1), (3, 7), (10, 30)]:
+        assert torch.equal(logsumexp_rows_reference(x[start:start + rows]),
+                           full[start:start + rows])
+
+
+@cuda
+def test_logsumexp_kernel() -> None:
+    x = torch.randn(300, 151936, device="cuda") * 5
+    x[0, :] = -1e30
+    x[1, 7] = 1e4
+    got = logsumexp_rows(x)
+    torch.testing.assert_close(got, logsumexp_rows_reference(x), atol=1e-4, rtol=1e-6)
+    for start, rows in [(0, 1), (5, 3), (17, 200)]:
+        assert torch.equal(logsumexp_rows(x[start:start + rows]), got[start:start + rows])
