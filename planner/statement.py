@@ -6,33 +6,46 @@ identifiers and comments respected) and drops empty statements. `classify(con, s
 statement's `Kind` without running it — the session commands PostgreSQL clients send (SET, RESET,
 SHOW, BEGIN/START, COMMIT/END, ROLLBACK/ABORT, DEALLOCATE) by their syntax, everything else as
 DuckDB parses it — and returns a `Statement`, the frozen value that travels from the wire layer to
-execution. `run(con, statement, params)` executes it on a DuckDB connection and returns a
-`Result`: the rows as an Arrow table (for statements that return rows) and the command tag
-PostgreSQL would send ("SELECT 3", "INSERT 0 2", "CREATE TABLE", ...). `describe` reports the
-result columns without executing anything that has effects.
+execution, with its parameters' types as DuckDB's binder infers them (`planner.parameters`).
+`run(con, statement, params)` executes it on a DuckDB connection and returns a `Result`: the rows
+(`Rows`, Arrow record batches; with `stream=True` a SELECT's rows are read from DuckDB as the
+client takes them, in bounded memory) and the command tag PostgreSQL would send ("SELECT 3",
+"INSERT 0 2", "CREATE TABLE", ...; a streamed SELECT is tagged by `Result.tag` with the rows it
+returned). `describe` reports the result columns by binding, without executing anything.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+from duckdb import _seam
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
+from heron.planner import commands, copy_statement, parameters
+from heron.planner.commands import (
+    CloseCommand,
+    DeclareCommand,
+    FetchCommand,
+    SavepointCommand,
+    SessionCommand,
+    TransactionOptions,
+)
+from heron.planner.copy_statement import CopyCommand
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.parameters import cast_parameter_types
 
 if TYPE_CHECKING:
     from heron.planner.logical import AiPlan, OperatorWork
 
 _TOKENIZER = Postgres().tokenizer_class
+BATCH_ROWS = 8192  # rows per Arrow batch read from a streamed DuckDB result
 
 
 class Kind(enum.Enum):
@@ -46,7 +59,7 @@ class Kind(enum.Enum):
     DELETE = "delete"
     MERGE = "merge"
     CREATE = "create"
-    COPY = "copy"
+    COPY = "copy"  # COPY to or from a file of the server: DuckDB runs it
     BEGIN = "begin"  # BEGIN, START TRANSACTION: the session answers
     COMMIT = "commit"  # COMMIT, END: the session answers
     ROLLBACK = "rollback"  # ROLLBACK, ABORT: the session answers
@@ -55,15 +68,19 @@ class Kind(enum.Enum):
     RESET = "reset"
     SHOW = "show"
     DEALLOCATE = "deallocate"  # protocol-level prepared statements: the connection answers
+    COPY_IN = "copy in"  # COPY ... FROM STDIN: the connection runs the COPY sub-protocol
+    COPY_OUT = "copy out"  # COPY ... TO STDOUT
+    SAVEPOINT = "savepoint"  # SAVEPOINT, RELEASE, ROLLBACK TO: the session answers
+    RELEASE = "release"
+    ROLLBACK_TO = "rollback to"
+    DECLARE = "declare"  # SQL cursors: the session answers
+    FETCH = "fetch"  # FETCH and MOVE
+    CLOSE = "close"
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
 
-@dataclass(frozen=True, slots=True)
-class SessionCommand:
-    """The operand of SET/RESET/SHOW (a setting) or DEALLOCATE (a statement name)."""
-
-    name: str  # as written (case kept); DEALLOCATE: folded unless quoted, "" for ALL
-    value: str | None = None  # SET: the value, quotes removed; None for DEFAULT
+Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
+           | CloseCommand | CopyCommand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,17 +102,100 @@ class Statement:
     param_types: tuple[int, ...] = ()  # per parameter: the type OID the statement implies, or 0
     returns_rows: bool = False
     bindable: bool = False  # its result columns can be found by binding it, without running
-    command: SessionCommand | None = None
+    command: Command | None = None  # what the session answers itself (SET, FETCH, COPY, ...)
     ai: AiPlan | None = None
+
+
+class Rows:
+    """A result's rows: Arrow record batches, read once and in order.
+
+    Rows streamed from a live DuckDB result (`live`) hold its connection: nothing else may run on
+    it until they are read out, `close`d, or `detach`ed (the rest is then buffered in memory).
+    """
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], *,
+                 live: bool = False, close: Callable[[], None] | None = None) -> None:
+        self.schema = schema
+        self.live = live
+        self._batches: Iterator[pa.RecordBatch] | None = batches
+        self._close = close
+        self._pending: list[pa.RecordBatch] = []  # read, not handed out yet
+
+    @classmethod
+    def of(cls, table: pa.Table) -> Rows:
+        return cls(table.schema, iter(table.to_batches()))
+
+    @classmethod
+    def streaming(cls, reader: pa.RecordBatchReader) -> Rows:
+        """Rows read from DuckDB as they are taken."""
+        return cls(reader.schema, iter(reader), live=True, close=reader.close)
+
+    def next(self, max_rows: int = 0) -> pa.RecordBatch | None:
+        """The next rows, at most `max_rows` of them (any number when 0); None once all were
+        read. Errors of the running statement surface here as `SqlError`."""
+        while True:
+            if self._pending:
+                batch = self._pending.pop(0)
+            elif (batch := self._read()) is None:
+                return None
+            if batch.num_rows == 0:
+                continue
+            if 0 < max_rows < batch.num_rows:
+                self._pending.insert(0, batch.slice(max_rows))
+                batch = batch.slice(0, max_rows)
+            return batch
+
+    def _read(self) -> pa.RecordBatch | None:
+        if self._batches is None:
+            return None
+        try:
+            return next(self._batches)
+        except StopIteration:
+            self.close()
+            return None
+        except (pa.ArrowException, OSError) as exc:
+            self.close()
+            raise from_duckdb(exc) from None  # DuckDB's error, passed on by Arrow's stream
+
+    def detach(self) -> None:
+        """Read what DuckDB still holds into memory, so its connection is free."""
+        if self.live:
+            while (batch := self._read()) is not None:
+                self._pending.append(batch)
+        self.live = False
+
+    def read_all(self) -> pa.Table:
+        batches = []
+        while (batch := self.next()) is not None:
+            batches.append(batch)
+        return pa.Table.from_batches(batches, self.schema)
+
+    def close(self) -> None:
+        self._batches = None
+        if self._close is not None:
+            self._close()
+            self._close = None
+        self.live = False
+
+
+# Tags counted by the rows a portal returns (PostgreSQL tags an Execute with its own rows).
+_ROW_COUNTED_TAGS = ("SELECT", "FETCH")
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    command_tag: str
+    command_tag: str  # complete, except SELECT/FETCH, which `tag` counts
     columns: tuple[Column, ...] | None  # None: the statement returns no rows
-    table: pa.Table | None
+    rows: Rows | None
     notices: tuple[str, ...] = ()  # sent to the client as NOTICE messages
     work: tuple[OperatorWork, ...] = ()  # the AI work this statement did, per operator
+
+    def tag(self, rows_returned: int) -> str:
+        """The command tag once `rows_returned` rows went to the client."""
+        verb = self.command_tag.split(" ", 1)[0]
+        if self.columns is None or verb not in _ROW_COUNTED_TAGS:
+            return self.command_tag
+        return f"{verb} {rows_returned}"
 
 
 def split(sql: str) -> list[str]:
@@ -122,20 +222,11 @@ def split(sql: str) -> list[str]:
 
 # -- classification ----------------------------------------------------------------------------
 
-_SET = re.compile(
-    r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
-    r"(?P<name>[\w.]+)\s*(?:=|\s+TO\s+)\s*(?P<value>.+?))\s*;?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-_RESET = re.compile(r"^\s*RESET\s+(?P<name>[\w.]+)\s*;?\s*$", re.IGNORECASE)
-_SHOW = re.compile(r"^\s*SHOW\s+(?P<name>[\w.]+(?:\s+[\w.]+)*)\s*;?\s*$", re.IGNORECASE)
 _TRANSACTION_VERBS = re.compile(
     r"^\s*(?P<verb>BEGIN|START|COMMIT|END|ROLLBACK|ABORT)\b(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL)
 _TRANSACTION_KINDS = {"BEGIN": Kind.BEGIN, "START": Kind.BEGIN, "COMMIT": Kind.COMMIT,
                       "END": Kind.COMMIT, "ROLLBACK": Kind.ROLLBACK, "ABORT": Kind.ROLLBACK}
-_DEALLOCATE = re.compile(r'^\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<quoted>")?(?P<name>[^"\s;]+)"?)'
-                         r"\s*;?\s*$", re.IGNORECASE)
 
 _VERB = re.compile(r"\s*(\w+)" + r"(?:\s+(\w+))?" * 4)
 _DUCKDB_KINDS = {
@@ -148,23 +239,37 @@ _DML = {Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE}
 _TWO_WORD_VERBS = {"CREATE", "DROP", "ALTER"}
 _CREATE_MODIFIERS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "UNLOGGED", "PERSISTENT"}
 
+# Commands Heron answers itself, recognized before DuckDB parses anything: reader, kind, verb.
+_OWN_COMMANDS: tuple[tuple[Callable[[str], Command | None], Kind, str], ...] = (
+    (commands.read_rollback_to, Kind.ROLLBACK_TO, "ROLLBACK"),
+    (commands.read_savepoint, Kind.SAVEPOINT, "SAVEPOINT"),
+    (commands.read_release, Kind.RELEASE, "RELEASE"),
+    (commands.read_close, Kind.CLOSE, "CLOSE"),
+    (commands.read_deallocate, Kind.DEALLOCATE, "DEALLOCATE"),
+)
+
 
 def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     """What `sql` (one statement) is; nothing runs."""
     if not split(sql):
         return Statement(sql, Kind.EMPTY)
+    for read, kind, verb in _OWN_COMMANDS:
+        if (command := read(sql)) is not None:
+            return Statement(sql, kind, verb=verb, command=command)
     if m := _TRANSACTION_VERBS.match(sql):
         kind = _TRANSACTION_KINDS[m["verb"].upper()]
-        # ROLLBACK TO SAVEPOINT is DuckDB's to accept or refuse.
-        if not (kind is Kind.ROLLBACK and re.match(r"\s*TO\b", m["rest"], re.IGNORECASE)):
-            return Statement(sql, kind, verb=m["verb"].upper())
-    if m := _DEALLOCATE.match(sql):
-        name = m["name"]
-        if name.upper() == "ALL" and not m["quoted"]:
-            name = ""
-        elif not m["quoted"]:
-            name = name.lower()
-        return Statement(sql, Kind.DEALLOCATE, verb="DEALLOCATE", command=SessionCommand(name))
+        options = commands.read_begin(sql) if kind is Kind.BEGIN else None
+        return Statement(sql, kind, verb=m["verb"].upper(), command=options)
+    if (fetch := commands.read_fetch(sql)) is not None:
+        return Statement(sql, Kind.FETCH, verb="MOVE" if fetch.move else "FETCH",
+                         returns_rows=not fetch.move, command=fetch)
+    if (declare := commands.read_declare(sql)) is not None:
+        query = classify(con, declare.query)
+        return Statement(sql, Kind.DECLARE, "DECLARE CURSOR", query.param_count,
+                         query.param_types, command=declare)
+    if (copy := copy_statement.read_copy(sql)) is not None:
+        kind = Kind.COPY_IN if copy.from_client else Kind.COPY_OUT
+        return Statement(sql, kind, verb="COPY", command=copy)
     session = _session_command(sql)
     try:
         parsed = con.extract_statements(sql)
@@ -183,35 +288,17 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     returns_rows = (duck_type in {"SELECT", "RELATION", "EXPLAIN", "PRAGMA", "CALL"}
                     or (kind in _DML and _has_token(sql, TokenType.RETURNING)))
     count = len(parsed[0].named_parameters)
-    casts = cast_parameter_types(sql)
-    return Statement(sql, kind, _verb(sql), count, tuple(casts.get(i + 1, 0) for i in range(count)),
+    return Statement(sql, kind, _verb(sql), count, parameters.parameter_types(con, sql, count),
                      returns_rows, bindable=duck_type in {"SELECT", "RELATION"},
                      command=session[1] if session else None)
 
 
 def _session_command(sql: str) -> tuple[Kind, SessionCommand] | None:
-    if m := _SET.match(sql):
-        if m["tz"]:
-            return Kind.SET, SessionCommand("TimeZone", _unquote(m["tzvalue"]))
-        return Kind.SET, SessionCommand(m["name"], _unquote(m["value"]))
-    if m := _RESET.match(sql):
-        return Kind.RESET, SessionCommand(m["name"])
-    if m := _SHOW.match(sql):
-        return Kind.SHOW, SessionCommand(m["name"])
-    return None
-
-
-_LIST_ITEM = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*,?")  # one item of a SET value list
-
-
-def _unquote(value: str) -> str | None:
-    """A SET value without its quotes; None for DEFAULT."""
-    value = value.strip()
-    if value.upper() == "DEFAULT":
+    command = commands.read_session_command(sql)
+    if command is None:
         return None
-    parts = [p.strip() for p in _LIST_ITEM.findall(value)]
-    return ", ".join(p[1:-1].replace("''", "'") if len(p) >= 2 and p[0] == p[-1] == "'" else p
-                     for p in parts if p.strip())
+    word = sql.split(None, 1)[0].upper()
+    return {"SET": Kind.SET, "RESET": Kind.RESET, "SHOW": Kind.SHOW}[word], command
 
 
 def _verb(sql: str) -> str:
@@ -247,19 +334,7 @@ def describe(
     rewritten AI statement)."""
     if not statement.returns_rows or not statement.bindable:
         return None
-    if params is None:
-        params = [None] * statement.param_count
-    try:
-        # DESCRIBE binds without evaluating anything (a LIMIT 0 query would still run volatile
-        # functions such as nextval); typed NULLs then give DuckDB's own Arrow types.
-        text = sql or statement.sql
-        described = con.execute(f"DESCRIBE {text}", list(params) or None).fetchall()
-        typed_nulls = ", ".join(f'CAST(NULL AS {type_}) AS "{name.replace(chr(34), chr(34) * 2)}"'
-                                for name, type_, *_ in described)
-        schema = con.sql(f"SELECT {typed_nulls} LIMIT 0").to_arrow_table().schema
-    except duckdb.Error as exc:
-        raise from_duckdb(exc) from None
-    return columns_of(schema)
+    return tuple(column for column, _ in bind_columns(con, sql or statement.sql, params))
 
 
 def run(
@@ -267,17 +342,61 @@ def run(
     statement: Statement,
     params: Sequence[Any] = (),
     sql: str | None = None,
+    *,
+    stream: bool = False,
 ) -> Result:
     """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement, whose
-    parameters are already bound)."""
+    parameters are already bound). With `stream`, a SELECT's rows stay in DuckDB until read
+    (`Rows.live`); everything else is read out before this returns."""
+    streamed = stream and statement.kind is Kind.SELECT
     try:
-        relation = con.sql(sql or statement.sql, params=list(params) or None)
-        table = relation.to_arrow_table() if relation is not None else None
+        result = _seam.submit(con, sql or statement.sql, list(params) or None,
+                              "stream" if streamed else "arrow", BATCH_ROWS)
+        if streamed:
+            reader = result.arrow_reader()
+            return Result("SELECT", columns_of(reader.schema), Rows.streaming(reader))
+        table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
-    if statement.returns_rows and table is not None:
-        return Result(_tag(statement, table.num_rows), columns_of(table.schema), table)
-    return Result(_tag(statement, _count(table)), None, None)
+    if result.return_type == "query_result" and statement.returns_rows and table is not None:
+        return Result(_tag(statement, table.num_rows), columns_of(table.schema), Rows.of(table))
+    changed = result.return_type == "changed_rows" and table is not None and table.num_rows
+    return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
+
+
+def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+                 ) -> tuple[tuple[Column, str], ...]:
+    """The result columns of `sql` and their DuckDB type names, by binding it (with `params`'
+    values, whose types can decide the columns'). A column whose type depends only on a
+    parameter left open is text, as PostgreSQL resolves an unknown type."""
+    try:
+        signature = _seam.bind(con, sql, values=list(params or ()) or None)
+        types = [_seam.parse_type(con, "VARCHAR") if str(t) == "UNKNOWN" else t
+                 for t in signature.types]
+        schema = _seam.arrow_schema(con, signature.names, types)
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    return tuple((column, str(duckdb_type)) for column, duckdb_type
+                 in zip(columns_of(schema), types, strict=True))
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: pa.RecordBatch
+                ) -> int:
+    """Run an INSERT that reads `rows` under `name`; the number of rows it inserted."""
+    con.register(name, rows)
+    try:
+        result = _seam.submit(con, sql, None, "arrow")
+        return int(result.arrow_table().column(0)[0].as_py())
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    finally:
+        con.unregister(name)
+
+
+def column_defaults(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
+    rows = con.execute("SELECT column_default FROM duckdb_columns() WHERE lower(table_name) = "
+                       "lower(?) AND column_default IS NOT NULL", [table]).fetchall()
+    return tuple(row[0] for row in rows)
 
 
 # DuckDB names an unaliased call after its whole text ("count_star()", "lower(body)");
@@ -298,13 +417,6 @@ def _pg_name(name: str) -> str:
         return name
     function = m["function"].lower()
     return _RENAMED_FUNCTIONS.get(function, function)
-
-
-def _count(table: pa.Table | None) -> int:
-    """The row count DuckDB reports for a statement without rows (0 when it reports none)."""
-    if table is None or table.num_columns != 1 or table.schema.names[0] != "Count":
-        return 0
-    return int(table.column(0)[0].as_py()) if table.num_rows else 0
 
 
 def _tag(statement: Statement, n: int) -> str:

@@ -1,28 +1,28 @@
 """The extended query protocol: named statements and portals.
 
-Contract: an `ExtendedQuery` holds one connection's prepared statements and portals and answers
-Parse, Bind, Describe, Execute and Close with PostgreSQL's semantics: named and unnamed
-statements and portals, parameter types the client leaves open taken from the statement, Describe
-without execution (a portal whose columns are known only by running it, such as INSERT ...
-RETURNING, runs at Describe and Execute then sends the rows it kept), Execute with a row limit
-(PortalSuspended), rows sent with exactly the types promised by an earlier Describe, and portals
-dropped when their transaction ends (`end_of_transaction`). DEALLOCATE, SQL's handle on these
-statements, is answered here too. Handlers append replies through their `Host` (the connection)
-and raise `SqlError`; the connection reports it and discards messages until Sync.
+Contract: an `ExtendedQuery` holds one connection's prepared statements and answers Parse, Bind,
+Describe, Execute and Close with PostgreSQL's semantics: named and unnamed statements and
+portals (the portals live in the session, beside SQL cursors), parameter types the client leaves
+open taken from the statement, Describe without execution (a portal whose columns are known only
+by running it, such as INSERT ... RETURNING, runs at Describe and Execute then sends the rows it
+kept), Execute with a row limit (PortalSuspended; the rest of a SELECT stays in DuckDB until the
+next Execute), and rows sent with exactly the types promised by an earlier Describe. DEALLOCATE,
+SQL's handle on these statements, is answered here too. Handlers append replies through their
+`Host` (the connection) and raise `SqlError`; the connection reports it and discards messages
+until Sync.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
-
-import pyarrow as pa
 
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
 from heron.planner.errors import bind_count_mismatch
 from heron.server import decode, encode, protocol
-from heron.server.session import Session, TransactionStatus
+from heron.server.portal import Portal
+from heron.server.session import Session
 
 T = TypeVar("T")
 
@@ -36,11 +36,7 @@ class Host(Protocol):
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T: ...
 
-    async def run_statement(self, statement: Statement, params: Sequence[Any]) -> Result: ...
-
-    async def send_rows(self, table: pa.Table, formats: Sequence[int]) -> None: ...
-
-    def send_parameter_changes(self) -> None: ...
+    async def execute_portal(self, portal: Portal, max_rows: int) -> None: ...
 
 
 @dataclass
@@ -49,31 +45,16 @@ class PreparedStatement:
     param_oids: tuple[int, ...]  # the client's, else the type the statement implies, else 0
     columns: tuple[Column, ...] | None = None
     described: bool = False
-
-
-@dataclass
-class Portal:
-    prepared: PreparedStatement
-    params: list[Any]
-    result_formats: tuple[int, ...]
-    result: Result | None = None
-    sent: int = 0  # rows already returned by earlier Executes
-    # The columns the client was told about (Describe of the statement or portal); rows must be
-    # sent with exactly these types even when the parameters changed what DuckDB inferred.
-    promised: tuple[Column, ...] | None = None
+    # Describe of its portals, by the Python types of their parameter values (which decide the
+    # columns' types): libpq describes the portal of every execution of a prepared statement.
+    portal_columns: dict[tuple[type, ...], tuple[Column, ...] | None] = field(
+        default_factory=dict)
 
 
 class ExtendedQuery:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.statements: dict[str, PreparedStatement] = {}
-        self.portals: dict[str, Portal] = {}
-
-    def end_of_transaction(self) -> None:
-        """Portals live until the end of their transaction; outside a transaction block each
-        Sync (or simple Query) ends the implicit one."""
-        if self.host.session.transaction_status is TransactionStatus.IDLE:
-            self.portals.clear()
 
     def deallocate(self, statement: Statement) -> Result:
         """DEALLOCATE [PREPARE] name|ALL (psycopg sends DEALLOCATE ALL after a failed
@@ -110,8 +91,6 @@ class ExtendedQuery:
         if prepared is None:
             raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
                            f'prepared statement "{message.statement}" does not exist')
-        if message.portal and message.portal in self.portals:
-            raise SqlError(SqlState.DUPLICATE_CURSOR, f'cursor "{message.portal}" already exists')
         count = len(prepared.param_oids)
         if len(message.params) != count:
             raise bind_count_mismatch(len(message.params), count, message.statement)
@@ -130,8 +109,9 @@ class ExtendedQuery:
         used = prepared.statement.param_count
         # A client that described the statement decodes rows with those types.
         promised = prepared.columns if prepared.described else None
-        self.portals[message.portal] = Portal(prepared, values[:used], message.result_formats,
-                                              promised=promised)
+        self.host.session.bind(message.portal, Portal(
+            prepared.statement, values[:used], message.result_formats, promised=promised,
+            descriptions=prepared.portal_columns))
         self.host.send(protocol.bind_complete())
 
     async def describe(self, message: protocol.Describe) -> None:
@@ -144,28 +124,34 @@ class ExtendedQuery:
                 [decode.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
             self.host.send(protocol.no_data() if columns is None else
-                       protocol.row_description(encode.fields(columns, [0] * len(columns))))
+                           protocol.row_description(encode.fields(columns, [0] * len(columns))))
             return
-        portal = self._portal(message.name)
-        if not portal.prepared.statement.returns_rows:
+        portal = self.host.session.portal(message.name)
+        if not portal.statement.returns_rows and portal.cursor is None:
             self.host.send(protocol.no_data())
             return
         # The portal's parameter values take part (DuckDB infers a bare $1 from its value), so the
         # row types announced here are the ones Execute produces. Statements whose columns are
         # known only by running (INSERT ... RETURNING, EXPLAIN) run now; Execute sends their rows.
         columns = portal.promised
-        if columns is None and portal.result is None:
-            columns = await self.host.call(self.host.session.describe, portal.prepared.statement,
-                                           portal.params)
+        if columns is None and not portal.started:
+            key = tuple(type(value) for value in portal.params)
+            descriptions = portal.descriptions if portal.descriptions is not None else {}
+            if key not in descriptions:
+                descriptions[key] = await self.host.call(self.host.session.describe,
+                                                         portal.statement, portal.params)
+            columns = descriptions[key]
         if columns is None:
-            if portal.result is None:
-                portal.result = await self._run_portal(portal)
+            if not portal.started:
+                self.host.session.begin_implicit()
+                await self.host.call(self.host.session.start, portal)
+            assert portal.result is not None
             columns = portal.result.columns
         if columns is None:
             self.host.send(protocol.no_data())
             return
         portal.promised = columns
-        formats = _result_formats(portal.result_formats, len(columns))
+        formats = result_formats(portal.formats, len(columns))
         self.host.send(protocol.row_description(encode.fields(columns, formats)))
 
     async def _statement_columns(self, prepared: PreparedStatement) -> tuple[Column, ...] | None:
@@ -176,53 +162,21 @@ class ExtendedQuery:
             prepared.described = True
         return prepared.columns
 
-    async def _run_portal(self, portal: Portal) -> Result:
-        await self.host.call(self.host.session.begin_implicit)
-        try:
-            return await self.host.run_statement(portal.prepared.statement, portal.params)
-        finally:
-            self.host.send_parameter_changes()
-
-    def _portal(self, name: str) -> Portal:
-        portal = self.portals.get(name)
-        if portal is None:
-            raise SqlError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
-        return portal
-
     async def execute(self, message: protocol.Execute) -> None:
-        portal = self._portal(message.portal)
-        if portal.prepared.statement.kind is Kind.EMPTY:
+        portal = self.host.session.portal(message.portal)
+        if portal.statement.kind is Kind.EMPTY:
             self.host.send(protocol.empty_query_response())
             return
-        if portal.result is None:
-            portal.result = await self._run_portal(portal)
-        result = portal.result
-        if result.columns is None or result.table is None:
-            self.host.send(protocol.command_complete(result.command_tag))
-            return
-        table = result.table
-        if portal.promised is not None:
-            table = _conform(table, portal.promised)
-        total = table.num_rows
-        start = portal.sent
-        end = total if message.max_rows <= 0 else min(total, start + message.max_rows)
-        formats = _result_formats(portal.result_formats, table.num_columns)
-        await self.host.send_rows(table.slice(start, end - start), formats)
-        portal.sent = end
-        if end < total:
-            self.host.send(protocol.portal_suspended())
-            return
-        # PostgreSQL tags a SELECT portal with the rows this Execute returned.
-        tag = result.command_tag
-        if tag.startswith("SELECT"):
-            tag = f"SELECT {end - start}"
-        self.host.send(protocol.command_complete(tag))
+        # The messages up to Sync are one implicit transaction (bookkeeping only until a
+        # statement needs DuckDB's).
+        self.host.session.begin_implicit()
+        await self.host.execute_portal(portal, message.max_rows)
 
     async def close(self, message: protocol.Close) -> None:
         if message.kind == "S":
             self.statements.pop(message.name, None)
         else:
-            self.portals.pop(message.name, None)
+            await self.host.call(self.host.session.close_portal, message.name)
         self.host.send(protocol.close_complete())
 
 
@@ -236,28 +190,11 @@ def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:
     return list(codes) if len(codes) == count else None
 
 
-def _result_formats(codes: Sequence[int], columns: int) -> list[int]:
+def result_formats(codes: Sequence[int], columns: int) -> list[int]:
+    """The format of each result column, from Bind's result format codes."""
     formats = _expand_formats(codes, columns)
     if formats is None:
         raise SqlError(SqlState.PROTOCOL_VIOLATION,
                        f"bind message has {len(codes)} result formats but query has "
                        f"{columns} columns")
     return formats
-
-
-def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
-    """The result cast to the column types the client was promised."""
-    if len(columns) != table.num_columns:
-        # PostgreSQL's words when a prepared statement's result shape changes.
-        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
-    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
-    targets = [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
-    if targets == table.schema.types:
-        return table
-    try:
-        return pa.table([col if col.type == target else col.cast(target)
-                         for col, target in zip(table.columns, targets, strict=True)],
-                        names=[c.name for c in columns])
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type",
-                       detail=str(exc)) from None

@@ -5,9 +5,11 @@ SSLRequest, GSSENCRequest or CancelRequest); `read_message` reads one typed mess
 into a frozen dataclass (`Query`, `Parse`, `Bind`, ...). Any malformed input (unknown message type,
 a length that is too small or too large, fields that run past the end or leave bytes over) raises
 `ProtocolError`, which the connection answers with SQLSTATE 08P01 before closing. A clean end of
-stream raises `asyncio.IncompleteReadError`, which means the client went away. The `*_message`
-functions build complete backend messages as bytes; nothing here touches sessions or sockets
-beyond reading from an `asyncio.StreamReader`.
+stream raises `asyncio.IncompleteReadError`, which means the client went away. The other
+functions build complete backend messages as bytes: `row_messages` frames a whole batch of rows
+(DataRow, or CopyData for COPY) from column-wise `Encoded` values in a few numpy passes, and
+`data_rows` is its row-at-a-time reference twin. Nothing here touches sessions or sockets beyond
+reading from an `asyncio.StreamReader`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import asyncio
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 # Special request codes sent in place of a protocol version in the first packet.
 SSL_REQUEST_CODE = 80877103
@@ -116,7 +120,23 @@ class Terminate:
     pass
 
 
-FrontendMessage = Query | Parse | Bind | Describe | Execute | Close | Sync | Flush | Terminate
+@dataclass(frozen=True, slots=True)
+class CopyData:
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CopyDone:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CopyFail:
+    message: str
+
+
+FrontendMessage = (Query | Parse | Bind | Describe | Execute | Close | Sync | Flush | Terminate
+                   | CopyData | CopyDone | CopyFail)
 
 
 class _Body:
@@ -257,6 +277,9 @@ _PARSERS = {
     b"S": lambda b: Sync(),
     b"H": lambda b: Flush(),
     b"X": lambda b: Terminate(),
+    b"d": lambda b: CopyData(b.bytes(len(b.data) - b.pos)),
+    b"c": lambda b: CopyDone(),
+    b"f": lambda b: CopyFail(b.cstring()),
 }
 
 
@@ -319,8 +342,74 @@ def parameter_description(oids: Sequence[int]) -> bytes:
 _NULL_FIELD = _I32.pack(-1)
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One column's wire values, column-wise: value i is data[offsets[i]:offsets[i + 1]], or SQL
+    NULL where not valid[i]."""
+
+    offsets: np.ndarray  # int64, one more than there are values
+    data: np.ndarray  # uint8
+    valid: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+    @classmethod
+    def of(cls, values: Sequence[bytes | None]) -> Encoded:
+        """From a list of wire values (the reference encoders' output)."""
+        lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+        offsets = np.zeros(len(values) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(v for v in values if v is not None), np.uint8)
+        valid = np.fromiter((v is not None for v in values), bool, len(values))
+        return cls(offsets, data, valid)
+
+
+def _put_int(out: np.ndarray, positions: np.ndarray, values: np.ndarray, dtype: str) -> None:
+    """Big-endian integers written into `out` at byte `positions`."""
+    raw = values.astype(dtype).view(np.uint8).reshape(len(values), -1)
+    out[positions[:, None] + np.arange(raw.shape[1])] = raw
+
+
+def row_messages(columns: Sequence[Encoded], kind: bytes = b"D", *, framed: bool = True
+                 ) -> bytes:
+    """One message of type `kind` per row, all rows in one buffer. `framed` (DataRow, a binary
+    COPY tuple): an int16 field count, then each field as an int32 length (-1 for NULL) and its
+    bytes. Unframed (a text or CSV COPY row): the single column's bytes as they are."""
+    if not columns or not len(columns[0]):
+        return b""
+    rows = len(columns[0])
+    lengths = [np.where(c.valid, np.diff(c.offsets), 0) for c in columns]
+    size = np.asarray(6 + sum(4 + n for n in lengths) if framed else 4 + lengths[0], np.int64)
+    starts = np.zeros(rows + 1, np.int64)
+    np.cumsum(size + 1, out=starts[1:])
+    out = np.empty(int(starts[-1]), np.uint8)
+    starts = starts[:-1]
+    out[starts] = kind[0]
+    _put_int(out, starts + 1, size, ">i4")
+    position = starts + 5
+    if framed:
+        _put_int(out, position, np.full(rows, len(columns), np.int64), ">i2")
+        position = position + 2
+    for column, length in zip(columns, lengths, strict=True):
+        if framed:
+            _put_int(out, position, np.where(column.valid, length, -1), ">i4")
+            position = position + 4
+        total = int(length.sum())
+        if total:
+            # Byte j of row i goes from data[offsets[i] + j] to out[position[i] + j].
+            row_of_byte = np.repeat(np.arange(rows), length)
+            first_byte = np.cumsum(length) - length
+            within = np.arange(total) - first_byte[row_of_byte]
+            out[position[row_of_byte] + within] = column.data[
+                column.offsets[:-1][row_of_byte] + within]
+        position = position + length
+    return out.tobytes()
+
+
 def data_rows(columns: Sequence[Sequence[bytes | None]], num_rows: int) -> Iterable[bytes]:
-    """DataRow messages for column-wise encoded values (None is SQL NULL)."""
+    """DataRow messages for column-wise encoded values (None is SQL NULL); the reference twin of
+    `row_messages`."""
     count = _I16.pack(len(columns))
     # Frame each value once per column, then stitch rows: fewer Python-level operations than
     # packing row by row.
@@ -357,6 +446,25 @@ def no_data() -> bytes:
 
 def portal_suspended() -> bytes:
     return _message(b"s")
+
+
+def copy_in_response(binary: bool, columns: int) -> bytes:
+    """CopyInResponse: the overall format and each column's (all text or all binary)."""
+    fmt = int(binary)
+    return _message(b"G", struct.pack(f"!bh{columns}h", fmt, columns, *([fmt] * columns)))
+
+
+def copy_out_response(binary: bool, columns: int) -> bytes:
+    fmt = int(binary)
+    return _message(b"H", struct.pack(f"!bh{columns}h", fmt, columns, *([fmt] * columns)))
+
+
+def copy_data(data: bytes) -> bytes:
+    return _message(b"d", data)
+
+
+def copy_done() -> bytes:
+    return _message(b"c")
 
 
 def error_response(

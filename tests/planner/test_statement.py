@@ -3,8 +3,9 @@
 import duckdb
 import pytest
 
+from heron.planner.commands import SessionCommand, TransactionOptions
 from heron.planner.errors import SqlError
-from heron.planner.statement import Kind, SessionCommand, classify, split
+from heron.planner.statement import Kind, classify, split
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,9 @@ def con():
         ("CREATE TEMP TABLE u AS SELECT 1", Kind.CREATE, "CREATE TABLE", False, False, None),
         ("DROP TABLE IF EXISTS u", Kind.OTHER, "DROP TABLE", False, False, None),
         ("COPY t TO '/dev/null'", Kind.COPY, "COPY", False, False, None),
-        ("BEGIN", Kind.BEGIN, "BEGIN", False, False, None),
-        ("start transaction", Kind.BEGIN, "START", False, False, None),
+        ("BEGIN", Kind.BEGIN, "BEGIN", False, False, TransactionOptions()),
+        ("start transaction read only", Kind.BEGIN, "START", False, False,
+         TransactionOptions(read_only=True)),
         ("END", Kind.COMMIT, "END", False, False, None),
         ("ABORT", Kind.ROLLBACK, "ABORT", False, False, None),
         ("SET DateStyle = 'ISO, MDY'", Kind.SET, "SET", False, False,

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+from heron.planner import pg_types
 from heron.server import decode, encode
 
 
@@ -53,7 +54,7 @@ def text(values, arrow_type, tz=dt.UTC):
     ],
 )
 def test_pg_type_mapping(arrow_type, oid, typlen):
-    pg = encode.pg_type(arrow_type)
+    pg = pg_types.for_arrow(arrow_type)
     assert (pg.oid, pg.typlen) == (oid, typlen)
 
 

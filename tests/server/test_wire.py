@@ -135,7 +135,7 @@ def test_describe_statement_reports_parameters_and_columns_without_running(clien
     )
     messages = client.read_until()
     assert kinds(messages) == "1tn1tTZ"
-    assert struct.unpack("!hI", messages[1].body) == (1, 25)  # unspecified: text
+    assert struct.unpack("!hI", messages[1].body) == (1, 23)  # the column's type: integer
     assert struct.unpack("!hI", messages[4].body) == (1, 20)  # from the cast
     client.send(query("SELECT count(*) FROM described"))
     assert client.read_until()[1].row() == [b"0"]  # the INSERT did not run
