@@ -56,6 +56,7 @@ class Planner:
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.executor = Executor(con, engine, self.cancelled)
+        self.prepared = statement.PreparedStatements()
 
     @property
     def engine(self) -> Engine | None:
@@ -110,7 +111,7 @@ class Planner:
             raise bind_count_mismatch(len(params), stmt.param_count)
         plan = stmt.ai
         if plan is None:
-            return statement.run(self.con, stmt, params, stream=stream)
+            return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         if plan.explain is Explain.PLAN:
             return explain.result(explain.plan_lines(plan, self.executor.estimate(plan, params)))
         started = time.perf_counter()
@@ -130,6 +131,11 @@ class Planner:
     def insert_rows(self, sql: str, name: str, rows: pa.RecordBatch) -> int:
         """Run an INSERT reading `rows` under `name`; the rows it inserted."""
         return statement.insert_rows(self.con, sql, name, rows)
+
+    def catalog_version(self) -> int:
+        """A number that changes whenever any session changes the catalog (DDL): statements
+        classified at the same version bind the same way."""
+        return statement.catalog_version(self.con)
 
     def column_defaults(self, table: str) -> tuple[str, ...]:
         """The default expressions of a table's columns (those that have one)."""

@@ -16,8 +16,13 @@ returned). `describe` reports the result columns by binding, without executing a
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import datetime as dt
+import decimal
 import enum
 import re
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -337,6 +342,118 @@ def describe(
     return tuple(column for column, _ in bind_columns(con, sql or statement.sql, params))
 
 
+class PreparedStatements:
+    """DuckDB prepared statements of one connection, by statement text.
+
+    A statement with parameters runs as `EXECUTE name(literal, ...)` of a statement DuckDB
+    prepared once for its text, its values written as literals of the types DuckDB gives the
+    Python values (`literal`): binding the values each time costs DuckDB several times more. The
+    newest `capacity` texts are kept. Running with the values bound (`submit` with values) is the
+    reference; tests compare the two on random values."""
+
+    KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE})
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._next = 0
+
+    def execute_text(self, con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
+                     ) -> str | None:
+        """The EXECUTE that runs `sql` with `params`, preparing it first if needed; None when
+        DuckDB cannot prepare it or a value has no literal (then the values are bound)."""
+        try:
+            arguments = ", ".join(literal(value) for value in params)
+        except ValueError:
+            return None
+        name = self._names.get(sql)
+        if name is None:
+            name = f"__heron_prepared_{self._next}"
+            try:
+                _seam.submit(con, f"PREPARE {name} AS {sql}", None).drain()
+            except duckdb.Error:
+                return None  # running it with bound values reports the error
+            self._next += 1
+            self._names[sql] = name
+            if len(self._names) > self.capacity:
+                _, evicted = self._names.popitem(last=False)
+                with contextlib.suppress(duckdb.Error):
+                    _seam.submit(con, f"DEALLOCATE {evicted}", None).drain()
+        else:
+            self._names.move_to_end(sql)
+        return f"EXECUTE {name}({arguments})"
+
+
+def literal(value: Any) -> str:
+    """`value` as a DuckDB SQL literal of the type DuckDB gives it as a bound parameter (int:
+    INTEGER, BIGINT, UBIGINT or (U)HUGEINT by size; Decimal: DECIMAL of its digits, DOUBLE beyond
+    38; str: VARCHAR; ...). ValueError for a value without one."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"CAST({value} AS {_integer_type(value)})"
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)"
+    if isinstance(value, decimal.Decimal):
+        return _decimal_literal(value)
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ValueError("NUL in a string")
+        return "CAST('" + value.replace("'", "''") + "' AS VARCHAR)"
+    if isinstance(value, bytes | bytearray | memoryview):
+        text = "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x5C, 0x27) else f"\\x{b:02X}"
+                       for b in bytes(value))
+        return f"CAST('{text}' AS BLOB)"
+    if isinstance(value, dt.datetime):
+        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+        return f"CAST('{value.isoformat(sep=' ')}' AS {kind})"
+    if isinstance(value, dt.date):
+        return f"CAST('{value.isoformat()}' AS DATE)"
+    if isinstance(value, dt.time):
+        if value.tzinfo is not None:
+            raise ValueError("time with a time zone")
+        return f"CAST('{value.isoformat()}' AS TIME)"
+    if isinstance(value, dt.timedelta):
+        micros = value.seconds * 1_000_000 + value.microseconds
+        return (f"(to_days(CAST({value.days} AS INTEGER)) + "
+                f"to_microseconds(CAST({micros} AS BIGINT)))")
+    if isinstance(value, uuid.UUID):
+        return f"CAST('{value}' AS UUID)"
+    if isinstance(value, list) and value and all(
+            v is None or type(v) is type(next(x for x in value if x is not None)) for v in value):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    raise ValueError(f"no literal for {type(value).__name__}")
+
+
+def _integer_type(value: int) -> str:
+    if -2**31 <= value < 2**31:
+        return "INTEGER"
+    if -2**63 <= value < 2**63:
+        return "BIGINT"
+    if 0 <= value < 2**64:
+        return "UBIGINT"
+    if -2**127 <= value < 2**127:
+        return "HUGEINT"
+    if 0 <= value < 2**128:
+        return "UHUGEINT"
+    raise ValueError("integer too large")
+
+
+def _decimal_literal(value: decimal.Decimal) -> str:
+    if not value.is_finite():
+        return f"CAST('{'nan' if value.is_nan() else ('-inf' if value < 0 else 'inf')}' AS FLOAT)"
+    _, digits, exponent = value.as_tuple()
+    exponent = int(exponent)
+    scale = max(0, -exponent)
+    precision = len(digits) + max(0, exponent)
+    precision = max(precision, scale + 1)
+    if precision > 38:
+        return f"CAST('{value}' AS DOUBLE)"
+    return f"CAST('{value:f}' AS DECIMAL({precision}, {scale}))"
+
+
 def run(
     con: duckdb.DuckDBPyConnection,
     statement: Statement,
@@ -344,14 +461,20 @@ def run(
     sql: str | None = None,
     *,
     stream: bool = False,
+    prepared: PreparedStatements | None = None,
 ) -> Result:
     """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement, whose
     parameters are already bound). With `stream`, a SELECT's rows stay in DuckDB until read
-    (`Rows.live`); everything else is read out before this returns."""
+    (`Rows.live`); everything else is read out before this returns. With `prepared`, a statement
+    with parameters runs through DuckDB's prepared statements (`PreparedStatements`)."""
     streamed = stream and statement.kind is Kind.SELECT
+    text, values = sql or statement.sql, list(params) or None
+    if values and prepared is not None and sql is None and statement.kind in prepared.KINDS:
+        execute = prepared.execute_text(con, text, values)
+        if execute is not None:
+            text, values = execute, None
     try:
-        result = _seam.submit(con, sql or statement.sql, list(params) or None,
-                              "stream" if streamed else "arrow", BATCH_ROWS)
+        result = _seam.submit(con, text, values, "stream" if streamed else "arrow", BATCH_ROWS)
         if streamed:
             reader = result.arrow_reader()
             return Result("SELECT", columns_of(reader.schema), Rows.streaming(reader))
@@ -391,6 +514,10 @@ def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: pa.Re
         raise from_duckdb(exc) from None
     finally:
         con.unregister(name)
+
+
+def catalog_version(con: duckdb.DuckDBPyConnection) -> int:
+    return _seam.catalog_version(con)
 
 
 def column_defaults(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:

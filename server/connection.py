@@ -151,7 +151,7 @@ class Connection:
     async def _fatal(self, sqlstate: str, message: str) -> None:
         try:
             self._out += protocol.error_response(sqlstate, message, severity="FATAL")
-            await self._flush()
+            await self.flush()
         except (ConnectionError, OSError):
             pass
 
@@ -165,7 +165,7 @@ class Connection:
     def send(self, message: bytes) -> None:
         self._out += message
 
-    async def _flush(self) -> None:
+    async def flush(self) -> None:
         if self._out:
             self.writer.write(bytes(self._out))
             self._out.clear()
@@ -173,7 +173,7 @@ class Connection:
 
     async def _maybe_flush(self) -> None:
         if len(self._out) >= FLUSH_BYTES:
-            await self._flush()
+            await self.flush()
 
     def _send_error(self, exc: BaseException) -> None:
         if isinstance(exc, SqlError):
@@ -249,7 +249,7 @@ class Connection:
         self.send_parameter_changes()
         self.send(protocol.backend_key_data(self._pid, secret))
         self._send_ready()
-        await self._flush()
+        await self.flush()
         return True
 
     # -- message loop ----------------------------------------------------------------------
@@ -275,10 +275,10 @@ class Connection:
                 await self._end_implicit(failed=self._skip_until_sync)
                 self._skip_until_sync = False
                 self._send_ready()
-                await self._flush()
+                await self.flush()
                 continue
             if isinstance(message, protocol.Flush):
-                await self._flush()
+                await self.flush()
                 continue
             if isinstance(message, protocol.CopyData | protocol.CopyDone | protocol.CopyFail):
                 continue  # after a failed COPY the client's remaining copy data is dropped
@@ -293,7 +293,7 @@ class Connection:
                 else:
                     self._skip_until_sync = True
             if isinstance(message, protocol.Query):
-                await self._flush()
+                await self.flush()
             else:
                 await self._maybe_flush()
 
@@ -322,7 +322,11 @@ class Connection:
     async def _simple_portal(self, sql: str) -> Portal:
         """The unnamed portal of one statement of a Query message."""
         assert self.session is not None
-        statement = await self.call(self.session.prepare, sql)
+        statement = self.session.cached(sql)
+        if statement is None:
+            statement = await self.call(self.session.prepare, sql)
+        else:
+            self.session.admit(statement)
         portal = Portal(statement, [])
         self.session.bind("", portal)
         return portal

@@ -124,10 +124,13 @@ def _encode_out(session: Session, portal: Portal, options: CopyOptions, timezone
                                                                            strict=True)]
     else:
         fields = [_text_field(text, options) for text in texts]
-    line = pc.binary_join_element_wise(*fields, b"", options.delimiter.encode()) if len(
-        fields) > 1 else fields[0]
-    line = pc.binary_join_element_wise(line, b"\n", b"")
+    line = pc.binary_join_element_wise(*fields, _bytes(options.delimiter.encode()))
+    line = pc.binary_join_element_wise(line, _bytes(b"\n"), _bytes(b""))
     return protocol.row_messages([_encoded(line)], b"d", framed=False), batch.num_rows
+
+
+def _bytes(value: bytes) -> pa.Scalar:
+    return pa.scalar(value, pa.large_binary())
 
 
 def _with_header(messages: bytes) -> bytes:
@@ -166,7 +169,7 @@ def _text_field(values: pa.Array, options: CopyOptions) -> pa.Array:
     if options.delimiter not in "\t":
         values = pc.replace_substring(values, options.delimiter.encode(),
                                       ("\\" + options.delimiter).encode())
-    return values.fill_null(options.null.encode())
+    return values.fill_null(_bytes(options.null.encode()))
 
 
 def _csv_field(values: pa.Array, options: CopyOptions, force: bool) -> pa.Array:
@@ -185,8 +188,8 @@ def _csv_field(values: pa.Array, options: CopyOptions, force: bool) -> pa.Array:
         escaped = pc.replace_substring(values, options.escape.encode(),
                                        options.escape.encode() * 2)
         escaped = pc.replace_substring(escaped, quote, options.escape.encode() + quote)
-    quoted = pc.binary_join_element_wise(quote, escaped, quote, b"")
-    return pc.if_else(needs, quoted, values).fill_null(options.null.encode())
+    quoted = pc.binary_join_element_wise(_bytes(quote), escaped, _bytes(quote), _bytes(b""))
+    return pc.if_else(needs, quoted, values).fill_null(_bytes(options.null.encode()))
 
 
 def _csv_header(columns: Sequence[Column], options: CopyOptions) -> bytes:

@@ -14,8 +14,9 @@ until Sync.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
@@ -45,16 +46,20 @@ class PreparedStatement:
     param_oids: tuple[int, ...]  # the client's, else the type the statement implies, else 0
     columns: tuple[Column, ...] | None = None
     described: bool = False
-    # Describe of its portals, by the Python types of their parameter values (which decide the
-    # columns' types): libpq describes the portal of every execution of a prepared statement.
-    portal_columns: dict[tuple[type, ...], tuple[Column, ...] | None] = field(
-        default_factory=dict)
+
+
+DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
 
 
 class ExtendedQuery:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.statements: dict[str, PreparedStatement] = {}
+        # Describe of portals by statement and the Python types of their parameter values (which
+        # decide the columns' types): libpq describes the portal of every execution.
+        self._described: collections.OrderedDict[
+            tuple[Statement, tuple[type, ...]], tuple[Column, ...] | None] = (
+            collections.OrderedDict())
 
     def deallocate(self, statement: Statement) -> Result:
         """DEALLOCATE [PREPARE] name|ALL (psycopg sends DEALLOCATE ALL after a failed
@@ -76,7 +81,12 @@ class ExtendedQuery:
                            f'prepared statement "{message.name}" already exists')
         if not message.name:
             self.statements.pop("", None)  # replaced even if this Parse fails
-        statement = await self.host.call(self.host.session.prepare, message.sql)
+        session = self.host.session
+        statement = session.cached(message.sql)
+        if statement is None:
+            statement = await self.host.call(session.prepare, message.sql)
+        else:
+            session.admit(statement)
         # Types the client left open (0) are the ones the statement implies.
         given = message.param_oids
         implied = statement.param_types
@@ -110,8 +120,7 @@ class ExtendedQuery:
         # A client that described the statement decodes rows with those types.
         promised = prepared.columns if prepared.described else None
         self.host.session.bind(message.portal, Portal(
-            prepared.statement, values[:used], message.result_formats, promised=promised,
-            descriptions=prepared.portal_columns))
+            prepared.statement, values[:used], message.result_formats, promised=promised))
         self.host.send(protocol.bind_complete())
 
     async def describe(self, message: protocol.Describe) -> None:
@@ -135,12 +144,7 @@ class ExtendedQuery:
         # known only by running (INSERT ... RETURNING, EXPLAIN) run now; Execute sends their rows.
         columns = portal.promised
         if columns is None and not portal.started:
-            key = tuple(type(value) for value in portal.params)
-            descriptions = portal.descriptions if portal.descriptions is not None else {}
-            if key not in descriptions:
-                descriptions[key] = await self.host.call(self.host.session.describe,
-                                                         portal.statement, portal.params)
-            columns = descriptions[key]
+            columns = await self._portal_columns(portal)
         if columns is None:
             if not portal.started:
                 self.host.session.begin_implicit()
@@ -153,6 +157,24 @@ class ExtendedQuery:
         portal.promised = columns
         formats = result_formats(portal.formats, len(columns))
         self.host.send(protocol.row_description(encode.fields(columns, formats)))
+
+    async def _portal_columns(self, portal: Portal) -> tuple[Column, ...] | None:
+        """The columns of a portal's rows, by binding (cached per statement and parameter types
+        while the catalog stays the same: DDL changes the cached statements too)."""
+        if portal.statement.ai is not None:
+            return await self.host.call(self.host.session.describe, portal.statement,
+                                        portal.params)
+        key = (portal.statement, tuple(type(value) for value in portal.params))
+        if key in self._described and self.host.session.cached(portal.statement.sql) is (
+                portal.statement):
+            self._described.move_to_end(key)
+            return self._described[key]
+        columns = await self.host.call(self.host.session.describe, portal.statement,
+                                       portal.params)
+        self._described[key] = columns
+        if len(self._described) > DESCRIBED_CACHE:
+            self._described.popitem(last=False)
+        return columns
 
     async def _statement_columns(self, prepared: PreparedStatement) -> tuple[Column, ...] | None:
         if not prepared.described:

@@ -31,8 +31,6 @@ class Portal:
     # The columns the client was told about (Describe of the statement or portal); rows must be
     # sent with exactly these types even when the parameters changed what DuckDB inferred.
     promised: tuple[Column, ...] | None = None
-    # Its prepared statement's Describe results by parameter types (see ExtendedQuery).
-    descriptions: dict[tuple[type, ...], tuple[Column, ...] | None] | None = None
     cursor: DeclareCommand | None = None  # a SQL cursor's declaration; None for Bind's portals
     result: Result | None = None  # once started
     position: int = 0  # 0: before the first row; n: on row n; past the end: rows + 1

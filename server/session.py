@@ -17,6 +17,7 @@ that runs longer, with 57014 as in PostgreSQL.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import re
 import threading
@@ -88,6 +89,7 @@ READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer
 TRANSACTION_SETTINGS = {"transaction_isolation", "transaction_read_only",
                         "transaction_deferrable"}
 
+CLASSIFIED_CACHE = 512  # statement texts whose classification a session keeps
 _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": "TimeZone"}
 # A time setting: a number and an optional unit (milliseconds without one), as PostgreSQL reads it.
 _DURATION = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|min|h|d)?\s*$",
@@ -118,6 +120,8 @@ class Session:
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
         self._timer: threading.Timer | None = None
+        self._classified: collections.OrderedDict[str, tuple[int, Statement]] = (
+            collections.OrderedDict())
         self._timed_out = threading.Event()
         self._publish_settings()
 
@@ -199,13 +203,30 @@ class Session:
     # -- statements -----------------------------------------------------------------------
 
     def prepare(self, sql: str) -> Statement:
+        """Classify and plan `sql` (or take it from the cache, see `cached`)."""
         try:
-            statement = self.planner.classify(sql)
+            statement = self.cached(sql)
+            if statement is None:
+                version = self.planner.catalog_version()
+                statement = self.planner.plan(self.planner.classify(sql))
+                if statement.ai is None:  # AI plans bind to the catalog: planned every time
+                    self._classified[sql] = (version, statement)
+                    if len(self._classified) > CLASSIFIED_CACHE:
+                        self._classified.popitem(last=False)
             self.admit(statement)
-            return self.planner.plan(statement)
+            return statement
         except SqlError:
             self.transaction.fail()
             raise
+
+    def cached(self, sql: str) -> Statement | None:
+        """`sql`'s statement as classified before, if no DDL ran since (drivers send the same
+        text again and again); cheap enough for the event loop."""
+        entry = self._classified.get(sql)
+        if entry is None or entry[0] != self.planner.catalog_version():
+            return None
+        self._classified.move_to_end(sql)
+        return entry[1]
 
     def admit(self, statement: Statement) -> None:
         """Refuse (25P02) what a failed transaction block does not run: all but its end, a

@@ -224,17 +224,9 @@ class Transaction:
                        f'savepoint "{name}" does not exist')
 
     def _replay(self, name: str, entries: list[_Entry]) -> None:
-        for position, entry in enumerate(entries, 1):
-            reason = self._not_replayable(entry.statement)
-            if reason is not None:
-                self.status = TransactionStatus.FAILED
-                raise SqlError(
-                    SqlState.FEATURE_NOT_SUPPORTED,
-                    f'cannot roll back to savepoint "{name}": statement {position} of the '
-                    f"transaction ({entry.statement.verb}) {reason}",
-                    detail="Heron emulates savepoints by replaying the transaction's earlier "
-                           "statements, and this one would not give the same result twice.",
-                    hint="Roll back the whole transaction and run it again.")
+        """Roll DuckDB's transaction back and run `entries` again in a new one, each checked for
+        being repeatable (against the catalog as the replay has rebuilt it so far) and for giving
+        the command tag it gave the first time."""
         self.planner.rollback()
         self._open = self._aborted = False
         self._journal = []
@@ -242,7 +234,17 @@ class Transaction:
             return
         self.planner.begin()
         self._open = True
-        for entry in entries:
+        for position, entry in enumerate(entries, 1):
+            reason = self._not_replayable(entry.statement)
+            if reason is not None:
+                self.fail()
+                raise SqlError(
+                    SqlState.FEATURE_NOT_SUPPORTED,
+                    f'cannot roll back to savepoint "{name}": statement {position} of the '
+                    f"transaction ({entry.statement.verb}) {reason}",
+                    detail="Heron emulates savepoints by replaying the transaction's earlier "
+                           "statements, and this one would not give the same result twice.",
+                    hint="Roll back the whole transaction and run it again.")
             try:
                 tag = self.planner.execute(entry.statement, entry.params).command_tag
             except SqlError as exc:
