@@ -293,9 +293,10 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     returns_rows = (duck_type in {"SELECT", "RELATION", "EXPLAIN", "PRAGMA", "CALL"}
                     or (kind in _DML and _has_token(sql, TokenType.RETURNING)))
     count = len(parsed[0].named_parameters)
+    # DuckDB's binder gives the columns of queries and of RETURNING clauses without running.
+    bindable = duck_type in {"SELECT", "RELATION"} or (kind in _DML and returns_rows)
     return Statement(sql, kind, _verb(sql), count, parameters.parameter_types(con, sql, count),
-                     returns_rows, bindable=duck_type in {"SELECT", "RELATION"},
-                     command=session[1] if session else None)
+                     returns_rows, bindable=bindable, command=session[1] if session else None)
 
 
 def _session_command(sql: str) -> tuple[Kind, SessionCommand] | None:

@@ -58,6 +58,22 @@ _TRUE = {"t", "true", "y", "yes", "on", "1"}
 _FALSE = {"f", "false", "n", "no", "off", "0"}
 
 
+_SAMPLES: dict[int, Any] = {
+    BOOL.oid: False, INT2.oid: 0, INT4.oid: 0, INT8.oid: 2**40, OID.oid: 2**40, FLOAT4.oid: 0.0,
+    FLOAT8.oid: 0.0, NUMERIC.oid: Decimal("0"), BYTEA.oid: b"", UUID.oid: uuid.UUID(int=0),
+    DATE.oid: PG_EPOCH_DATE, TIME.oid: dt.time(), TIMESTAMP.oid: PG_EPOCH,
+    TIMESTAMPTZ.oid: PG_EPOCH.replace(tzinfo=dt.UTC), INTERVAL.oid: dt.timedelta(),
+}
+
+
+def sample_value(oid: int) -> Any:
+    """A value of the Python type `decode_param` gives parameters of type `oid` (NULL where the
+    type is open): binding a statement with these types it as its executions will be."""
+    if oid in _TEXTUAL or oid == JSONB.oid:
+        return None if oid in (0, UNKNOWN.oid) else ""
+    return _SAMPLES.get(oid)
+
+
 def parameter_type(oid: int) -> int:
     """The OID reported in ParameterDescription: the client's, or text where it left it open."""
     return oid or TEXT.oid

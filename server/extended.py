@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
 from heron.planner.errors import bind_count_mismatch
+from heron.planner.pg_types import UNKNOWN
 from heron.server import decode, encode, protocol
 from heron.server.portal import Portal
 from heron.server.session import Session
@@ -49,6 +50,7 @@ class PreparedStatement:
 
 
 DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
+_OPEN_TYPES = (0, UNKNOWN.oid)  # parameter types a client leaves to the server
 
 
 class ExtendedQuery:
@@ -87,10 +89,11 @@ class ExtendedQuery:
             statement = await self.host.call(session.prepare, message.sql)
         else:
             session.admit(statement)
-        # Types the client left open (0) are the ones the statement implies.
+        # Types the client left open (0, or unknown as pg8000 sends them) are the ones the
+        # statement implies.
         given = message.param_oids
         implied = statement.param_types
-        oids = tuple(given[i] if i < len(given) and given[i] else
+        oids = tuple(given[i] if i < len(given) and given[i] not in _OPEN_TYPES else
                      (implied[i] if i < len(implied) else 0)
                      for i in range(max(statement.param_count, len(given))))
         self.statements[message.name] = PreparedStatement(statement, oids)
@@ -179,8 +182,11 @@ class ExtendedQuery:
     async def _statement_columns(self, prepared: PreparedStatement) -> tuple[Column, ...] | None:
         if not prepared.described:
             if prepared.statement.returns_rows:
+                # Bound with values of the parameters' types, as its executions will be.
+                samples = [decode.sample_value(oid) for oid in
+                           prepared.param_oids[: prepared.statement.param_count]]
                 prepared.columns = await self.host.call(self.host.session.describe,
-                                                        prepared.statement)
+                                                        prepared.statement, samples)
             prepared.described = True
         return prepared.columns
 
