@@ -514,7 +514,8 @@ def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: pa.Re
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     finally:
-        con.unregister(name)
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this
+            con.unregister(name)
 
 
 def catalog_version(con: duckdb.DuckDBPyConnection) -> int:

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import datetime as dt
 import io
 import re
 import struct
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -259,9 +260,10 @@ class _Feed(io.RawIOBase):
             return size
 
     def stop(self) -> None:
-        """The reader gives up (bad data): the loop must not wait for it any more."""
+        """The reader is done (or gave up on bad data): the loop must not wait for it."""
         self.closed_by_reader = True
-        self._loop.call_soon_threadsafe(self._space.set)
+        with contextlib.suppress(RuntimeError):  # the server is shutting down
+            self._loop.call_soon_threadsafe(self._space.set)
 
 
 async def _copy_in(host: Host, portal: Portal, command: CopyCommand) -> str:
@@ -322,7 +324,7 @@ def _type_byte(message: protocol.FrontendMessage) -> int:
 
 
 def _batches(feed: _Feed, options: CopyOptions, columns: Sequence[Column]
-             ) -> Iterator[pa.RecordBatch]:
+             ) -> Generator[pa.RecordBatch, None, None]:
     """The client's data as Arrow batches: strings (text, CSV) or typed values (binary)."""
     try:
         if options.format is CopyFormat.BINARY:

@@ -21,7 +21,7 @@ import collections
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +78,9 @@ OTHER_DEFAULTS = {
     "client_min_messages": "notice",
     "bytea_output": "hex",
     "max_identifier_length": "63",
-    "default_transaction_isolation": "serializable",
+    # DuckDB's snapshot isolation is PostgreSQL's REPEATABLE READ (PostgreSQL's own default is
+    # READ COMMITTED); any level may be asked for and is shown, the behavior stays the same.
+    "default_transaction_isolation": "repeatable read",
     "default_transaction_deferrable": "off",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
@@ -505,7 +507,7 @@ class Session:
                      in self.planner.bind_columns(f"SELECT {names} FROM {command.table_sql}"))
 
     def copy_in(self, statement: Statement, columns: Sequence[CopyColumn],
-                batches: Iterator[pa.RecordBatch]) -> int:
+                batches: Generator[pa.RecordBatch, None, None]) -> int:
         """Insert the batches of a COPY ... FROM STDIN, all or nothing; the number of rows."""
         command = statement.command
         assert isinstance(command, CopyCommand)
@@ -527,6 +529,7 @@ class Session:
             self.transaction.fail()
             raise
         finally:
+            batches.close()  # the parser stops reading the client's data
             if own_block:
                 self.end_implicit(failed)
 

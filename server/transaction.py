@@ -78,7 +78,7 @@ class Transaction:
     planner: Planner
     status: TransactionStatus = TransactionStatus.IDLE
     implicit: bool = False  # the open block was opened by the protocol, not by BEGIN
-    isolation: Isolation = Isolation.SERIALIZABLE
+    isolation: Isolation = Isolation.REPEATABLE_READ
     read_only: bool = False
     _open: bool = False  # DuckDB's transaction was begun
     _aborted: bool = False  # a statement failed inside DuckDB's transaction
@@ -111,7 +111,7 @@ class Transaction:
 
     def _start(self, defaults: TransactionOptions) -> None:
         self.status = TransactionStatus.IN_BLOCK
-        self.isolation = defaults.isolation or Isolation.SERIALIZABLE
+        self.isolation = defaults.isolation or Isolation.REPEATABLE_READ
         self.read_only = bool(defaults.read_only)
 
     def set_options(self, options: TransactionOptions) -> None:

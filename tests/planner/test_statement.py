@@ -24,7 +24,7 @@ def con():
         ("EXPLAIN SELECT 1", Kind.UTILITY_ROWS, "EXPLAIN", True, False, None),
         ("CALL pragma_version()", Kind.UTILITY_ROWS, "CALL", True, False, None),
         ("INSERT INTO t VALUES (1, 'a')", Kind.INSERT, "INSERT", False, False, None),
-        ("INSERT INTO t VALUES (1, 'a') RETURNING id", Kind.INSERT, "INSERT", True, False, None),
+        ("INSERT INTO t VALUES (1, 'a') RETURNING id", Kind.INSERT, "INSERT", True, True, None),
         ("UPDATE t SET id = 2", Kind.UPDATE, "UPDATE", False, False, None),
         ("DELETE FROM t", Kind.DELETE, "DELETE", False, False, None),
         ("CREATE TEMP TABLE u AS SELECT 1", Kind.CREATE, "CREATE TABLE", False, False, None),

@@ -1,0 +1,376 @@
+"""Client scripts of the differential suite: COPY, cursors, savepoints and transactions as
+applications drive them through their drivers. Each script takes a server (`dsn`, `host`,
+`port`) and returns what the application saw, as plain values; the suite runs it against Heron
+and PostgreSQL 15 and compares. Tables are prefixed `s_` and created by the script itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import psycopg
+
+TIMEOUT_S = 20
+
+
+class Server(Protocol):
+    dsn: str
+    host: str
+    port: int
+
+
+def _error(exc: Exception) -> str:
+    return f"error {getattr(exc, 'sqlstate', None) or getattr(exc, 'pgcode', None)}"
+
+
+def _fresh(conn: psycopg.Connection, table: str, columns: str) -> None:
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"CREATE TABLE {table} ({columns})")
+
+
+# -- COPY ---------------------------------------------------------------------------------------
+
+_COPY_ROWS = [(1, "plain", 1.5, b"\x00\x01"), (2, "tab\tnew\nline\\slash", None, None),
+              (3, None, -0.25, b""), (4, 'quote " comma ,', 1e20, b"\xff")]
+
+
+def psycopg_copy(server: Server) -> list[Any]:
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        _fresh(conn, "s_copy", "id integer, s text, f float8, b bytea")
+        cur = conn.cursor()
+        with cur.copy("COPY s_copy FROM STDIN") as copy:
+            for row in _COPY_ROWS[:2]:
+                copy.write_row(row)
+        seen.append(cur.statusmessage)
+        with cur.copy("COPY s_copy (id, s, f, b) FROM STDIN (FORMAT binary)") as copy:
+            copy.set_types(["int4", "text", "float8", "bytea"])
+            copy.write_row(_COPY_ROWS[2])
+        with cur.copy("COPY s_copy FROM STDIN WITH (FORMAT csv, HEADER true)") as copy:
+            copy.write(b'id,s,f,b\n4,"quote "" comma ,",1e20,\\xff\n')
+        seen.append(conn.execute("SELECT * FROM s_copy ORDER BY id").fetchall())
+        for statement in ("COPY s_copy TO STDOUT", "COPY (SELECT * FROM s_copy ORDER BY id) TO "
+                          "STDOUT WITH (FORMAT csv, HEADER, FORCE_QUOTE (s))",
+                          "COPY s_copy (id, s) TO STDOUT WITH DELIMITER '|' NULL 'none'"):
+            with cur.copy(statement) as copy:
+                seen.append(sorted(bytes(block) for block in copy))
+            seen.append(cur.statusmessage)
+        with cur.copy("COPY (SELECT id, s, f FROM s_copy ORDER BY id) TO STDOUT (FORMAT binary)"
+                      ) as copy:
+            copy.set_types(["int4", "text", "float8"])
+            seen.append(list(copy.rows()))
+        try:
+            with cur.copy("COPY s_copy (id) FROM STDIN") as copy:
+                copy.write(b"5\nnot a number\n")
+        except psycopg.Error as exc:
+            seen.append(_error(exc))
+        try:
+            with cur.copy("COPY s_copy (id) FROM STDIN") as copy:
+                copy.write(b"6\t7\n")
+        except psycopg.Error as exc:
+            seen.append(_error(exc))
+        seen.append(conn.execute("SELECT count(*) FROM s_copy").fetchone())
+    return seen
+
+
+def psycopg2_copy(server: Server) -> list[Any]:
+    import psycopg2
+
+    seen: list[Any] = []
+    conn = psycopg2.connect(server.dsn)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE IF EXISTS s_copy2")
+            cur.execute("CREATE TABLE s_copy2 (id integer, name text)")
+            cur.copy_expert("COPY s_copy2 FROM STDIN WITH CSV", io.StringIO("1,one\n2,\n"))
+            seen.append(cur.rowcount)
+            cur.copy_from(io.StringIO("3\tthree\n4\t\\N\n"), "s_copy2")
+            out = io.StringIO()
+            cur.copy_expert("COPY (SELECT * FROM s_copy2 ORDER BY id) TO STDOUT WITH CSV HEADER",
+                            out)
+            seen.append(out.getvalue())
+            out = io.StringIO()
+            cur.copy_to(out, "s_copy2", sep="|")
+            seen.append(sorted(out.getvalue().splitlines()))
+        conn.commit()
+        with conn.cursor() as cur:
+            try:
+                cur.copy_expert("COPY s_copy2 FROM STDIN WITH CSV", io.StringIO("x,bad\n"))
+            except psycopg2.Error as exc:
+                seen.append(_error(exc))
+        conn.rollback()
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM s_copy2")
+            seen.append(cur.fetchone())
+    finally:
+        conn.close()
+    return seen
+
+
+def asyncpg_copy(server: Server) -> list[Any]:
+    import asyncpg
+
+    async def main() -> list[Any]:
+        conn = await asyncpg.connect(host=server.host, port=server.port, user="heron",
+                                     database="heron", timeout=10, command_timeout=TIMEOUT_S)
+        seen: list[Any] = []
+        try:
+            await conn.execute("DROP TABLE IF EXISTS s_copy3")
+            await conn.execute("CREATE TABLE s_copy3 (id integer, name text, f float8)")
+            seen.append(await conn.copy_records_to_table(
+                "s_copy3", records=[(i, f"n{i}", i / 4) for i in range(100)]))
+            seen.append(await conn.copy_records_to_table(
+                "s_copy3", records=[(1000, None, None)], columns=["id", "name", "f"]))
+            out = io.BytesIO()
+            seen.append(await conn.copy_from_query("SELECT * FROM s_copy3 ORDER BY id", output=out,
+                                                   format="csv"))
+            seen.append(out.getvalue())
+            out = io.BytesIO()
+            seen.append(await conn.copy_from_table("s_copy3", output=out, columns=["id"]))
+            seen.append(sorted(out.getvalue().splitlines()))
+            seen.append(await conn.fetchval("SELECT sum(id) FROM s_copy3"))
+        finally:
+            await conn.close(timeout=5)
+        return seen
+
+    return asyncio.run(main())
+
+
+def pg8000_copy(server: Server) -> list[Any]:
+    import pg8000.dbapi
+
+    conn = pg8000.dbapi.connect(user="heron", host=server.host, port=server.port,
+                                database="heron", timeout=TIMEOUT_S)
+    seen: list[Any] = []
+    try:
+        cur = conn.cursor()
+        cur.execute("DROP TABLE IF EXISTS s_copy4")
+        cur.execute("CREATE TABLE s_copy4 (id integer, name text)")
+        cur.execute("COPY s_copy4 FROM STDIN WITH (FORMAT csv)", stream=io.BytesIO(b"1,a\n2,b\n"))
+        seen.append(cur.rowcount)
+        out = io.BytesIO()
+        cur.execute("COPY (SELECT * FROM s_copy4 ORDER BY id) TO STDOUT", stream=out)
+        seen.append(out.getvalue())
+        conn.commit()
+    finally:
+        conn.close()
+    return seen
+
+
+# -- cursors ------------------------------------------------------------------------------------
+
+
+def sql_cursors(server: Server) -> list[Any]:
+    """DECLARE / FETCH / MOVE / CLOSE in every direction, through the simple protocol."""
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        def run(sql: str) -> None:
+            try:
+                cur = conn.execute(sql, prepare=False)
+                rows = cur.fetchall() if cur.description else None
+                seen.append((sql, cur.statusmessage, rows))
+            except psycopg.Error as exc:
+                seen.append((sql, _error(exc)))
+
+        run("DECLARE outside CURSOR FOR SELECT 1")
+        run("BEGIN")
+        run("DECLARE c SCROLL CURSOR FOR SELECT x FROM generate_series(1, 10) AS t(x) ORDER BY x")
+        for fetch in ("FETCH 3 FROM c", "FETCH NEXT FROM c", "FETCH PRIOR FROM c",
+                      "FETCH ABSOLUTE 7 FROM c", "FETCH RELATIVE -2 FROM c", "MOVE 2 IN c",
+                      "FETCH FORWARD 2 FROM c", "FETCH BACKWARD 3 FROM c", "FETCH LAST FROM c",
+                      "FETCH FIRST FROM c", "FETCH ABSOLUTE -3 FROM c", "FETCH ALL FROM c",
+                      "FETCH NEXT FROM c", "FETCH BACKWARD ALL FROM c", "MOVE FORWARD ALL IN c",
+                      "FETCH RELATIVE 0 FROM c", "FETCH FORWARD 0 FROM c", "CLOSE c",
+                      "FETCH 1 FROM c"):
+            run(fetch)
+        run("ROLLBACK")
+        run("BEGIN")
+        run("DECLARE f NO SCROLL CURSOR FOR SELECT x FROM generate_series(1, 5) AS t(x)")
+        run("FETCH 2 FROM f")
+        run("FETCH PRIOR FROM f")
+        run("ROLLBACK")
+        run("BEGIN")
+        run("DECLARE h CURSOR WITH HOLD FOR SELECT x FROM generate_series(1, 4) AS t(x)")
+        run("FETCH 1 FROM h")
+        run("COMMIT")
+        run("FETCH ALL FROM h")
+        run("CLOSE h")
+        run("CLOSE h")
+    return seen
+
+
+def psycopg_named_cursor(server: Server) -> list[Any]:
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn) as conn:
+        with conn.cursor(name="nc") as cur:
+            cur.execute("SELECT x, x * 2 AS y FROM generate_series(1, 2500) AS t(x) WHERE x > %s",
+                        [5])
+            seen.append(cur.fetchmany(3))
+            seen.append(cur.fetchone())
+            seen.append(len(cur.fetchall()))
+        with conn.cursor(name="sc", scrollable=True) as cur:
+            cur.execute("SELECT x FROM generate_series(1, 10) AS t(x)")
+            cur.scroll(5)
+            seen.append(cur.fetchone())
+            cur.scroll(-3)
+            seen.append(cur.fetchone())
+            cur.scroll(0, "absolute")
+            seen.append(cur.fetchmany(2))
+        conn.commit()
+        with conn.cursor(name="held", withhold=True) as cur:
+            cur.execute("SELECT x FROM generate_series(1, 5) AS t(x)")
+            conn.commit()
+            seen.append(cur.fetchall())
+    return seen
+
+
+def psycopg2_named_cursor(server: Server) -> list[Any]:
+    import psycopg2
+
+    seen: list[Any] = []
+    conn = psycopg2.connect(server.dsn)
+    try:
+        with conn.cursor(name="pc") as cur:
+            cur.itersize = 7
+            cur.execute("SELECT x FROM generate_series(1, 30) AS t(x)")
+            seen.append([row for row in cur])
+        with conn.cursor(name="pc2", scrollable=True) as cur:
+            cur.execute("SELECT x FROM generate_series(1, 30) AS t(x)")
+            seen.append(cur.fetchmany(4))
+            cur.scroll(-2)
+            seen.append(cur.fetchone())
+            cur.scroll(20, mode="absolute")
+            seen.append(cur.fetchone())
+        conn.commit()
+    finally:
+        conn.close()
+    return seen
+
+
+# -- transactions and savepoints ----------------------------------------------------------------
+
+
+def savepoints(server: Server) -> list[Any]:
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        _fresh(conn, "s_save", "id integer PRIMARY KEY, note text")
+
+        def run(sql: str) -> None:
+            try:
+                cur = conn.execute(sql, prepare=False)
+                seen.append((sql, cur.statusmessage, str(conn.info.transaction_status)))
+            except psycopg.Error as exc:
+                seen.append((sql, _error(exc), str(conn.info.transaction_status)))
+
+        for sql in ("SAVEPOINT outside", "BEGIN", "INSERT INTO s_save VALUES (1, 'a')",
+                    "SAVEPOINT one", "INSERT INTO s_save VALUES (2, 'b')", "SAVEPOINT two",
+                    "INSERT INTO s_save VALUES (3, 'c')", "ROLLBACK TO SAVEPOINT two",
+                    "INSERT INTO s_save VALUES (1, 'duplicate')", "SELECT 1",
+                    "ROLLBACK TO one", "INSERT INTO s_save VALUES (4, 'd')", "RELEASE one",
+                    "ROLLBACK TO one", "SAVEPOINT again", "UPDATE s_save SET note = 'x'",
+                    "ROLLBACK TO SAVEPOINT again", "RELEASE SAVEPOINT again", "COMMIT"):
+            run(sql)
+        seen.append(conn.execute("SELECT * FROM s_save ORDER BY id").fetchall())
+    with psycopg.connect(server.dsn) as conn:
+        with conn.transaction():
+            conn.execute("INSERT INTO s_save VALUES (10, 'outer')")
+            try:
+                with conn.transaction():
+                    conn.execute("INSERT INTO s_save VALUES (10, 'clash')")
+            except psycopg.errors.UniqueViolation as exc:
+                seen.append(_error(exc))
+            with conn.transaction():
+                conn.execute("INSERT INTO s_save VALUES (11, 'inner')")
+        seen.append(conn.execute("SELECT * FROM s_save WHERE id >= 10 ORDER BY id").fetchall())
+    return seen
+
+
+def transaction_modes(server: Server) -> list[Any]:
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        _fresh(conn, "s_modes", "i integer")
+
+        def run(sql: str) -> None:
+            try:
+                cur = conn.execute(sql, prepare=False)
+                rows = cur.fetchall() if cur.description else None
+                seen.append((sql, cur.statusmessage, rows))
+            except psycopg.Error as exc:
+                seen.append((sql, _error(exc)))
+
+        for sql in ("BEGIN ISOLATION LEVEL REPEATABLE READ",
+                    "SHOW transaction_isolation", "COMMIT", "BEGIN READ ONLY",
+                    "SELECT count(*) FROM s_modes", "INSERT INTO s_modes VALUES (1)", "ROLLBACK",
+                    "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+                    "SHOW default_transaction_read_only", "BEGIN",
+                    "INSERT INTO s_modes VALUES (2)", "ROLLBACK",
+                    "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE, "
+                    "ISOLATION LEVEL READ COMMITTED", "SHOW default_transaction_isolation",
+                    "BEGIN", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+                    "SHOW transaction_isolation", "COMMIT", "SET statement_timeout = 1500",
+                    "SHOW statement_timeout", "SET statement_timeout = '2min'",
+                    "SHOW statement_timeout", "RESET statement_timeout",
+                    "SHOW statement_timeout"):
+            run(sql)
+    return seen
+
+
+def statement_timeout(server: Server) -> list[Any]:
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = '300ms'")
+        try:
+            # pg_sleep is PostgreSQL's; a long count stands in for it on both servers.
+            conn.execute("SELECT count(*) FROM generate_series(1, 3000000000) AS t(x) "
+                         "WHERE x % 7 = 3")
+        except psycopg.Error as exc:
+            seen.append(_error(exc))
+        seen.append(conn.execute("SELECT 1").fetchone())
+    return seen
+
+
+def write_conflict(server: Server) -> list[Any]:
+    """Two transactions update one row: the second fails (PostgreSQL under SERIALIZABLE: 40001
+    once the first commits; Heron at once)."""
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as setup_conn:
+        _fresh(setup_conn, "s_conflict", "id integer PRIMARY KEY, n integer")
+        setup_conn.execute("INSERT INTO s_conflict VALUES (1, 0)")
+    first = psycopg.connect(server.dsn)
+    second = psycopg.connect(server.dsn)
+    try:
+        for conn in (first, second):
+            conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+            conn.execute("SELECT n FROM s_conflict WHERE id = 1").fetchone()
+        first.execute("UPDATE s_conflict SET n = n + 1 WHERE id = 1")
+        first.commit()
+        try:
+            second.execute("UPDATE s_conflict SET n = n + 10 WHERE id = 1")
+            second.commit()
+        except psycopg.Error as exc:
+            seen.append(_error(exc))
+            second.rollback()
+    finally:
+        first.close()
+        second.close()
+    with psycopg.connect(server.dsn) as conn:
+        seen.append(conn.execute("SELECT n FROM s_conflict").fetchone())
+    return seen
+
+
+SCRIPTS: dict[str, Callable[[Server], list[Any]]] = {
+    "psycopg_copy": psycopg_copy,
+    "psycopg2_copy": psycopg2_copy,
+    "asyncpg_copy": asyncpg_copy,
+    "pg8000_copy": pg8000_copy,
+    "sql_cursors": sql_cursors,
+    "psycopg_named_cursor": psycopg_named_cursor,
+    "psycopg2_named_cursor": psycopg2_named_cursor,
+    "savepoints": savepoints,
+    "transaction_modes": transaction_modes,
+    "statement_timeout": statement_timeout,
+    "write_conflict": write_conflict,
+}
