@@ -310,6 +310,8 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
                 "pg_catalog.pg_type heron_t", "heron_t.typname", "heron_t.oid",
                 "lower(name_arg)"))),),
         "heron_regtype_name": (("type_arg", "format_type(type_arg, NULL)"),),
+        # to_regtype(name): the type's OID, NULL when there is none (psycopg's TypeInfo.fetch).
+        "to_regtype": (("name_arg", "heron_regtype_oid(name_arg)"),),
         "heron_regnamespace_oid": (("name_arg", _lookup(
             "pg_catalog.pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
         "heron_regnamespace_name": (("ns_arg", _lookup(
