@@ -127,13 +127,14 @@ class TransactionOptions:
 _MODE = re.compile(
     r"\s*(?:ISOLATION\s+LEVEL\s+(?P<level>READ\s+UNCOMMITTED|READ\s+COMMITTED|"
     r"REPEATABLE\s+READ|SERIALIZABLE)|READ\s+(?P<access>ONLY|WRITE)|"
-    r"(?P<not>NOT\s+)?(?P<deferrable>DEFERRABLE))\s*(?:,|$)", re.IGNORECASE)
+    r"(?P<not>NOT\s+)?(?P<deferrable>DEFERRABLE))(?:\s*,\s*|\s+|$)", re.IGNORECASE)
 _BEGIN_MODES = re.compile(r"^\s*(?:BEGIN(?:\s+(?:WORK|TRANSACTION))?|START\s+TRANSACTION)"
                           r"(?P<modes>.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 
 
 def read_transaction_options(modes: str) -> TransactionOptions:
-    """Transaction modes such as `ISOLATION LEVEL SERIALIZABLE, READ ONLY` (42601 if not)."""
+    """Transaction modes such as `ISOLATION LEVEL SERIALIZABLE, READ ONLY` (commas optional, as
+    in PostgreSQL's grammar; 42601 if not)."""
     options = TransactionOptions()
     pos, text = 0, modes.strip()
     while pos < len(text):

@@ -106,8 +106,11 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
 def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
     to, value = cast.to, cast.this
     literal = isinstance(value, exp.Literal)
-    if to.this == _T.DECIMAL and not to.expressions and literal:
-        return exp.Cast(this=value, to=_literal_decimal(value.name))
+    if to.this == _T.DECIMAL and not to.expressions:
+        if literal:
+            return exp.Cast(this=value, to=_literal_decimal(value.name))
+        if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+            return exp.Cast(this=value, to=_literal_decimal(value.this.name))
     if literal and value.is_string and to.this in (_T.VARBINARY, _T.BINARY, _T.BLOB):
         return exp.Cast(this=exp.Literal.string(_blob_literal(parse_bytea(value.name))),
                         to=exp.DataType.build("BLOB"))

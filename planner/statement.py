@@ -448,8 +448,8 @@ def _decimal_literal(value: decimal.Decimal) -> str:
     _, digits, exponent = value.as_tuple()
     exponent = int(exponent)
     scale = max(0, -exponent)
-    precision = len(digits) + max(0, exponent)
-    precision = max(precision, scale + 1)
+    # DuckDB's typing of a Decimal: its digits, one more when they do not fill the scale.
+    precision = len(digits) + max(0, exponent) if len(digits) >= scale else scale + 1
     if precision > 38:
         return f"CAST('{value}' AS DOUBLE)"
     return f"CAST('{value:f}' AS DECIMAL({precision}, {scale}))"

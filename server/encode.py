@@ -591,14 +591,14 @@ def _timestamp_text(a: pa.Array) -> pa.Array:
         return pa.array(_timestamps_text(a, dt.UTC), pa.string())
     fraction = np.mod(m, 1_000_000)  # floor semantics: before 1970 too
     whole = pa.array((m - fraction) // 1_000_000, pa.int64()).cast(pa.timestamp("s"))
-    seconds = pc.strftime(whole, "%Y-%m-%d %H:%M:%S")
-    if not fraction.any():
-        return seconds
-    padded = pc.utf8_lpad(pc.cast(pa.array(fraction), pa.string()), 6, "0")
-    trimmed = pc.utf8_rtrim(padded, "0")
-    suffix = pc.if_else(pa.array(fraction > 0), pc.binary_join_element_wise(".", trimmed, ""),
-                        "")
-    return pc.binary_join_element_wise(seconds, suffix, "")
+    text = pc.strftime(whole, "%Y-%m-%d %H:%M:%S")
+    if fraction.any():
+        padded = pc.utf8_lpad(pc.cast(pa.array(fraction), pa.string()), 6, "0")
+        trimmed = pc.utf8_rtrim(padded, "0")
+        suffix = pc.if_else(pa.array(fraction > 0),
+                            pc.binary_join_element_wise(".", trimmed, ""), "")
+        text = pc.binary_join_element_wise(text, suffix, "")
+    return pc.if_else(pc.is_valid(a), text, pa.scalar(None, pa.string()))
 
 
 def fields(columns: Sequence[Column], formats: Sequence[int]) -> list[FieldDescription]:
