@@ -132,10 +132,9 @@ class Planner:
         """Run an INSERT reading `rows` under `name`; the rows it inserted."""
         return statement.insert_rows(self.con, sql, name, rows)
 
-    def catalog_version(self) -> int:
-        """A number that changes whenever any session changes the catalog (DDL): statements
-        classified at the same version bind the same way."""
-        return statement.catalog_version(self.con)
+    def insert_many(self, stmt: Statement, rows: Sequence[Sequence[Any]]) -> bool:
+        """Run an INSERT once per parameter row in one go (`statement.insert_many`)."""
+        return stmt.ai is None and statement.insert_many(self.con, stmt, rows)
 
     def column_defaults(self, table: str) -> tuple[str, ...]:
         """The default expressions of a table's columns (those that have one)."""

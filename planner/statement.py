@@ -21,6 +21,7 @@ import contextlib
 import datetime as dt
 import decimal
 import enum
+import functools
 import re
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -29,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+import sqlglot
 from duckdb import _seam
+from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import TokenError
+from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
 from heron.planner import commands, copy_statement, parameters
@@ -504,8 +507,61 @@ def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
                  in zip(columns_of(schema), types, strict=True))
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: pa.RecordBatch
-                ) -> int:
+_BATCH = "__heron_insert_batch"
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_select(sql: str) -> str | None:
+    """`INSERT INTO t [(cols)] VALUES (<expressions of $1..$n>)` as an INSERT ... SELECT of the
+    same expressions over a table of parameter rows (columns p1..pn), or None for any other
+    shape (RETURNING and ON CONFLICT answer per row, several VALUES rows, parameters outside)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except SqlglotError:
+        return None
+    if not isinstance(tree, exp.Insert) or tree.args.get("returning") or tree.args.get(
+            "conflict") or not isinstance(tree.expression, exp.Values):
+        return None
+    rows = tree.expression.expressions
+    if len(rows) != 1 or not isinstance(rows[0], exp.Tuple):
+        return None
+    row = rows[0]
+    parameters = list(tree.find_all(exp.Parameter, exp.Placeholder))
+    if not parameters:
+        return None
+    for parameter in parameters:
+        if parameter.find_ancestor(exp.Values) is None:
+            return None  # a parameter outside the row (in a WITH, say)
+        number = parameter.name if isinstance(parameter, exp.Parameter) else parameter.this
+        if not str(number).isdigit():
+            return None
+        parameter.replace(exp.column(f"p{number}"))
+    tree.set("expression", exp.select(*row.expressions).from_(_BATCH))
+    return tree.sql(dialect="duckdb")
+
+
+def insert_many(con: duckdb.DuckDBPyConnection, statement: Statement,
+                rows: Sequence[Sequence[Any]]) -> bool:
+    """Run an INSERT of one VALUES row once per parameter row, as one DuckDB statement over an
+    Arrow table of the rows (a pipelining client's batch). False, with nothing run, when the
+    statement's shape or the values' types do not allow it; errors are `SqlError`s."""
+    sql = _insert_select(statement.sql)
+    if sql is None or not rows:
+        return False
+    try:
+        table = pa.table({f"p{i + 1}": pa.array([row[i] for row in rows])
+                          for i in range(statement.param_count)})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return False  # values Arrow cannot hold in one column: run them one by one
+    inserted = insert_rows(con, sql, _BATCH, table)
+    if inserted != len(rows):
+        raise SqlError(SqlState.INTERNAL_ERROR,
+                       f"a batch of {len(rows)} INSERTs inserted {inserted} rows")
+    return True
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str,
+                rows: pa.RecordBatch | pa.Table) -> int:
     """Run an INSERT that reads `rows` under `name`; the number of rows it inserted."""
     con.register(name, rows)
     try:
@@ -516,10 +572,6 @@ def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str, rows: pa.Re
     finally:
         with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this
             con.unregister(name)
-
-
-def catalog_version(con: duckdb.DuckDBPyConnection) -> int:
-    return _seam.catalog_version(con)
 
 
 def column_defaults(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from heron.server import copy, encode, protocol
 from heron.server.extended import ExtendedQuery, result_formats
 from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
-from heron.server.session import Session
+from heron.server.session import CatalogGeneration, Session
 
 T = TypeVar("T")
 
@@ -81,12 +81,14 @@ class CancelRegistry:
 
 @dataclass
 class ServerContext:
-    """What every connection shares: the database, the engine, the thread pool, cancel keys."""
+    """What every connection shares: the database, the engine, the thread pool, cancel keys and
+    the catalog generation (which tells sessions when their cached statements are stale)."""
 
     database: Database
     engine: Engine | None
     executor: concurrent.futures.Executor
     registry: CancelRegistry = field(default_factory=CancelRegistry)
+    generation: CatalogGeneration = field(default_factory=CatalogGeneration)
 
 
 class _Fatal(Exception):
@@ -107,6 +109,7 @@ class Connection:
         self._running = False  # a statement is executing: CancelRequest interrupts it
         self._pending: concurrent.futures.Future[Any] | None = None
         self._skip_until_sync = False
+        self.messages: protocol.MessageReader | None = None  # after start-up
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -240,7 +243,7 @@ class Connection:
             self.session = await self.call(
                 lambda: Session(self.context.database, self.context.engine, user=user,
                                 database_name=params.get("database") or user,
-                                parameters=settings))
+                                parameters=settings, generation=self.context.generation))
         except SqlError as exc:
             await self._fatal(exc.sqlstate, exc.message)
             return False
@@ -255,7 +258,9 @@ class Connection:
     # -- message loop ----------------------------------------------------------------------
 
     async def read_message(self) -> protocol.FrontendMessage:
-        return await protocol.read_message(self.reader)
+        if self.messages is None:
+            self.messages = protocol.MessageReader(self.reader)
+        return await self.messages.next()
 
     async def _serve(self) -> None:
         handlers = {

@@ -15,6 +15,7 @@ until Sync.
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -33,6 +34,7 @@ class Host(Protocol):
     """What the handlers need from their connection."""
 
     session: Session
+    messages: protocol.MessageReader | None  # the client's messages that arrived already
 
     def send(self, message: bytes) -> None: ...
 
@@ -50,6 +52,7 @@ class PreparedStatement:
 
 
 DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
+MAX_BATCH_ROWS = 10_000  # pipelined INSERT executions run as one batch
 _OPEN_TYPES = (0, UNKNOWN.oid)  # parameter types a client leaves to the server
 
 
@@ -57,6 +60,7 @@ class ExtendedQuery:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.statements: dict[str, PreparedStatement] = {}
+        self._bound_from: dict[str, str] = {}  # portal -> the prepared statement it binds
         # Describe of portals by statement and the Python types of their parameter values (which
         # decide the columns' types): libpq describes the portal of every execution.
         self._described: collections.OrderedDict[
@@ -100,6 +104,16 @@ class ExtendedQuery:
         self.host.send(protocol.parse_complete())
 
     async def bind(self, message: protocol.Bind) -> None:
+        prepared, values = self._bound(message)
+        # A client that described the statement decodes rows with those types.
+        promised = prepared.columns if prepared.described else None
+        self.host.session.bind(message.portal, Portal(
+            prepared.statement, values, message.result_formats, promised=promised))
+        self._bound_from[message.portal] = message.statement
+        self.host.send(protocol.bind_complete())
+
+    def _bound(self, message: protocol.Bind) -> tuple[PreparedStatement, list[Any]]:
+        """Bind's statement and parameter values, checked as PostgreSQL checks them."""
         prepared = self.statements.get(message.statement)
         if prepared is None:
             raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
@@ -119,12 +133,7 @@ class ExtendedQuery:
                   in zip(message.params, prepared.param_oids, param_formats, strict=True)]
         # Types beyond those the statement uses (PostgreSQL allows declaring extra ones) are
         # accepted and not bound.
-        used = prepared.statement.param_count
-        # A client that described the statement decodes rows with those types.
-        promised = prepared.columns if prepared.described else None
-        self.host.session.bind(message.portal, Portal(
-            prepared.statement, values[:used], message.result_formats, promised=promised))
-        self.host.send(protocol.bind_complete())
+        return prepared, values[: prepared.statement.param_count]
 
     async def describe(self, message: protocol.Describe) -> None:
         if message.kind == "S":
@@ -198,7 +207,58 @@ class ExtendedQuery:
         # The messages up to Sync are one implicit transaction (bookkeeping only until a
         # statement needs DuckDB's).
         self.host.session.begin_implicit()
+        if message.max_rows == 0 and _batchable(portal.statement):
+            rows = self._pipelined_rows(message.portal)
+            if rows and await self._execute_many(portal, rows):
+                return
         await self.host.execute_portal(portal, message.max_rows)
+
+    def _pipelined_rows(self, name: str) -> list[_PipelinedRow]:
+        """The Bind [Describe] Execute groups that follow in the client's pipeline, binding the
+        same statement to the same portal (an executemany): already here, not yet read."""
+        pending = self.host.messages.pending if self.host.messages is not None else ()
+        statement = self._bound_from.get(name)
+        items = list(itertools.islice(pending, 0, 3 * MAX_BATCH_ROWS))
+        rows: list[_PipelinedRow] = []
+        i = 0
+        while i < len(items):
+            bind = items[i]
+            if not (isinstance(bind, protocol.Bind) and bind.portal == name
+                    and bind.statement == statement):
+                break
+            j = i + 1
+            described = j < len(items) and items[j] == protocol.Describe("P", name)
+            j += described
+            if j >= len(items) or items[j] != protocol.Execute(name, 0):
+                break
+            try:
+                _, values = self._bound(bind)
+            except SqlError:
+                break  # answered one by one, with its error in its place
+            rows.append(_PipelinedRow(values, described, j - i + 1))
+            i = j + 1
+        return rows
+
+    async def _execute_many(self, portal: Portal, rows: list[_PipelinedRow]) -> bool:
+        """Run this Execute and the pipelined ones after it as one batch, answering each as
+        PostgreSQL would; False (nothing answered, nothing changed) when the batch could not run
+        as one, and they run one by one."""
+        session = self.host.session
+        done = await self.host.call(session.insert_many, portal.statement,
+                                    [portal.params, *(row.values for row in rows)])
+        if not done:
+            return False
+        tag = protocol.command_complete("INSERT 0 1")
+        self.host.send(tag)
+        assert self.host.messages is not None
+        for row in rows:
+            for _ in range(row.messages):
+                self.host.messages.pending.popleft()
+            self.host.send(protocol.bind_complete())
+            if row.described:
+                self.host.send(protocol.no_data())
+            self.host.send(tag)
+        return True
 
     async def close(self, message: protocol.Close) -> None:
         if message.kind == "S":
@@ -206,6 +266,19 @@ class ExtendedQuery:
         else:
             await self.host.call(self.host.session.close_portal, message.name)
         self.host.send(protocol.close_complete())
+
+
+@dataclass(frozen=True, slots=True)
+class _PipelinedRow:
+    values: list[Any]  # the Bind's parameter values
+    described: bool  # a Describe of the portal came between Bind and Execute
+    messages: int  # how many of the client's messages it is
+
+
+def _batchable(statement: Statement) -> bool:
+    """An INSERT whose pipelined executions may run as one batch (`Session.insert_many`)."""
+    return (statement.kind is Kind.INSERT and statement.param_count > 0
+            and not statement.returns_rows and statement.ai is None)
 
 
 def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:

@@ -1,7 +1,7 @@
 """PostgreSQL v3 wire messages: reading frontend messages and building backend ones.
 
 Contract: `read_startup` reads the untyped first packet of a connection (StartupMessage,
-SSLRequest, GSSENCRequest or CancelRequest); `read_message` reads one typed message and parses it
+SSLRequest, GSSENCRequest or CancelRequest); a `MessageReader` reads typed messages and parses each
 into a frozen dataclass (`Query`, `Parse`, `Bind`, ...). Any malformed input (unknown message type,
 a length that is too small or too large, fields that run past the end or leave bytes over) raises
 `ProtocolError`, which the connection answers with SQLSTATE 08P01 before closing. A clean end of
@@ -15,6 +15,7 @@ reading from an `asyncio.StreamReader`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -222,17 +223,55 @@ async def read_startup(
     return Startup(code, parameters)
 
 
-async def read_message(reader: asyncio.StreamReader) -> FrontendMessage:
-    kind, length = _HEADER.unpack(await reader.readexactly(5))
-    if length < 4 or length > MAX_MESSAGE_LENGTH:
-        raise ProtocolError(f"invalid message length {length}")
-    parser = _PARSERS.get(kind)
-    if parser is None:
-        raise ProtocolError(f"invalid frontend message type {kind[0]}")
-    body = _Body(await reader.readexactly(length - 4))
-    message = parser(body)
-    body.end()
-    return message
+class MessageReader:
+    """Typed frontend messages from a stream, each parsed as soon as it has arrived whole.
+
+    `next()` waits for the next message; `pending` holds the messages already complete in what
+    the socket delivered (a pipelining client's Bind/Execute pairs, for one), so a handler can
+    see what follows without waiting. Reading is done in chunks, and a chunk is only taken from
+    the stream whole, so cancelling a waiting `next()` loses nothing.
+    """
+
+    CHUNK_BYTES = 256 * 1024
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self.pending: collections.deque[FrontendMessage] = collections.deque()
+        self._data = bytearray()
+        self._error: ProtocolError | None = None  # raised once the messages before it are read
+
+    async def next(self) -> FrontendMessage:
+        while not self.pending:
+            if self._error is not None:
+                raise self._error
+            chunk = await self.reader.read(self.CHUNK_BYTES)
+            if not chunk:
+                raise asyncio.IncompleteReadError(bytes(self._data), None)
+            self._data += chunk
+            self._parse_complete()
+        return self.pending.popleft()
+
+    def _parse_complete(self) -> None:
+        data, pos = self._data, 0
+        try:
+            while len(data) - pos >= 5:
+                kind, length = _HEADER.unpack_from(data, pos)
+                if length < 4 or length > MAX_MESSAGE_LENGTH:
+                    raise ProtocolError(f"invalid message length {length}")
+                parser = _PARSERS.get(kind)
+                if parser is None:
+                    raise ProtocolError(f"invalid frontend message type {kind[0]}")
+                end = pos + 1 + length
+                if end > len(data):
+                    break
+                body = _Body(bytes(data[pos + 5 : end]))
+                message = parser(body)
+                body.end()
+                self.pending.append(message)
+                pos = end
+        except ProtocolError as exc:
+            self._error = exc
+        del data[:pos]
 
 
 def _parse(body: _Body) -> Parse:

@@ -101,6 +101,28 @@ _BOOLEAN = {"on": True, "true": True, "yes": True, "1": True, "off": False, "fal
             "no": False, "0": False}
 
 
+class CatalogGeneration:
+    """How many statements that can change what a name binds to (DDL, DuckDB settings, the end
+    of a transaction that ran DDL) have run, in any session of one database: a statement
+    classified at a generation binds the same way while it lasts."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def advance(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+# Statements that never change what names bind to.
+_DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE,
+                         Kind.DELETE, Kind.MERGE, Kind.COPY, Kind.COPY_IN, Kind.COPY_OUT,
+                         Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
+                         Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.SHOW,
+                         Kind.DEALLOCATE})
+
+
 @dataclass
 class Session:
     database: Database
@@ -108,6 +130,7 @@ class Session:
     user: str = "heron"
     database_name: str = "heron"
     parameters: dict[str, str] = field(default_factory=dict)
+    generation: CatalogGeneration = field(default_factory=CatalogGeneration)
 
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in {**OTHER_DEFAULTS,
@@ -124,6 +147,7 @@ class Session:
         self._timer: threading.Timer | None = None
         self._classified: collections.OrderedDict[str, tuple[int, Statement]] = (
             collections.OrderedDict())
+        self._catalog_changed_in_block = False
         self._timed_out = threading.Event()
         self._publish_settings()
 
@@ -209,10 +233,10 @@ class Session:
         try:
             statement = self.cached(sql)
             if statement is None:
-                version = self.planner.catalog_version()
+                generation = self.generation.value
                 statement = self.planner.plan(self.planner.classify(sql))
                 if statement.ai is None:  # AI plans bind to the catalog: planned every time
-                    self._classified[sql] = (version, statement)
+                    self._classified[sql] = (generation, statement)
                     if len(self._classified) > CLASSIFIED_CACHE:
                         self._classified.popitem(last=False)
             self.admit(statement)
@@ -225,7 +249,7 @@ class Session:
         """`sql`'s statement as classified before, if no DDL ran since (drivers send the same
         text again and again); cheap enough for the event loop."""
         entry = self._classified.get(sql)
-        if entry is None or entry[0] != self.planner.catalog_version():
+        if entry is None or entry[0] != self.generation.value:
             return None
         self._classified.move_to_end(sql)
         return entry[1]
@@ -278,6 +302,8 @@ class Session:
         self._free_connection()
         self.transaction.before(statement)
         self._arm_timeout()
+        if statement.kind not in _DATA_KINDS:
+            self._changes_catalog()
         try:
             result = self.planner.execute(statement, params, stream=stream)
         except SqlError as exc:
@@ -290,6 +316,28 @@ class Session:
         self.transaction.after(statement, params, result)
         return result
 
+    def insert_many(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> bool:
+        """Run an INSERT for each parameter row in one DuckDB statement (a pipelined batch).
+        True once all are in; False, with the transaction as it was before, when the batch
+        cannot run that way or failed — the caller then runs the rows one by one, so the client
+        gets PostgreSQL's answer for each."""
+        self.admit(statement)
+        self._free_connection()
+        self.transaction.before(statement)
+        mark = self.transaction.mark()
+        try:
+            done = self.planner.insert_many(statement, rows)
+        except SqlError:
+            self.transaction.fail()
+            if self.transaction.restore(mark):
+                return False
+            raise
+        if done:
+            tag = Result("INSERT 0 1", None, None)
+            for params in rows:
+                self.transaction.after(statement, tuple(params), tag)
+        return done
+
     def read(self, portal: Portal, max_rows: int) -> pa.RecordBatch | None:
         """A portal's next rows (see `Portal.next`), under statement_timeout."""
         try:
@@ -301,6 +349,13 @@ class Session:
         if batch is None:
             self.disarm_timeout()
         return batch
+
+    def _changes_catalog(self) -> None:
+        """A statement may change what names bind to: cached classifications are stale, now
+        and (for the other sessions, which see it then) when its transaction ends."""
+        self.generation.advance()
+        self._catalog_changed_in_block = self.transaction.status is not (
+            TransactionStatus.IDLE)
 
     def _free_connection(self) -> None:
         """Detach rows still streaming, so the DuckDB connection can run something else."""
@@ -389,14 +444,26 @@ class Session:
             self.transaction.release(command.name)
             return Result("RELEASE", None, None)
         self._free_connection()
-        self.transaction.rollback_to(command.name)
+        try:
+            self.transaction.rollback_to(command.name)
+        finally:
+            if self._catalog_changed_in_block:  # the replay may have undone DDL
+                self.generation.advance()
         return Result("ROLLBACK", None, None)
 
     def _end(self, *, commit: bool) -> Result:
         """COMMIT or ROLLBACK of the open block (portals end with it)."""
         self._end_portals(commit=commit and self.transaction.status is TransactionStatus.IN_BLOCK)
-        tag, warning = self.transaction.commit() if commit else self.transaction.rollback()
+        try:
+            tag, warning = self.transaction.commit() if commit else self.transaction.rollback()
+        finally:
+            self._block_ended()
         return Result(tag, None, None, notices=_warning(warning))
+
+    def _block_ended(self) -> None:
+        if self._catalog_changed_in_block:  # committed, or rolled back: either way, news
+            self._catalog_changed_in_block = False
+            self.generation.advance()
 
     def begin_implicit(self) -> None:
         self.transaction.begin_implicit(self._transaction_defaults())
@@ -411,7 +478,10 @@ class Session:
         """Commit the implicit block, or roll it back if a statement failed."""
         if self.transaction.implicit:
             self._end_portals(commit=not failed)
-            self.transaction.end_implicit(failed)
+            try:
+                self.transaction.end_implicit(failed)
+            finally:
+                self._block_ended()
         elif self.transaction.status is TransactionStatus.IDLE:
             self._end_portals(commit=True)
 

@@ -190,6 +190,23 @@ class Transaction:
         if self._open:
             self._aborted = True
 
+    def mark(self) -> int:
+        """Where the block stands, to come back to with `restore` (an implicit savepoint)."""
+        return len(self._journal)
+
+    def restore(self, mark: int) -> bool:
+        """Undo what ran since `mark` (DuckDB's transaction may have failed): True once done;
+        False when a statement before it cannot be replayed (the block is then failed)."""
+        try:
+            self._replay("(batch)", self._journal[:mark])
+        except SqlError as exc:
+            if exc.sqlstate is SqlState.FEATURE_NOT_SUPPORTED:
+                return False
+            raise
+        if self.status is TransactionStatus.FAILED:
+            self.status = TransactionStatus.IN_BLOCK
+        return True
+
     # -- savepoints ------------------------------------------------------------------------
 
     def savepoint(self, name: str) -> None:

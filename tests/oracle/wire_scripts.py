@@ -361,7 +361,58 @@ def write_conflict(server: Server) -> list[Any]:
     return seen
 
 
+def executemany(server: Server) -> list[Any]:
+    """Pipelined INSERTs (Heron runs them as one batch) with PostgreSQL's answers, also when a
+    row in the middle fails."""
+    import asyncpg
+
+    seen: list[Any] = []
+    rows = [(i, f"name {i}", None if i % 7 else 1.5 * i) for i in range(300)]
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        _fresh(conn, "s_many", "id integer PRIMARY KEY, name text NOT NULL, score float8")
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO s_many VALUES (%s, %s, %s)", rows)
+        seen.append(cur.rowcount)
+        bad = [(1000 + i, f"n{i}", None) for i in range(50)] + [(5, "clash", None)] + [
+            (2000 + i, f"m{i}", None) for i in range(50)]
+        try:
+            cur.executemany("INSERT INTO s_many VALUES (%s, %s, %s)", bad)
+        except psycopg.Error as exc:
+            seen.append(_error(exc))
+        seen.append(conn.execute("SELECT count(*), sum(id) FROM s_many").fetchone())
+    with psycopg.connect(server.dsn) as conn:  # inside a transaction block
+        cur = conn.cursor()
+        cur.executemany("INSERT INTO s_many VALUES (%s, %s, %s)",
+                        [(3000 + i, f"t{i}", i / 2) for i in range(40)])
+        try:
+            cur.executemany("INSERT INTO s_many (id, name) VALUES (%s, %s)",
+                            [(4000, "ok"), (4001, None), (4002, "never")])
+        except psycopg.Error as exc:
+            seen.append((_error(exc), str(conn.info.transaction_status)))
+        conn.rollback()
+        seen.append(conn.execute("SELECT count(*) FROM s_many").fetchone())
+
+    async def with_asyncpg() -> None:
+        conn = await asyncpg.connect(host=server.host, port=server.port, user="heron",
+                                     database="heron", timeout=10, command_timeout=TIMEOUT_S)
+        try:
+            await conn.executemany("INSERT INTO s_many (id, name) VALUES ($1, $2)",
+                                   [(5000 + i, f"a{i}") for i in range(100)])
+            try:
+                await conn.executemany("INSERT INTO s_many (id, name) VALUES ($1, $2)",
+                                       [(6000, "x"), (6000, "y")])
+            except asyncpg.PostgresError as exc:
+                seen.append(exc.sqlstate)
+            seen.append(await conn.fetchval("SELECT count(*) FROM s_many"))
+        finally:
+            await conn.close(timeout=5)
+
+    asyncio.run(with_asyncpg())
+    return seen
+
+
 SCRIPTS: dict[str, Callable[[Server], list[Any]]] = {
+    "executemany": executemany,
     "psycopg_copy": psycopg_copy,
     "psycopg2_copy": psycopg2_copy,
     "asyncpg_copy": asyncpg_copy,

@@ -64,6 +64,20 @@ public class WireProbe {
                 }
                 out("batch " + java.util.Arrays.toString(ps.executeBatch()));
             }
+            conn.commit();
+            try (PreparedStatement ps = conn.prepareStatement("INSERT INTO j_items VALUES (?, ?, ?)")) {
+                for (int i : new int[] {7, 8, 3, 9}) {  // 3 is taken: the batch fails there
+                    ps.setInt(1, i);
+                    ps.setString(2, "batch " + i);
+                    ps.setBigDecimal(3, java.math.BigDecimal.ONE);
+                    ps.addBatch();
+                }
+                ps.executeBatch();
+                out("failing batch inserted");
+            } catch (java.sql.BatchUpdateException e) {
+                out("failing batch " + e.getSQLState() + " " + java.util.Arrays.toString(e.getUpdateCounts()));
+            }
+            conn.rollback();
             Savepoint before = conn.setSavepoint("before_duplicate");
             try (Statement st = conn.createStatement()) {
                 st.execute("INSERT INTO j_items VALUES (1, 'duplicate', 0)");
