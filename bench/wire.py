@@ -6,7 +6,8 @@ Run `python bench/wire.py` (from the repository root, with the dev install). It 
 
 - `SELECT 1` as a prepared statement, p50 and p99 latency per execution;
 - streaming 100k rows (int, bigint, float, text) in binary format, rows per second;
-- 50 connections running 100 small queries each concurrently, queries per second;
+- 50 connections running 100 small queries each concurrently (connecting included), queries
+  per second, and what one connection costs to open, milliseconds;
 - executemany of 5k single-row INSERTs, seconds;
 - the first 100 rows of a 3M-row result through a server-side cursor: how much the server's
   resident memory grows (Heron: the server process; PostgreSQL: the backend of the connection).
@@ -86,6 +87,13 @@ def concurrent_qps(target: Target, connections: int, queries: int) -> float:
     return connections * queries / elapsed
 
 
+def connect_ms(target: Target, count: int) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        psycopg.connect(target.dsn).close()
+    return (time.perf_counter() - started) / count * 1e3
+
+
 def executemany_seconds(target: Target, rows: int) -> float:
     with psycopg.connect(target.dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS bench_many")
@@ -151,6 +159,7 @@ def run(targets: list[Target], scale: int) -> None:
          lambda t: streaming_rows_per_s(t, 100_000 // scale), True),
         ("50 connections x 100 queries, queries/s",
          lambda t: concurrent_qps(t, 50, 100 // scale), True),
+        ("open a connection, ms", lambda t: connect_ms(t, 50 // scale), False),
         (f"executemany {5000 // scale} inserts, s",
          lambda t: executemany_seconds(t, 5000 // scale), False),
         (f"first 100 of {3_000_000 // scale} rows, server MiB",

@@ -592,6 +592,7 @@ def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
     return tuple(Column(_pg_name(field.name), field.type) for field in schema)
 
 
+@functools.lru_cache(maxsize=4096)
 def _pg_name(name: str) -> str:
     m = _CALL_NAME.match(name)
     if m is None:

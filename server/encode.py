@@ -74,6 +74,7 @@ _UNIX_TO_PG_DAYS = (PG_EPOCH_DATE - dt.date(1970, 1, 1)).days
 _UNIX_TO_PG_MICROS = _UNIX_TO_PG_DAYS * 86_400_000_000
 # Timestamps at the int64 extremes are +-infinity, in DuckDB's results as on PostgreSQL's wire.
 INT64_MAX = 2**63 - 1
+_FEW_VALUES = 64  # below this, per-value Python beats an Arrow kernel's fixed cost
 # Dates at the int32 extremes are +-infinity (DuckDB's -infinity is -(2**31 - 1), PostgreSQL's
 # binary one -2**31).
 INT32_MAX = 2**31 - 1
@@ -123,7 +124,10 @@ def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     if pa.types.is_boolean(t):
         return [None if v is None else ("t" if v else "f") for v in a.to_pylist()]
     if pa.types.is_integer(t) or pa.types.is_decimal(t):
-        # Arrow's casts print exactly like PostgreSQL for these.
+        # Arrow's casts print exactly like PostgreSQL for these, and so does Python's str (a
+        # Decimal from Arrow keeps its column's scale); for a few values str costs less.
+        if len(a) < _FEW_VALUES:
+            return [None if v is None else str(v) for v in a.to_pylist()]
         return pc.cast(a, pa.string()).to_pylist()
     if pa.types.is_date(t):
         days = pc.cast(a, pa.date32()).cast(pa.int32()).to_pylist()

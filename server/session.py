@@ -149,7 +149,7 @@ class Session:
             collections.OrderedDict())
         self._catalog_changed_in_block = False
         self._timed_out = threading.Event()
-        self._publish_settings()
+        self._settings_changed()
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -184,9 +184,14 @@ class Session:
     def _flag(self, name: str) -> bool:
         return _BOOLEAN.get(self.setting(name).lower(), False)
 
-    def _publish_settings(self) -> None:
-        """Let current_setting() in SQL see the session's settings."""
+    def _settings_changed(self) -> None:
+        """Let current_setting() in SQL see the session's settings; keep what statements read
+        of them at hand."""
         self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
+        self._timeout_ms = _duration_ms(self.setting("statement_timeout"))
+        self._defaults = TransactionOptions(
+            isolation=Isolation(self.setting("default_transaction_isolation")),
+            read_only=self._flag("default_transaction_read_only"))
 
     def _set(self, name: str, value: str) -> None:
         key = name.lower()
@@ -220,11 +225,6 @@ class Session:
             self.transaction.set_options(TransactionOptions(isolation=Isolation(value)))
         elif key == "transaction_read_only":
             self.transaction.set_options(TransactionOptions(read_only=value == "on"))
-
-    def _transaction_defaults(self) -> TransactionOptions:
-        return TransactionOptions(isolation=Isolation(self.setting(
-            "default_transaction_isolation")), read_only=self._flag(
-            "default_transaction_read_only"))
 
     # -- statements -----------------------------------------------------------------------
 
@@ -367,10 +367,9 @@ class Session:
 
     def _arm_timeout(self) -> None:
         self.disarm_timeout()
-        milliseconds = _duration_ms(self.setting("statement_timeout"))
-        if milliseconds > 0:
+        if self._timeout_ms > 0:
             self._timed_out.clear()
-            self._timer = threading.Timer(milliseconds / 1000, self._time_out)
+            self._timer = threading.Timer(self._timeout_ms / 1000, self._time_out)
             self._timer.daemon = True
             self._timer.start()
 
@@ -415,7 +414,7 @@ class Session:
                     self._set(setting.name, setting.value)
         else:
             self._reset(command.name)
-        self._publish_settings()
+        self._settings_changed()
         return Result(kind.name, None, None)
 
     def _reset(self, name: str) -> None:
@@ -432,7 +431,7 @@ class Session:
         kind, command = statement.kind, statement.command
         if kind is Kind.BEGIN:
             options = command if isinstance(command, TransactionOptions) else TransactionOptions()
-            warning = self.transaction.begin(options, self._transaction_defaults())
+            warning = self.transaction.begin(options, self._defaults)
             return Result("BEGIN", None, None, notices=_warning(warning))
         if kind in {Kind.COMMIT, Kind.ROLLBACK}:
             return self._end(commit=kind is Kind.COMMIT)
@@ -466,7 +465,7 @@ class Session:
             self.generation.advance()
 
     def begin_implicit(self) -> None:
-        self.transaction.begin_implicit(self._transaction_defaults())
+        self.transaction.begin_implicit(self._defaults)
 
     def ends_without_duckdb(self) -> bool:
         """Whether ending the implicit block is bookkeeping only (DuckDB's transaction was never
