@@ -9,7 +9,8 @@ or None when the text is not that command; a statement that is the command but m
   of `default_transaction_*` / `transaction_*`;
 - `TransactionOptions`: the modes of BEGIN / START TRANSACTION (isolation level, READ ONLY);
 - `SavepointCommand`: SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT];
-- `DeclareCommand`, `FetchCommand` (FETCH and MOVE), `CloseCommand`: SQL cursors.
+- `DeclareCommand`, `FetchCommand` (FETCH and MOVE), `CloseCommand`: SQL cursors;
+- `ListenCommand` (LISTEN, UNLISTEN) and `NotifyCommand`: asynchronous notifications.
 
 Identifiers fold to lower case unless double-quoted, as in PostgreSQL.
 """
@@ -326,3 +327,45 @@ def read_close(sql: str) -> CloseCommand | None:
         return CloseCommand(None)
     m = _CLOSE.match(sql)
     return None if m is None else CloseCommand(identifier(m["name"]))
+
+
+# -- notifications -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListenCommand:
+    channel: str | None  # UNLISTEN *: None
+    listen: bool = True  # False: UNLISTEN
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCommand:
+    channel: str
+    payload: str = ""
+
+
+_LISTEN = re.compile(rf"^\s*(?P<verb>LISTEN|UNLISTEN)\s+(?:(?P<all>\*)|(?P<channel>{_IDENT}))"
+                     r"\s*;?\s*$", re.IGNORECASE)
+_NOTIFY = re.compile(rf"^\s*NOTIFY\s+(?P<channel>{_IDENT})\s*(?:,\s*'(?P<payload>(?:[^']|'')*)')?"
+                     r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's limit
+
+
+def read_listen(sql: str) -> ListenCommand | None:
+    m = _LISTEN.match(sql)
+    if m is None:
+        return None
+    listen = m["verb"].upper() == "LISTEN"
+    if m["all"] and listen:
+        raise _syntax_error("*")
+    return ListenCommand(None if m["all"] else identifier(m["channel"]), listen)
+
+
+def read_notify(sql: str) -> NotifyCommand | None:
+    m = _NOTIFY.match(sql)
+    if m is None:
+        return None
+    payload = (m["payload"] or "").replace("''", "'")
+    if len(payload.encode()) > MAX_PAYLOAD_BYTES:
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE, "payload string too long")
+    return NotifyCommand(identifier(m["channel"]), payload)

@@ -42,6 +42,8 @@ from heron.planner.commands import (
     CloseCommand,
     DeclareCommand,
     FetchCommand,
+    ListenCommand,
+    NotifyCommand,
     SavepointCommand,
     SessionCommand,
     TransactionOptions,
@@ -84,11 +86,13 @@ class Kind(enum.Enum):
     DECLARE = "declare"  # SQL cursors: the session answers
     FETCH = "fetch"  # FETCH and MOVE
     CLOSE = "close"
+    LISTEN = "listen"  # LISTEN and UNLISTEN: the session answers, the connection delivers
+    NOTIFY = "notify"
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
 
 Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
-           | CloseCommand | CopyCommand)
+           | CloseCommand | CopyCommand | ListenCommand | NotifyCommand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +258,7 @@ _OWN_COMMANDS: tuple[tuple[Callable[[str], Command | None], Kind, str], ...] = (
     (commands.read_release, Kind.RELEASE, "RELEASE"),
     (commands.read_close, Kind.CLOSE, "CLOSE"),
     (commands.read_deallocate, Kind.DEALLOCATE, "DEALLOCATE"),
+    (commands.read_notify, Kind.NOTIFY, "NOTIFY"),
 )
 
 
@@ -268,6 +273,9 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
         kind = _TRANSACTION_KINDS[m["verb"].upper()]
         options = commands.read_begin(sql) if kind is Kind.BEGIN else None
         return Statement(sql, kind, verb=m["verb"].upper(), command=options)
+    if (listen := commands.read_listen(sql)) is not None:
+        return Statement(sql, Kind.LISTEN, verb="LISTEN" if listen.listen else "UNLISTEN",
+                         command=listen)
     if (fetch := commands.read_fetch(sql)) is not None:
         return Statement(sql, Kind.FETCH, verb="MOVE" if fetch.move else "FETCH",
                          returns_rows=not fetch.move, command=fetch)

@@ -36,9 +36,11 @@ from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, split
 from heron.server import copy, encode, protocol
 from heron.server.extended import ExtendedQuery, result_formats
+from heron.server.notify import Notification, Notifications
 from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
 from heron.server.session import CatalogGeneration, Session
+from heron.server.transaction import TransactionStatus
 
 T = TypeVar("T")
 
@@ -81,14 +83,16 @@ class CancelRegistry:
 
 @dataclass
 class ServerContext:
-    """What every connection shares: the database, the engine, the thread pool, cancel keys and
-    the catalog generation (which tells sessions when their cached statements are stale)."""
+    """What every connection shares: the database, the engine, the thread pool, cancel keys, the
+    catalog generation (which tells sessions when their cached statements are stale) and the
+    notification hub."""
 
     database: Database
     engine: Engine | None
     executor: concurrent.futures.Executor
     registry: CancelRegistry = field(default_factory=CancelRegistry)
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
+    notifications: Notifications = field(default_factory=Notifications)
 
 
 class _Fatal(Exception):
@@ -110,6 +114,9 @@ class Connection:
         self._pending: concurrent.futures.Future[Any] | None = None
         self._skip_until_sync = False
         self.messages: protocol.MessageReader | None = None  # after start-up
+        self._listening: set[str] = set()  # channels this connection is subscribed to
+        self._inbox: list[Notification] = []
+        self._notified = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -135,6 +142,7 @@ class Connection:
             self.session.cancel()
 
     async def _cleanup(self) -> None:
+        self.context.notifications.unsubscribe(self)
         if self._pid:
             self.context.registry.remove(self._pid)
         if self._pending is not None and not self._pending.done():
@@ -272,14 +280,14 @@ class Connection:
             protocol.Close: self.extended.close,
         }
         while True:
-            message = await self.read_message()
+            message = await self._next_message()
             if isinstance(message, protocol.Terminate):
                 return
             if isinstance(message, protocol.Sync):
                 # Sync ends the implicit transaction of the messages before it.
                 await self._end_implicit(failed=self._skip_until_sync)
                 self._skip_until_sync = False
-                self._send_ready()
+                self._command_done()
                 await self.flush()
                 continue
             if isinstance(message, protocol.Flush):
@@ -294,13 +302,61 @@ class Connection:
             except Exception as exc:  # noqa: BLE001 - every failure becomes ErrorResponse
                 self._send_error(exc)
                 if isinstance(message, protocol.Query):
-                    self._send_ready()
+                    self._command_done()
                 else:
                     self._skip_until_sync = True
             if isinstance(message, protocol.Query):
                 await self.flush()
             else:
                 await self._maybe_flush()
+
+    # -- notifications ---------------------------------------------------------------------
+
+    def notify(self, notification: Notification) -> None:
+        """A notification for this connection's client (from the hub, on the event loop)."""
+        self._inbox.append(notification)
+        self._notified.set()
+
+    def _command_done(self) -> None:
+        """ReadyForQuery after a Query or a Sync; the notifications of what committed go out
+        first (to this client too, when it listens)."""
+        assert self.session is not None
+        session = self.session
+        if session.outbox:
+            self.context.notifications.publish(self._pid, session.outbox)
+            session.outbox.clear()
+        if session.listening != self._listening:
+            self._listening = set(session.listening)
+            self.context.notifications.subscribe(self, self._listening)
+        self._deliver()
+        self._send_ready()
+
+    def _deliver(self) -> None:
+        """Send the notifications received, unless a transaction block is open (PostgreSQL
+        holds them until it ends)."""
+        assert self.session is not None
+        if self._inbox and self.session.transaction_status is TransactionStatus.IDLE:
+            for n in self._inbox:
+                self.send(protocol.notification_response(n.pid, n.channel, n.payload))
+            self._inbox.clear()
+        self._notified.clear()
+
+    async def _next_message(self) -> protocol.FrontendMessage:
+        """The client's next message; while waiting for it, a listening connection passes on
+        the notifications that arrive."""
+        while self._listening and not (self.messages and self.messages.pending):
+            reading = asyncio.ensure_future(self.read_message())
+            notified = asyncio.ensure_future(self._notified.wait())
+            await asyncio.wait({reading, notified}, return_when=asyncio.FIRST_COMPLETED)
+            notified.cancel()
+            if reading.done():
+                return reading.result()
+            reading.cancel()  # no bytes are lost: MessageReader reads whole chunks
+            with contextlib.suppress(asyncio.CancelledError):
+                return await reading  # it completed before the cancellation took
+            self._deliver()
+            await self.flush()
+        return await self.read_message()
 
     # -- simple query ----------------------------------------------------------------------
 
@@ -322,7 +378,7 @@ class Connection:
             failed = False
         finally:
             await self._end_implicit(failed)
-        self._send_ready()
+        self._command_done()
 
     async def _simple_portal(self, sql: str) -> Portal:
         """The unnamed portal of one statement of a Query message."""

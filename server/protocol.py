@@ -487,6 +487,10 @@ def portal_suspended() -> bytes:
     return _message(b"s")
 
 
+def notification_response(pid: int, channel: str, payload: str) -> bytes:
+    return _message(b"A", _I32.pack(pid) + _cstr(channel) + _cstr(payload))
+
+
 def copy_in_response(binary: bool, columns: int) -> bytes:
     """CopyInResponse: the overall format and each column's (all text or all binary)."""
     fmt = int(binary)

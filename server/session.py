@@ -5,8 +5,10 @@ code runs it off the event loop); `cancel()` may be called from any thread. Stat
 prepared by the `Planner`, which decides their `Kind`; the session answers what PostgreSQL
 clients ask of the session itself — SET/RESET/SHOW of the parameters it knows (DateStyle,
 statement_timeout, ...; `SET SESSION CHARACTERISTICS AS TRANSACTION` and `SET TRANSACTION`
-included), transaction control with savepoints (`server.transaction`), and SQL cursors (DECLARE,
-FETCH, MOVE, CLOSE over `server.portal`) — and hands everything else to the planner.
+included), transaction control with savepoints (`server.transaction`), SQL cursors (DECLARE,
+FETCH, MOVE, CLOSE over `server.portal`), and LISTEN / UNLISTEN / NOTIFY, which take effect when
+their transaction commits (`listening`; committed notifications wait in `outbox` for the
+connection to publish) — and hands everything else to the planner.
 
 The session's DuckDB connection runs one statement at a time: a portal whose rows are still
 streaming from DuckDB is detached (its remaining rows buffered) before anything else runs there.
@@ -35,6 +37,8 @@ from heron.planner.commands import (
     DeclareCommand,
     FetchCommand,
     Isolation,
+    ListenCommand,
+    NotifyCommand,
     SavepointCommand,
     SessionCommand,
     TransactionOptions,
@@ -120,7 +124,7 @@ _DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT
                          Kind.DELETE, Kind.MERGE, Kind.COPY, Kind.COPY_IN, Kind.COPY_OUT,
                          Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
                          Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.SHOW,
-                         Kind.DEALLOCATE})
+                         Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY})
 
 
 @dataclass
@@ -148,6 +152,10 @@ class Session:
         self._classified: collections.OrderedDict[str, tuple[int, Statement]] = (
             collections.OrderedDict())
         self._catalog_changed_in_block = False
+        self.listening: set[str] = set()  # channels LISTENed on, as of the last commit
+        self.outbox: list[tuple[str, str]] = []  # committed NOTIFYs: (channel, payload)
+        self._listen_changes: list[ListenCommand] = []  # of the open block
+        self._notifies: list[tuple[str, str]] = []  # of the open block
         self._timed_out = threading.Event()
         self._settings_changed()
 
@@ -398,6 +406,17 @@ class Session:
             return self._cursor(statement, params)
         if kind is Kind.COPY_OUT:
             return self._copy_out(statement)
+        if isinstance(command, ListenCommand):
+            self._listen_changes.append(command)
+            if not self._in_block():
+                self._settle_notifications(committed=True)
+            return Result(statement.verb, None, None)
+        if isinstance(command, NotifyCommand):
+            if (command.channel, command.payload) not in self._notifies:  # as PostgreSQL folds
+                self._notifies.append((command.channel, command.payload))
+            if not self._in_block():
+                self._settle_notifications(committed=True)
+            return Result("NOTIFY", None, None)
         if kind is Kind.COPY_IN:
             raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
                            "COPY FROM STDIN is answered by the COPY sub-protocol")
@@ -452,17 +471,37 @@ class Session:
 
     def _end(self, *, commit: bool) -> Result:
         """COMMIT or ROLLBACK of the open block (portals end with it)."""
-        self._end_portals(commit=commit and self.transaction.status is TransactionStatus.IN_BLOCK)
+        committed = commit and self.transaction.status is TransactionStatus.IN_BLOCK
+        self._end_portals(commit=committed)
         try:
             tag, warning = self.transaction.commit() if commit else self.transaction.rollback()
+        except SqlError:
+            committed = False
+            raise
         finally:
-            self._block_ended()
+            self._block_ended(committed=committed)
         return Result(tag, None, None, notices=_warning(warning))
 
-    def _block_ended(self) -> None:
+    def _block_ended(self, *, committed: bool) -> None:
+        self._settle_notifications(committed=committed)
         if self._catalog_changed_in_block:  # committed, or rolled back: either way, news
             self._catalog_changed_in_block = False
             self.generation.advance()
+
+    def _settle_notifications(self, *, committed: bool) -> None:
+        """LISTEN/UNLISTEN take effect and NOTIFYs are sent when their transaction commits;
+        a rollback forgets them."""
+        if committed:
+            for change in self._listen_changes:
+                if change.channel is None:
+                    self.listening.clear()
+                elif change.listen:
+                    self.listening.add(change.channel)
+                else:
+                    self.listening.discard(change.channel)
+            self.outbox.extend(self._notifies)
+        self._listen_changes.clear()
+        self._notifies.clear()
 
     def begin_implicit(self) -> None:
         self.transaction.begin_implicit(self._defaults)
@@ -476,11 +515,15 @@ class Session:
     def end_implicit(self, failed: bool = False) -> None:
         """Commit the implicit block, or roll it back if a statement failed."""
         if self.transaction.implicit:
-            self._end_portals(commit=not failed)
+            committed = not failed and self.transaction.status is TransactionStatus.IN_BLOCK
+            self._end_portals(commit=committed)
             try:
                 self.transaction.end_implicit(failed)
+            except SqlError:
+                committed = False
+                raise
             finally:
-                self._block_ended()
+                self._block_ended(committed=committed)
         elif self.transaction.status is TransactionStatus.IDLE:
             self._end_portals(commit=True)
 
@@ -637,7 +680,7 @@ class Session:
 _TRANSACTION_KINDS = {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
                       Kind.ROLLBACK_TO}
 _SESSION_KINDS = _TRANSACTION_KINDS | {Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.COPY_IN,
-                                       Kind.COPY_OUT}
+                                       Kind.COPY_OUT, Kind.LISTEN, Kind.NOTIFY}
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ and PostgreSQL 15 and compares. Tables are prefixed `s_` and created by the scri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -411,7 +412,54 @@ def executemany(server: Server) -> list[Any]:
     return seen
 
 
+def listen_notify(server: Server) -> list[Any]:
+    """LISTEN / NOTIFY between two sessions: delivered at commit, folded within a transaction,
+    dropped on rollback, sent to the sender too; tags, and what UNLISTEN stops."""
+    import asyncpg
+
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as listener, \
+            psycopg.connect(server.dsn, autocommit=True) as sender:
+        seen.append(listener.execute("LISTEN events").statusmessage)
+        listener.execute("LISTEN other")
+        seen.append(listener.execute("NOTIFY events, 'to myself'").statusmessage)
+        sender.execute("NOTIFY events, 'hello'")
+        with sender.transaction():
+            sender.execute("NOTIFY events, 'twice'")
+            sender.execute("NOTIFY events, 'twice'")
+            sender.execute("NOTIFY other")
+        with contextlib.suppress(RuntimeError), sender.transaction():
+            sender.execute("NOTIFY events, 'rolled back'")
+            raise RuntimeError
+        sender.execute("NOTIFY quiet, 'nobody listens'")
+        listener.execute("UNLISTEN other")
+        sender.execute("NOTIFY other, 'after unlisten'")
+        sender.execute("NOTIFY events, 'last'")
+        seen.append([(n.channel, n.payload, n.pid == sender.info.backend_pid)
+                     for n in listener.notifies(timeout=5, stop_after=5)])
+        seen.append(listener.execute("UNLISTEN *").statusmessage)
+
+    async def with_asyncpg() -> None:
+        conn = await asyncpg.connect(host=server.host, port=server.port, user="heron",
+                                     database="heron", timeout=10, command_timeout=TIMEOUT_S)
+        other = await asyncpg.connect(host=server.host, port=server.port, user="heron",
+                                      database="heron", timeout=10, command_timeout=TIMEOUT_S)
+        received: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        try:
+            await conn.add_listener("jobs", lambda _c, _pid, ch, payload: received.put_nowait(
+                (ch, payload)))
+            await other.execute("NOTIFY jobs, 'from asyncpg'")
+            seen.append(await asyncio.wait_for(received.get(), 5))
+        finally:
+            await other.close(timeout=5)
+            await conn.close(timeout=5)
+
+    asyncio.run(with_asyncpg())
+    return seen
+
+
 SCRIPTS: dict[str, Callable[[Server], list[Any]]] = {
+    "listen_notify": listen_notify,
     "executemany": executemany,
     "psycopg_copy": psycopg_copy,
     "psycopg2_copy": psycopg2_copy,
