@@ -74,16 +74,18 @@ def rewrite(sql: str) -> str:
         tree = dialect.parse(sql)
     except SqlError:
         return sql
-    changed = False
-    for node in list(tree.walk(bfs=False)):
+    rewritten: list[exp.Expression] = []
+
+    def rewrite_node(node: exp.Expression) -> exp.Expression:
         new = _rewrite_node(node)
         if new is not node:
-            changed = True
-            if node is tree:
-                tree = new
-            else:
-                node.replace(new)
-    if not changed:
+            rewritten.append(node)
+        return new
+
+    # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
+    # numeric type inside it would be widened.
+    tree = tree.transform(rewrite_node, copy=False)
+    if not rewritten:
         return sql
     if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
         return dialect.sql(tree)

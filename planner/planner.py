@@ -5,11 +5,14 @@ Contract: a `Planner` serves one client session over one DuckDB connection (the 
 one statement (`classify`, then `plan`) — a statement calling AI functions gets its `AiPlan` here,
 once, and is refused here if it cannot run — and returns the frozen `Statement`; nothing runs.
 `describe` gives its result columns without running it; `execute` runs it: statements without AI
-functions go to DuckDB unchanged, AI statements through the `Executor` (EXPLAIN renders the plan
+functions go to DuckDB (after `pg_semantics.rewrite`, streamed when asked), AI statements through
+the `Executor` (EXPLAIN renders the plan
 without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI statement's
 `Result` carries its work per operator plus one summary NOTICE each. `begin`, `commit` and
-`rollback` are the transaction verbs of the connection; `interrupt` cancels the running statement
-from another thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
+`rollback` are the transaction verbs of the connection; `bind_columns`, `insert_rows`,
+`insert_many` and `column_defaults` serve COPY, batched INSERTs and savepoint replay;
+`interrupt` cancels the running statement from another thread. Errors are `SqlError`s with
+PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations

@@ -3,15 +3,22 @@
 Contract: this module is the one place that answers "what kind of statement is this?".
 `split(sql)` cuts a query string at top-level semicolons (quotes, dollar quotes, quoted
 identifiers and comments respected) and drops empty statements. `classify(con, sql)` decides one
-statement's `Kind` without running it — the session commands PostgreSQL clients send (SET, RESET,
-SHOW, BEGIN/START, COMMIT/END, ROLLBACK/ABORT, DEALLOCATE) by their syntax, everything else as
-DuckDB parses it — and returns a `Statement`, the frozen value that travels from the wire layer to
-execution, with its parameters' types as DuckDB's binder infers them (`planner.parameters`).
-`run(con, statement, params)` executes it on a DuckDB connection and returns a `Result`: the rows
-(`Rows`, Arrow record batches; with `stream=True` a SELECT's rows are read from DuckDB as the
-client takes them, in bounded memory) and the command tag PostgreSQL would send ("SELECT 3",
-"INSERT 0 2", "CREATE TABLE", ...; a streamed SELECT is tagged by `Result.tag` with the rows it
-returned). `describe` reports the result columns by binding, without executing anything.
+statement's `Kind` without running it — the commands Heron answers itself (SET, RESET, SHOW,
+transaction control and savepoints, DEALLOCATE, cursors, LISTEN/NOTIFY, COPY with the client:
+`planner.commands`, `planner.copy_statement`) by their syntax, everything else as DuckDB parses
+it — and returns a `Statement`, the frozen value that travels from the wire layer to execution,
+with its parameters' types as PostgreSQL would infer them (`planner.parameters`).
+
+Running on DuckDB: `run(con, statement, params)` returns a `Result` — the rows (`Rows`, Arrow
+record batches; with `stream=True` a SELECT's rows are read from DuckDB as the client takes them,
+in bounded memory) and the command tag PostgreSQL would send ("SELECT 3", "INSERT 0 2", "CREATE
+TABLE", ...; SELECT and FETCH are tagged by `Result.tag` with the rows returned). With a
+connection's `PreparedStatements`, a statement with parameters runs as EXECUTE of a DuckDB
+prepared statement with its values as typed literals (`literal`), the fast twin of binding the
+values. `describe` and `bind_columns` report result columns by binding, without running
+anything; `insert_many` runs one INSERT ... VALUES for many parameter rows at once (an Arrow
+table); `insert_rows` runs an INSERT reading a registered Arrow batch (COPY). DuckDB's errors
+become `SqlError`s (`errors.from_duckdb`).
 """
 
 from __future__ import annotations

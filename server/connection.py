@@ -11,8 +11,10 @@ pool reads and encodes at most `ENCODE_BATCH_ROWS` rows (vectorized, `encode.enc
 and the output is flushed whenever `FLUSH_BYTES` are buffered, so a result of any size streams in
 bounded memory. Every session call (planning, DuckDB, the engine) runs on the shared thread pool;
 calls of one connection are awaited one at a time, so they stay ordered, and a statement without
-a large result costs one call. Errors reach the client as ErrorResponse; protocol violations are
-fatal (08P01) and close only this connection.
+a large result costs one call. A connection whose session LISTENs passes on notifications
+(`server.notify`) while it waits for the client, outside transaction blocks, and after each
+Query or Sync publishes the NOTIFYs its session committed. Errors reach the client as
+ErrorResponse; protocol violations are fatal (08P01) and close only this connection.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ Contract:
   (not UTF-8), 22023 (format code), 0A000 (binary format for a type without a binary decoder).
 - `parameter_type(oid)` is the OID ParameterDescription reports: the client's, or text (25) where
   it left the type open (0).
+- `sample_value(oid)` is a value of the Python type `decode_param` gives that type, for binding a
+  statement as its executions will bind it (Describe of a statement).
 """
 
 from __future__ import annotations

@@ -6,8 +6,13 @@ portals (the portals live in the session, beside SQL cursors), parameter types t
 open taken from the statement, Describe without execution (a portal whose columns are known only
 by running it, such as INSERT ... RETURNING, runs at Describe and Execute then sends the rows it
 kept), Execute with a row limit (PortalSuspended; the rest of a SELECT stays in DuckDB until the
-next Execute), and rows sent with exactly the types promised by an earlier Describe. DEALLOCATE,
-SQL's handle on these statements, is answered here too. Handlers append replies through their
+next Execute), and rows sent with exactly the types promised by an earlier Describe. Describe of
+a repeated statement is answered from a cache (per statement and parameter types, as long as no
+DDL ran). An Execute of an INSERT ... VALUES portal followed, already in the socket, by more
+Bind [Describe] Execute groups of the same statement (a driver's executemany or batch) runs them
+all as one batch (`Session.insert_many`) and answers each as PostgreSQL would; a batch that fails
+falls back to running them one by one, for PostgreSQL's exact answers. DEALLOCATE, SQL's handle
+on these statements, is answered here too. Handlers append replies through their
 `Host` (the connection) and raise `SqlError`; the connection reports it and discards messages
 until Sync.
 """

@@ -10,6 +10,10 @@ FETCH, MOVE, CLOSE over `server.portal`), and LISTEN / UNLISTEN / NOTIFY, which 
 their transaction commits (`listening`; committed notifications wait in `outbox` for the
 connection to publish) — and hands everything else to the planner.
 
+COPY's rows go in batch by batch through `copy_in` (one transaction), a pipelined batch of
+INSERTs in one go through `insert_many`. Statements are classified once per text while no DDL
+ran in any session (`CatalogGeneration`).
+
 The session's DuckDB connection runs one statement at a time: a portal whose rows are still
 streaming from DuckDB is detached (its remaining rows buffered) before anything else runs there.
 Portals end with their transaction, except cursors declared WITH HOLD, which are read into memory

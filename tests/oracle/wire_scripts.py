@@ -27,6 +27,20 @@ def _error(exc: Exception) -> str:
     return f"error {getattr(exc, 'sqlstate', None) or getattr(exc, 'pgcode', None)}"
 
 
+def _statements(conn: psycopg.Connection, statements: tuple[str, ...]) -> list[Any]:
+    """Each statement through the simple protocol: (text, tag, rows, transaction status), or
+    (text, error, transaction status)."""
+    seen: list[Any] = []
+    for sql in statements:
+        try:
+            cur = conn.execute(sql, prepare=False)
+            rows = cur.fetchall() if cur.description else None
+            seen.append((sql, cur.statusmessage, rows, str(conn.info.transaction_status)))
+        except psycopg.Error as exc:
+            seen.append((sql, _error(exc), str(conn.info.transaction_status)))
+    return seen
+
+
 def _fresh(conn: psycopg.Connection, table: str, columns: str) -> None:
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(f"CREATE TABLE {table} ({columns})")
@@ -166,41 +180,20 @@ def pg8000_copy(server: Server) -> list[Any]:
 
 def sql_cursors(server: Server) -> list[Any]:
     """DECLARE / FETCH / MOVE / CLOSE in every direction, through the simple protocol."""
-    seen: list[Any] = []
     with psycopg.connect(server.dsn, autocommit=True) as conn:
-        def run(sql: str) -> None:
-            try:
-                cur = conn.execute(sql, prepare=False)
-                rows = cur.fetchall() if cur.description else None
-                seen.append((sql, cur.statusmessage, rows))
-            except psycopg.Error as exc:
-                seen.append((sql, _error(exc)))
-
-        run("DECLARE outside CURSOR FOR SELECT 1")
-        run("BEGIN")
-        run("DECLARE c SCROLL CURSOR FOR SELECT x FROM generate_series(1, 10) AS t(x) ORDER BY x")
-        for fetch in ("FETCH 3 FROM c", "FETCH NEXT FROM c", "FETCH PRIOR FROM c",
-                      "FETCH ABSOLUTE 7 FROM c", "FETCH RELATIVE -2 FROM c", "MOVE 2 IN c",
-                      "FETCH FORWARD 2 FROM c", "FETCH BACKWARD 3 FROM c", "FETCH LAST FROM c",
-                      "FETCH FIRST FROM c", "FETCH ABSOLUTE -3 FROM c", "FETCH ALL FROM c",
-                      "FETCH NEXT FROM c", "FETCH BACKWARD ALL FROM c", "MOVE FORWARD ALL IN c",
-                      "FETCH RELATIVE 0 FROM c", "FETCH FORWARD 0 FROM c", "CLOSE c",
-                      "FETCH 1 FROM c"):
-            run(fetch)
-        run("ROLLBACK")
-        run("BEGIN")
-        run("DECLARE f NO SCROLL CURSOR FOR SELECT x FROM generate_series(1, 5) AS t(x)")
-        run("FETCH 2 FROM f")
-        run("FETCH PRIOR FROM f")
-        run("ROLLBACK")
-        run("BEGIN")
-        run("DECLARE h CURSOR WITH HOLD FOR SELECT x FROM generate_series(1, 4) AS t(x)")
-        run("FETCH 1 FROM h")
-        run("COMMIT")
-        run("FETCH ALL FROM h")
-        run("CLOSE h")
-        run("CLOSE h")
-    return seen
+        return _statements(conn, (
+            "DECLARE outside CURSOR FOR SELECT 1", "BEGIN",
+            "DECLARE c SCROLL CURSOR FOR SELECT x FROM generate_series(1, 10) AS t(x) ORDER BY x",
+            "FETCH 3 FROM c", "FETCH NEXT FROM c", "FETCH PRIOR FROM c", "FETCH ABSOLUTE 7 FROM c",
+            "FETCH RELATIVE -2 FROM c", "MOVE 2 IN c", "FETCH FORWARD 2 FROM c",
+            "FETCH BACKWARD 3 FROM c", "FETCH LAST FROM c", "FETCH FIRST FROM c",
+            "FETCH ABSOLUTE -3 FROM c", "FETCH ALL FROM c", "FETCH NEXT FROM c",
+            "FETCH BACKWARD ALL FROM c", "MOVE FORWARD ALL IN c", "FETCH RELATIVE 0 FROM c",
+            "FETCH FORWARD 0 FROM c", "CLOSE c", "FETCH 1 FROM c", "ROLLBACK",
+            "BEGIN", "DECLARE f NO SCROLL CURSOR FOR SELECT x FROM generate_series(1, 5) AS t(x)",
+            "FETCH 2 FROM f", "FETCH PRIOR FROM f", "ROLLBACK",
+            "BEGIN", "DECLARE h CURSOR WITH HOLD FOR SELECT x FROM generate_series(1, 4) AS t(x)",
+            "FETCH 1 FROM h", "COMMIT", "FETCH ALL FROM h", "CLOSE h", "CLOSE h"))
 
 
 def psycopg_named_cursor(server: Server) -> list[Any]:
@@ -258,22 +251,14 @@ def savepoints(server: Server) -> list[Any]:
     seen: list[Any] = []
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         _fresh(conn, "s_save", "id integer PRIMARY KEY, note text")
-
-        def run(sql: str) -> None:
-            try:
-                cur = conn.execute(sql, prepare=False)
-                seen.append((sql, cur.statusmessage, str(conn.info.transaction_status)))
-            except psycopg.Error as exc:
-                seen.append((sql, _error(exc), str(conn.info.transaction_status)))
-
-        for sql in ("SAVEPOINT outside", "BEGIN", "INSERT INTO s_save VALUES (1, 'a')",
-                    "SAVEPOINT one", "INSERT INTO s_save VALUES (2, 'b')", "SAVEPOINT two",
-                    "INSERT INTO s_save VALUES (3, 'c')", "ROLLBACK TO SAVEPOINT two",
-                    "INSERT INTO s_save VALUES (1, 'duplicate')", "SELECT 1",
-                    "ROLLBACK TO one", "INSERT INTO s_save VALUES (4, 'd')", "RELEASE one",
-                    "ROLLBACK TO one", "SAVEPOINT again", "UPDATE s_save SET note = 'x'",
-                    "ROLLBACK TO SAVEPOINT again", "RELEASE SAVEPOINT again", "COMMIT"):
-            run(sql)
+        seen += _statements(conn, (
+            "SAVEPOINT outside", "BEGIN", "INSERT INTO s_save VALUES (1, 'a')", "SAVEPOINT one",
+            "INSERT INTO s_save VALUES (2, 'b')", "SAVEPOINT two",
+            "INSERT INTO s_save VALUES (3, 'c')", "ROLLBACK TO SAVEPOINT two",
+            "INSERT INTO s_save VALUES (1, 'duplicate')", "SELECT 1", "ROLLBACK TO one",
+            "INSERT INTO s_save VALUES (4, 'd')", "RELEASE one", "ROLLBACK TO one",
+            "SAVEPOINT again", "UPDATE s_save SET note = 'x'", "ROLLBACK TO SAVEPOINT again",
+            "RELEASE SAVEPOINT again", "COMMIT"))
         seen.append(conn.execute("SELECT * FROM s_save ORDER BY id").fetchall())
     with psycopg.connect(server.dsn) as conn:
         with conn.transaction():
@@ -290,33 +275,19 @@ def savepoints(server: Server) -> list[Any]:
 
 
 def transaction_modes(server: Server) -> list[Any]:
-    seen: list[Any] = []
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         _fresh(conn, "s_modes", "i integer")
-
-        def run(sql: str) -> None:
-            try:
-                cur = conn.execute(sql, prepare=False)
-                rows = cur.fetchall() if cur.description else None
-                seen.append((sql, cur.statusmessage, rows))
-            except psycopg.Error as exc:
-                seen.append((sql, _error(exc)))
-
-        for sql in ("BEGIN ISOLATION LEVEL REPEATABLE READ",
-                    "SHOW transaction_isolation", "COMMIT", "BEGIN READ ONLY",
-                    "SELECT count(*) FROM s_modes", "INSERT INTO s_modes VALUES (1)", "ROLLBACK",
-                    "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
-                    "SHOW default_transaction_read_only", "BEGIN",
-                    "INSERT INTO s_modes VALUES (2)", "ROLLBACK",
-                    "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE, "
-                    "ISOLATION LEVEL READ COMMITTED", "SHOW default_transaction_isolation",
-                    "BEGIN", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
-                    "SHOW transaction_isolation", "COMMIT", "SET statement_timeout = 1500",
-                    "SHOW statement_timeout", "SET statement_timeout = '2min'",
-                    "SHOW statement_timeout", "RESET statement_timeout",
-                    "SHOW statement_timeout"):
-            run(sql)
-    return seen
+        return _statements(conn, (
+            "BEGIN ISOLATION LEVEL REPEATABLE READ", "SHOW transaction_isolation", "COMMIT",
+            "BEGIN READ ONLY", "SELECT count(*) FROM s_modes", "INSERT INTO s_modes VALUES (1)",
+            "ROLLBACK", "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+            "SHOW default_transaction_read_only", "BEGIN", "INSERT INTO s_modes VALUES (2)",
+            "ROLLBACK", "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE, "
+            "ISOLATION LEVEL READ COMMITTED", "SHOW default_transaction_isolation", "BEGIN",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SHOW transaction_isolation",
+            "COMMIT", "SET statement_timeout = 1500", "SHOW statement_timeout",
+            "SET statement_timeout = '2min'", "SHOW statement_timeout",
+            "RESET statement_timeout", "SHOW statement_timeout"))
 
 
 def statement_timeout(server: Server) -> list[Any]:
