@@ -6,8 +6,9 @@ Run `python bench/wire.py` (from the repository root, with the dev install). It 
 
 - `SELECT 1` as a prepared statement, p50 and p99 latency per execution;
 - streaming 100k rows (int, bigint, float, text) in binary format, rows per second;
-- 50 connections running 100 small queries each concurrently (connecting included), queries
-  per second, and what one connection costs to open, milliseconds;
+- 50 connections running 100 small queries each concurrently, queries per second (the clock
+  started before they connect, and once all are connected), and what one connection costs to
+  open, milliseconds;
 - executemany of 5k single-row INSERTs, seconds;
 - the first 100 rows of a 3M-row result through a server-side cursor: how much the server's
   resident memory grows (Heron: the server process; PostgreSQL: the backend of the connection).
@@ -72,15 +73,25 @@ def streaming_rows_per_s(target: Target, rows: int) -> float:
     return rows / best
 
 
-def concurrent_qps(target: Target, connections: int, queries: int) -> float:
-    async def client() -> None:
-        async with await psycopg.AsyncConnection.connect(target.dsn, autocommit=True) as conn:
+def concurrent_qps(target: Target, connections: int, queries: int, *, connected: bool = False
+                   ) -> float:
+    """Queries per second of `connections` clients running `queries` each; the clock starts
+    before they connect, or once all are connected (`connected`)."""
+
+    async def client(conn: psycopg.AsyncConnection) -> None:
+        async with conn:
             for i in range(queries):
                 await (await conn.execute("SELECT %s::int + 1", [i])).fetchone()
 
+    async def connect() -> psycopg.AsyncConnection:
+        return await psycopg.AsyncConnection.connect(target.dsn, autocommit=True)
+
     async def main() -> float:
         started = time.perf_counter()
-        await asyncio.gather(*(client() for _ in range(connections)))
+        clients = await asyncio.gather(*(connect() for _ in range(connections)))
+        if connected:
+            started = time.perf_counter()
+        await asyncio.gather(*(client(conn) for conn in clients))
         return time.perf_counter() - started
 
     elapsed = asyncio.run(main())
@@ -159,6 +170,8 @@ def run(targets: list[Target], scale: int) -> None:
          lambda t: streaming_rows_per_s(t, 100_000 // scale), True),
         ("50 connections x 100 queries, queries/s",
          lambda t: concurrent_qps(t, 50, 100 // scale), True),
+        ("  the same, timed once all are connected",
+         lambda t: concurrent_qps(t, 50, 100 // scale, connected=True), True),
         ("open a connection, ms", lambda t: connect_ms(t, 50 // scale), False),
         (f"executemany {5000 // scale} inserts, s",
          lambda t: executemany_seconds(t, 5000 // scale), False),
