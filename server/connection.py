@@ -436,6 +436,9 @@ class Connection:
             self.send(protocol.command_complete(result.tag(sent)))
         finally:
             self._running = False
+            # statement_timeout counts while a message is worked on, not while a suspended
+            # portal waits for the client's next Execute.
+            self.session.disarm_timeout()
 
     def _send_notices(self, result: Result) -> None:
         for text in result.notices:
@@ -470,6 +473,8 @@ def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzi
     `ENCODE_BATCH_ROWS` (and `max_rows` when > 0). Runs on the thread pool."""
     if not portal.started:
         session.start(portal)
+    else:
+        session.arm_timeout()  # a suspended portal's next Execute
     result = portal.result
     assert result is not None
     if result.columns is None:

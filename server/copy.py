@@ -42,7 +42,7 @@ from heron.planner.copy_statement import CopyCommand, CopyFormat, CopyOptions
 from heron.planner.pg_types import for_arrow
 from heron.server import decode, encode, protocol
 from heron.server.portal import Portal
-from heron.server.session import Session
+from heron.server.session import CopyColumn, Session
 
 T = TypeVar("T")
 
@@ -219,7 +219,6 @@ class _Feed(io.RawIOBase):
         self._ready = threading.Condition()
         self._space = asyncio.Event()
         self._space.set()
-        self.closed_by_reader = False
 
     # -- the event loop's side
     async def put(self, data: bytes) -> None:
@@ -261,7 +260,6 @@ class _Feed(io.RawIOBase):
 
     def stop(self) -> None:
         """The reader is done (or gave up on bad data): the loop must not wait for it."""
-        self.closed_by_reader = True
         with contextlib.suppress(RuntimeError):  # the server is shutting down
             self._loop.call_soon_threadsafe(self._space.set)
 
@@ -323,7 +321,7 @@ def _type_byte(message: protocol.FrontendMessage) -> int:
     return _TYPE_BYTES.get(type(message), b"?")[0]
 
 
-def _batches(feed: _Feed, options: CopyOptions, columns: Sequence[Column]
+def _batches(feed: _Feed, options: CopyOptions, columns: Sequence[CopyColumn]
              ) -> Generator[pa.RecordBatch, None, None]:
     """The client's data as Arrow batches: strings (text, CSV) or typed values (binary)."""
     try:
@@ -395,7 +393,7 @@ class _EndMarker(io.RawIOBase):
         return tail
 
 
-def _delimited_batches(feed: _Feed, options: CopyOptions, columns: Sequence[Column]
+def _delimited_batches(feed: _Feed, options: CopyOptions, columns: Sequence[CopyColumn]
                        ) -> Iterator[pa.RecordBatch]:
     names = [c.name for c in columns]
     csv = options.format is CopyFormat.CSV
@@ -476,7 +474,7 @@ def _read_exactly(feed: io.RawIOBase, size: int) -> bytes:
     return data
 
 
-def _binary_batches(feed: _Feed, columns: Sequence[Column]) -> Iterator[pa.RecordBatch]:
+def _binary_batches(feed: _Feed, columns: Sequence[CopyColumn]) -> Iterator[pa.RecordBatch]:
     reader = io.BufferedReader(feed, BLOCK_BYTES)
     header = _read_exactly(reader, len(BINARY_SIGNATURE) + 8)
     if header[: len(BINARY_SIGNATURE)] != BINARY_SIGNATURE:
@@ -506,7 +504,7 @@ def _binary_batches(feed: _Feed, columns: Sequence[Column]) -> Iterator[pa.Recor
         yield _typed_batch(values, columns)
 
 
-def _typed_batch(values: list[list[Any]], columns: Sequence[Column]) -> pa.RecordBatch:
+def _typed_batch(values: list[list[Any]], columns: Sequence[CopyColumn]) -> pa.RecordBatch:
     arrays = []
     for column, items in zip(columns, values, strict=True):
         try:

@@ -178,7 +178,8 @@ class ExtendedQuery:
     async def _portal_columns(self, portal: Portal) -> tuple[Column, ...] | None:
         """The columns of a portal's rows, by binding (cached per statement and parameter types
         while the catalog stays the same: DDL changes the cached statements too)."""
-        if portal.statement.ai is not None:
+        if portal.statement.ai is not None or not portal.statement.bindable:
+            # AI plans, and what the session answers (FETCH's columns are its cursor's).
             return await self.host.call(self.host.session.describe, portal.statement,
                                         portal.params)
         key = (portal.statement, tuple(type(value) for value in portal.params))

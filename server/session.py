@@ -313,7 +313,7 @@ class Session:
         """A statement for the planner (DuckDB and the engine), under statement_timeout."""
         self._free_connection()
         self.transaction.before(statement)
-        self._arm_timeout()
+        self.arm_timeout()
         if statement.kind not in _DATA_KINDS:
             self._changes_catalog()
         try:
@@ -377,7 +377,8 @@ class Session:
 
     # -- statement_timeout ------------------------------------------------------------------
 
-    def _arm_timeout(self) -> None:
+    def arm_timeout(self) -> None:
+        """Start statement_timeout's clock (PostgreSQL runs it while a message is worked on)."""
         self.disarm_timeout()
         if self._timeout_ms > 0:
             self._timed_out.clear()

@@ -214,6 +214,10 @@ def psycopg_named_cursor(server: Server) -> list[Any]:
             cur.scroll(0, "absolute")
             seen.append(cur.fetchmany(2))
         conn.commit()
+        for query in ("SELECT 'text' AS v", "SELECT 42 AS v"):  # one name, other columns
+            with conn.cursor(name="again") as cur:
+                cur.execute(query)
+                seen.append(cur.fetchall())
         with conn.cursor(name="held", withhold=True) as cur:
             cur.execute("SELECT x FROM generate_series(1, 5) AS t(x)")
             conn.commit()

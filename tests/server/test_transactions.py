@@ -155,3 +155,24 @@ def test_pipeline_is_one_implicit_transaction(conn):
         conn.execute("INSERT INTO tx_pipe VALUES (1)")
     # One Sync ends the pipeline: its implicit transaction rolls back whole, as in PostgreSQL.
     assert conn.execute("SELECT count(*) FROM tx_pipe").fetchone() == (0,)
+
+
+def test_statement_timeout_does_not_run_while_a_portal_waits(heron_server):
+    """PostgreSQL stops the clock when an Execute completes (suspended or not): a portal the
+    client reads slowly is not canceled between its Executes."""
+    import time
+
+    from support.pgwire import SYNC, RawClient, bind, execute, kinds, parse, query
+
+    with RawClient(heron_server.host, heron_server.port) as client:
+        client.startup()
+        client.send(query("SET statement_timeout = '200ms'; BEGIN"))
+        client.read_until()
+        client.send(parse("SELECT i FROM range(100) t(i)"), bind(portal="slow"),
+                    execute("slow", 1), SYNC)
+        assert kinds(client.read_until()) == "12DsZ"
+        time.sleep(0.5)
+        client.send(execute("slow", 2), SYNC)
+        messages = client.read_until()
+        assert kinds(messages) == "DDsZ"
+        assert [m.row() for m in messages if m.kind == "D"] == [[b"1"], [b"2"]]
