@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from heron.planner.executor import Estimate
 from heron.planner.logical import AiOperator, AiPlan, OperatorWork, is_marker
-from heron.planner.statement import Column, Result
+from heron.planner.statement import Column, Result, Rows
 
 PLAN_COLUMN = Column("QUERY PLAN", pa.string())
 
@@ -54,7 +54,8 @@ def summary(work: OperatorWork) -> str:
 
 
 def result(lines: list[str], work: tuple[OperatorWork, ...] = ()) -> Result:
-    return Result("EXPLAIN", (PLAN_COLUMN,), pa.table({PLAN_COLUMN.name: lines}), work=work)
+    table = pa.table({PLAN_COLUMN.name: lines})
+    return Result("EXPLAIN", (PLAN_COLUMN,), Rows.of(table), work=work)
 
 
 def _operator_lines(index: int, op: AiOperator, anchor: str | None) -> list[str]:

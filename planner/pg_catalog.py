@@ -331,6 +331,9 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
         "array_lower": (("arr_arg, dim_arg",
                          "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN 1 END"),),
         "pg_backend_pid": (("", "0"),),
+        # No advisory locks can be held, so releasing them all does nothing (asyncpg's pool runs
+        # it whenever it takes a connection back).
+        "pg_advisory_unlock_all": (("", "NULL"),),
         # ::regclass and friends (see _OID_CASTS): text -> OID, OID -> display name.
         "heron_regclass_oid": (("name_arg", f"""list_filter((
             SELECT list({{'k': [heron_n.nspname || '.' || heron_c.relname, heron_c.relname],
@@ -344,6 +347,8 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
                 "pg_catalog.pg_type heron_t", "heron_t.typname", "heron_t.oid",
                 "lower(name_arg)"))),),
         "heron_regtype_name": (("type_arg", "format_type(type_arg, NULL)"),),
+        # to_regtype(name): the type's OID, NULL when there is none (psycopg's TypeInfo.fetch).
+        "to_regtype": (("name_arg", "heron_regtype_oid(name_arg)"),),
         "heron_regnamespace_oid": (("name_arg", _lookup(
             "pg_catalog.pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
         "heron_regnamespace_name": (("ns_arg", _lookup(

@@ -1,14 +1,19 @@
 """PostgreSQL's built-in types as Heron presents them, in one table.
 
 Contract: one `PgType` per type Heron sends or describes: its OID, `typname`, the name
-`format_type` prints, its length on the wire and the OID of its array type. The wire encoders
-(`server/encode.py`) and the catalog shim (`planner/pg_catalog.py`) both read this table, so what
-a client is told about a column and what it receives cannot disagree.
+`format_type` prints, its length on the wire and the OID of its array type. `for_arrow(t)` is the
+type a column of Arrow type `t` (as DuckDB produces it) is sent as; Arrow types without a
+PostgreSQL twin are sent as text (structs and maps as JSON, nested lists as array literals). The
+wire encoders (`server/encode.py`), parameter typing (`planner/parameters.py`) and the catalog
+shim (`planner/pg_catalog.py`) all read this table, so what a client is told about a column and
+what it receives cannot disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import pyarrow as pa
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +59,85 @@ ALL = (BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT
        VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, TIMETZ, BIT, NUMERIC, UUID, JSONB)
 BY_OID = {t.oid: t for t in ALL}
 ARRAY_ELEMENT = {t.array_oid: t for t in ALL if t.array_oid}
+
+
+# DuckDB's own types reach Arrow as `arrow.opaque` extensions (with arrow_lossless_conversion).
+DUCKDB_OPAQUE = "arrow.opaque"
+_OPAQUE_NUMERIC = {"hugeint", "uhugeint"}
+
+
+def extension_name(t: pa.DataType) -> str | None:
+    """The name of an Arrow extension type (arrow.uuid, arrow.json, arrow.bool8, ...), else
+    None."""
+    return t.extension_name if isinstance(t, pa.BaseExtensionType) else None
+
+
+def is_uuid(t: pa.DataType) -> bool:
+    # Not isinstance(FixedSizeBinaryType): pyarrow's decimal types subclass it.
+    return extension_name(t) == "arrow.uuid" or (
+        pa.types.is_fixed_size_binary(t) and t.byte_width == 16)
+
+
+def is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or (
+        pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def opaque_name(t: pa.DataType) -> str | None:
+    """The DuckDB type name of an `arrow.opaque` column (hugeint, bit, ...), else None."""
+    if extension_name(t) == DUCKDB_OPAQUE:
+        return t.type_name
+    return None
+
+
+def for_arrow(t: pa.DataType) -> PgType:
+    """The PostgreSQL type a column of Arrow type `t` is sent as."""
+    if pa.types.is_dictionary(t):  # DuckDB's ENUM
+        return for_arrow(t.value_type)
+    if (name := extension_name(t)) is not None:
+        if name == "arrow.uuid":
+            return UUID
+        if name == "arrow.json":
+            return JSON
+        if name == "arrow.bool8":
+            return BOOL
+        if name == DUCKDB_OPAQUE:
+            if t.type_name == "time_tz":
+                return TIMETZ
+            return NUMERIC if t.type_name in _OPAQUE_NUMERIC else TEXT
+        return for_arrow(t.storage_type)
+    if is_uuid(t):
+        return UUID
+    if pa.types.is_boolean(t):
+        return BOOL
+    if t in (pa.int8(), pa.int16(), pa.uint8()):
+        return INT2
+    if t in (pa.int32(), pa.uint16()):
+        return INT4
+    if t in (pa.int64(), pa.uint32()):
+        return INT8
+    if t == pa.uint64() or pa.types.is_decimal(t):
+        return NUMERIC  # uint64 does not fit int8
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return FLOAT4
+    if pa.types.is_float64(t):
+        return FLOAT8
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return TEXT
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or (
+            pa.types.is_fixed_size_binary(t)):
+        return BYTEA
+    if pa.types.is_date(t):
+        return DATE
+    if pa.types.is_time(t):
+        return TIME
+    if pa.types.is_timestamp(t):
+        return TIMESTAMPTZ if t.tz else TIMESTAMP
+    if pa.types.is_duration(t) or pa.types.is_interval(t):
+        return INTERVAL
+    if is_list(t):
+        element = for_arrow(t.value_type)
+        if is_list(t.value_type) or not element.array_oid:
+            return TEXT
+        return PgType(element.array_oid, f"_{element.name}", -1)
+    return TEXT  # null, struct, map, union: text (JSON for structs and maps)

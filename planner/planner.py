@@ -5,11 +5,14 @@ Contract: a `Planner` serves one client session over one DuckDB connection (the 
 one statement (`classify`, then `plan`) — a statement calling AI functions gets its `AiPlan` here,
 once, and is refused here if it cannot run — and returns the frozen `Statement`; nothing runs.
 `describe` gives its result columns without running it; `execute` runs it: statements without AI
-functions go to DuckDB unchanged, AI statements through the `Executor` (EXPLAIN renders the plan
+functions go to DuckDB (after `pg_semantics.rewrite`, streamed when asked), AI statements through
+the `Executor` (EXPLAIN renders the plan
 without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI statement's
 `Result` carries its work per operator plus one summary NOTICE each. `begin`, `commit` and
-`rollback` are the transaction verbs of the connection; `interrupt` cancels the running statement
-from another thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
+`rollback` are the transaction verbs of the connection; `bind_columns`, `insert_rows`,
+`insert_many` and `column_defaults` serve COPY, batched INSERTs and savepoint replay;
+`interrupt` cancels the running statement from another thread. Errors are `SqlError`s with
+PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations
@@ -23,9 +26,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, optimizer, pg_catalog, statement
+from heron.planner import (
+    dialect,
+    explain,
+    logical,
+    optimizer,
+    pg_catalog,
+    pg_semantics,
+    statement,
+)
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
@@ -47,6 +59,7 @@ class Planner:
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.executor = Executor(con, engine, self.cancelled)
+        self.prepared = statement.PreparedStatements()
 
     @property
     def engine(self) -> Engine | None:
@@ -62,7 +75,7 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        return statement.classify(self.con, pg_catalog.rewrite(sql))
+        return statement.classify(self.con, pg_semantics.rewrite(pg_catalog.rewrite(sql)))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions; refuses those it cannot
@@ -93,21 +106,42 @@ class Planner:
             return None
         return self.executor.describe(stmt, params)
 
-    def execute(self, stmt: Statement, params: Sequence[Any] = ()) -> Result:
+    def execute(self, stmt: Statement, params: Sequence[Any] = (), *, stream: bool = False
+                ) -> Result:
+        """Run `stmt`; with `stream`, a plain SELECT's rows are read from DuckDB as they are taken
+        (`statement.run`)."""
         if len(params) != stmt.param_count:
             raise bind_count_mismatch(len(params), stmt.param_count)
         plan = stmt.ai
         if plan is None:
-            return statement.run(self.con, stmt, params)
+            return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         if plan.explain is Explain.PLAN:
             return explain.result(explain.plan_lines(plan, self.executor.estimate(plan, params)))
         started = time.perf_counter()
         result = self.executor.run(stmt, params)
         if plan.explain is Explain.ANALYZE:
-            rows = result.table.num_rows if result.table is not None else 0
+            rows = result.rows.read_all().num_rows if result.rows is not None else 0
             lines = explain.analyze_lines(plan, result.work, rows, time.perf_counter() - started)
             return explain.result(lines, result.work)
         return dataclasses.replace(result, notices=tuple(explain.summary(w) for w in result.work))
+
+    # -- COPY and savepoints ----------------------------------------------------------------
+
+    def bind_columns(self, sql: str) -> tuple[tuple[Column, str], ...]:
+        """The result columns of a query (with their DuckDB type names), by binding it."""
+        return statement.bind_columns(self.con, sql)
+
+    def insert_rows(self, sql: str, name: str, rows: pa.RecordBatch) -> int:
+        """Run an INSERT reading `rows` under `name`; the rows it inserted."""
+        return statement.insert_rows(self.con, sql, name, rows)
+
+    def insert_many(self, stmt: Statement, rows: Sequence[Sequence[Any]]) -> bool:
+        """Run an INSERT once per parameter row in one go (`statement.insert_many`)."""
+        return stmt.ai is None and statement.insert_many(self.con, stmt, rows)
+
+    def column_defaults(self, table: str) -> tuple[str, ...]:
+        """The default expressions of a table's columns (those that have one)."""
+        return statement.column_defaults(self.con, table)
 
     # -- transactions ----------------------------------------------------------------------
 

@@ -3,36 +3,66 @@
 Contract: this module is the one place that answers "what kind of statement is this?".
 `split(sql)` cuts a query string at top-level semicolons (quotes, dollar quotes, quoted
 identifiers and comments respected) and drops empty statements. `classify(con, sql)` decides one
-statement's `Kind` without running it — the session commands PostgreSQL clients send (SET, RESET,
-SHOW, BEGIN/START, COMMIT/END, ROLLBACK/ABORT, DEALLOCATE) by their syntax, everything else as
-DuckDB parses it — and returns a `Statement`, the frozen value that travels from the wire layer to
-execution. `run(con, statement, params)` executes it on a DuckDB connection and returns a
-`Result`: the rows as an Arrow table (for statements that return rows) and the command tag
-PostgreSQL would send ("SELECT 3", "INSERT 0 2", "CREATE TABLE", ...). `describe` reports the
-result columns without executing anything that has effects.
+statement's `Kind` without running it — the commands Heron answers itself (SET, RESET, SHOW,
+transaction control and savepoints, DEALLOCATE, cursors, LISTEN/NOTIFY, COPY with the client:
+`planner.commands`, `planner.copy_statement`) by their syntax, everything else as DuckDB parses
+it — and returns a `Statement`, the frozen value that travels from the wire layer to execution,
+with its parameters' types as PostgreSQL would infer them (`planner.parameters`).
+
+Running on DuckDB: `run(con, statement, params)` returns a `Result` — the rows (`Rows`, Arrow
+record batches; with `stream=True` a SELECT's rows are read from DuckDB as the client takes them,
+in bounded memory) and the command tag PostgreSQL would send ("SELECT 3", "INSERT 0 2", "CREATE
+TABLE", ...; SELECT and FETCH are tagged by `Result.tag` with the rows returned). With a
+connection's `PreparedStatements`, a statement with parameters runs as EXECUTE of a DuckDB
+prepared statement with its values as typed literals (`literal`), the fast twin of binding the
+values. `describe` and `bind_columns` report result columns by binding, without running
+anything; `insert_many` runs one INSERT ... VALUES for many parameter rows at once (an Arrow
+table); `insert_rows` runs an INSERT reading a registered Arrow batch (COPY). DuckDB's errors
+become `SqlError`s (`errors.from_duckdb`).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import datetime as dt
+import decimal
 import enum
+import functools
 import re
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+import sqlglot
+from duckdb import _seam
+from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import TokenError
+from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
+from heron.planner import commands, copy_statement, parameters
+from heron.planner.commands import (
+    CloseCommand,
+    DeclareCommand,
+    FetchCommand,
+    ListenCommand,
+    NotifyCommand,
+    SavepointCommand,
+    SessionCommand,
+    TransactionOptions,
+)
+from heron.planner.copy_statement import CopyCommand
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.parameters import cast_parameter_types
 
 if TYPE_CHECKING:
     from heron.planner.logical import AiPlan, OperatorWork
 
 _TOKENIZER = Postgres().tokenizer_class
+BATCH_ROWS = 8192  # rows per Arrow batch read from a streamed DuckDB result
 
 
 class Kind(enum.Enum):
@@ -46,7 +76,7 @@ class Kind(enum.Enum):
     DELETE = "delete"
     MERGE = "merge"
     CREATE = "create"
-    COPY = "copy"
+    COPY = "copy"  # COPY to or from a file of the server: DuckDB runs it
     BEGIN = "begin"  # BEGIN, START TRANSACTION: the session answers
     COMMIT = "commit"  # COMMIT, END: the session answers
     ROLLBACK = "rollback"  # ROLLBACK, ABORT: the session answers
@@ -56,15 +86,21 @@ class Kind(enum.Enum):
     SHOW = "show"
     DEALLOCATE = "deallocate"  # protocol-level prepared statements: the connection answers
     ROLE = "role"  # CREATE/ALTER/DROP ROLE, GRANT/REVOKE: the session answers (role_statements)
+    COPY_IN = "copy in"  # COPY ... FROM STDIN: the connection runs the COPY sub-protocol
+    COPY_OUT = "copy out"  # COPY ... TO STDOUT
+    SAVEPOINT = "savepoint"  # SAVEPOINT, RELEASE, ROLLBACK TO: the session answers
+    RELEASE = "release"
+    ROLLBACK_TO = "rollback to"
+    DECLARE = "declare"  # SQL cursors: the session answers
+    FETCH = "fetch"  # FETCH and MOVE
+    CLOSE = "close"
+    LISTEN = "listen"  # LISTEN and UNLISTEN: the session answers, the connection delivers
+    NOTIFY = "notify"
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
 
-@dataclass(frozen=True, slots=True)
-class SessionCommand:
-    """The operand of SET/RESET/SHOW (a setting) or DEALLOCATE (a statement name)."""
-
-    name: str  # as written (case kept); DEALLOCATE: folded unless quoted, "" for ALL
-    value: str | None = None  # SET: the value, quotes removed; None for DEFAULT
+Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
+           | CloseCommand | CopyCommand | ListenCommand | NotifyCommand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +122,100 @@ class Statement:
     param_types: tuple[int, ...] = ()  # per parameter: the type OID the statement implies, or 0
     returns_rows: bool = False
     bindable: bool = False  # its result columns can be found by binding it, without running
-    command: SessionCommand | None = None
+    command: Command | None = None  # what the session answers itself (SET, FETCH, COPY, ...)
     ai: AiPlan | None = None
+
+
+class Rows:
+    """A result's rows: Arrow record batches, read once and in order.
+
+    Rows streamed from a live DuckDB result (`live`) hold its connection: nothing else may run on
+    it until they are read out, `close`d, or `detach`ed (the rest is then buffered in memory).
+    """
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], *,
+                 live: bool = False, close: Callable[[], None] | None = None) -> None:
+        self.schema = schema
+        self.live = live
+        self._batches: Iterator[pa.RecordBatch] | None = batches
+        self._close = close
+        self._pending: list[pa.RecordBatch] = []  # read, not handed out yet
+
+    @classmethod
+    def of(cls, table: pa.Table) -> Rows:
+        return cls(table.schema, iter(table.to_batches()))
+
+    @classmethod
+    def streaming(cls, reader: pa.RecordBatchReader) -> Rows:
+        """Rows read from DuckDB as they are taken."""
+        return cls(reader.schema, iter(reader), live=True, close=reader.close)
+
+    def next(self, max_rows: int = 0) -> pa.RecordBatch | None:
+        """The next rows, at most `max_rows` of them (any number when 0); None once all were
+        read. Errors of the running statement surface here as `SqlError`."""
+        while True:
+            if self._pending:
+                batch = self._pending.pop(0)
+            elif (batch := self._read()) is None:
+                return None
+            if batch.num_rows == 0:
+                continue
+            if 0 < max_rows < batch.num_rows:
+                self._pending.insert(0, batch.slice(max_rows))
+                batch = batch.slice(0, max_rows)
+            return batch
+
+    def _read(self) -> pa.RecordBatch | None:
+        if self._batches is None:
+            return None
+        try:
+            return next(self._batches)
+        except StopIteration:
+            self.close()
+            return None
+        except (pa.ArrowException, OSError) as exc:
+            self.close()
+            raise from_duckdb(exc) from None  # DuckDB's error, passed on by Arrow's stream
+
+    def detach(self) -> None:
+        """Read what DuckDB still holds into memory, so its connection is free."""
+        if self.live:
+            while (batch := self._read()) is not None:
+                self._pending.append(batch)
+        self.live = False
+
+    def read_all(self) -> pa.Table:
+        batches = []
+        while (batch := self.next()) is not None:
+            batches.append(batch)
+        return pa.Table.from_batches(batches, self.schema)
+
+    def close(self) -> None:
+        self._batches = None
+        if self._close is not None:
+            self._close()
+            self._close = None
+        self.live = False
+
+
+# Tags counted by the rows a portal returns (PostgreSQL tags an Execute with its own rows).
+_ROW_COUNTED_TAGS = ("SELECT", "FETCH")
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    command_tag: str
+    command_tag: str  # complete, except SELECT/FETCH, which `tag` counts
     columns: tuple[Column, ...] | None  # None: the statement returns no rows
-    table: pa.Table | None
+    rows: Rows | None
     notices: tuple[str, ...] = ()  # sent to the client as NOTICE messages
     work: tuple[OperatorWork, ...] = ()  # the AI work this statement did, per operator
+
+    def tag(self, rows_returned: int) -> str:
+        """The command tag once `rows_returned` rows went to the client."""
+        verb = self.command_tag.split(" ", 1)[0]
+        if self.columns is None or verb not in _ROW_COUNTED_TAGS:
+            return self.command_tag
+        return f"{verb} {rows_returned}"
 
 
 def split(sql: str) -> list[str]:
@@ -123,20 +242,11 @@ def split(sql: str) -> list[str]:
 
 # -- classification ----------------------------------------------------------------------------
 
-_SET = re.compile(
-    r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
-    r"(?P<name>[\w.]+)\s*(?:=|\s+TO\s+)\s*(?P<value>.+?))\s*;?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-_RESET = re.compile(r"^\s*RESET\s+(?P<name>[\w.]+)\s*;?\s*$", re.IGNORECASE)
-_SHOW = re.compile(r"^\s*SHOW\s+(?P<name>[\w.]+(?:\s+[\w.]+)*)\s*;?\s*$", re.IGNORECASE)
 _TRANSACTION_VERBS = re.compile(
     r"^\s*(?P<verb>BEGIN|START|COMMIT|END|ROLLBACK|ABORT)\b(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL)
 _TRANSACTION_KINDS = {"BEGIN": Kind.BEGIN, "START": Kind.BEGIN, "COMMIT": Kind.COMMIT,
                       "END": Kind.COMMIT, "ROLLBACK": Kind.ROLLBACK, "ABORT": Kind.ROLLBACK}
-_DEALLOCATE = re.compile(r'^\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<quoted>")?(?P<name>[^"\s;]+)"?)'
-                         r"\s*;?\s*$", re.IGNORECASE)
 
 _ROLE = re.compile(r"^\s*(?:(?P<verb>CREATE|ALTER|DROP)\s+(?:ROLE|USER)\b|"
                    r"(?P<grant>GRANT|REVOKE)\b)", re.IGNORECASE)
@@ -152,26 +262,44 @@ _DML = {Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE}
 _TWO_WORD_VERBS = {"CREATE", "DROP", "ALTER"}
 _CREATE_MODIFIERS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "UNLOGGED", "PERSISTENT"}
 
+# Commands Heron answers itself, recognized before DuckDB parses anything: reader, kind, verb.
+_OWN_COMMANDS: tuple[tuple[Callable[[str], Command | None], Kind, str], ...] = (
+    (commands.read_rollback_to, Kind.ROLLBACK_TO, "ROLLBACK"),
+    (commands.read_savepoint, Kind.SAVEPOINT, "SAVEPOINT"),
+    (commands.read_release, Kind.RELEASE, "RELEASE"),
+    (commands.read_close, Kind.CLOSE, "CLOSE"),
+    (commands.read_deallocate, Kind.DEALLOCATE, "DEALLOCATE"),
+    (commands.read_notify, Kind.NOTIFY, "NOTIFY"),
+)
+
 
 def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     """What `sql` (one statement) is; nothing runs."""
     if not split(sql):
         return Statement(sql, Kind.EMPTY)
+    for read, kind, verb in _OWN_COMMANDS:
+        if (command := read(sql)) is not None:
+            return Statement(sql, kind, verb=verb, command=command)
     if m := _TRANSACTION_VERBS.match(sql):
         kind = _TRANSACTION_KINDS[m["verb"].upper()]
-        # ROLLBACK TO SAVEPOINT is DuckDB's to accept or refuse.
-        if not (kind is Kind.ROLLBACK and re.match(r"\s*TO\b", m["rest"], re.IGNORECASE)):
-            return Statement(sql, kind, verb=m["verb"].upper())
-    if m := _DEALLOCATE.match(sql):
-        name = m["name"]
-        if name.upper() == "ALL" and not m["quoted"]:
-            name = ""
-        elif not m["quoted"]:
-            name = name.lower()
-        return Statement(sql, Kind.DEALLOCATE, verb="DEALLOCATE", command=SessionCommand(name))
+        options = commands.read_begin(sql) if kind is Kind.BEGIN else None
+        return Statement(sql, kind, verb=m["verb"].upper(), command=options)
     if m := _ROLE.match(sql):  # DuckDB has no roles: none of these parse there
         verb = f"{m['verb'].upper()} ROLE" if m["verb"] else m["grant"].upper()
         return Statement(sql, Kind.ROLE, verb=verb)
+    if (listen := commands.read_listen(sql)) is not None:
+        return Statement(sql, Kind.LISTEN, verb="LISTEN" if listen.listen else "UNLISTEN",
+                         command=listen)
+    if (fetch := commands.read_fetch(sql)) is not None:
+        return Statement(sql, Kind.FETCH, verb="MOVE" if fetch.move else "FETCH",
+                         returns_rows=not fetch.move, command=fetch)
+    if (declare := commands.read_declare(sql)) is not None:
+        query = classify(con, declare.query)
+        return Statement(sql, Kind.DECLARE, "DECLARE CURSOR", query.param_count,
+                         query.param_types, command=declare)
+    if (copy := copy_statement.read_copy(sql)) is not None:
+        kind = Kind.COPY_IN if copy.from_client else Kind.COPY_OUT
+        return Statement(sql, kind, verb="COPY", command=copy)
     session = _session_command(sql)
     try:
         parsed = con.extract_statements(sql)
@@ -190,35 +318,18 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     returns_rows = (duck_type in {"SELECT", "RELATION", "EXPLAIN", "PRAGMA", "CALL"}
                     or (kind in _DML and _has_token(sql, TokenType.RETURNING)))
     count = len(parsed[0].named_parameters)
-    casts = cast_parameter_types(sql)
-    return Statement(sql, kind, _verb(sql), count, tuple(casts.get(i + 1, 0) for i in range(count)),
-                     returns_rows, bindable=duck_type in {"SELECT", "RELATION"},
-                     command=session[1] if session else None)
+    # DuckDB's binder gives the columns of queries and of RETURNING clauses without running.
+    bindable = duck_type in {"SELECT", "RELATION"} or (kind in _DML and returns_rows)
+    return Statement(sql, kind, _verb(sql), count, parameters.parameter_types(con, sql, count),
+                     returns_rows, bindable=bindable, command=session[1] if session else None)
 
 
 def _session_command(sql: str) -> tuple[Kind, SessionCommand] | None:
-    if m := _SET.match(sql):
-        if m["tz"]:
-            return Kind.SET, SessionCommand("TimeZone", _unquote(m["tzvalue"]))
-        return Kind.SET, SessionCommand(m["name"], _unquote(m["value"]))
-    if m := _RESET.match(sql):
-        return Kind.RESET, SessionCommand(m["name"])
-    if m := _SHOW.match(sql):
-        return Kind.SHOW, SessionCommand(m["name"])
-    return None
-
-
-_LIST_ITEM = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*,?")  # one item of a SET value list
-
-
-def _unquote(value: str) -> str | None:
-    """A SET value without its quotes; None for DEFAULT."""
-    value = value.strip()
-    if value.upper() == "DEFAULT":
+    command = commands.read_session_command(sql)
+    if command is None:
         return None
-    parts = [p.strip() for p in _LIST_ITEM.findall(value)]
-    return ", ".join(p[1:-1].replace("''", "'") if len(p) >= 2 and p[0] == p[-1] == "'" else p
-                     for p in parts if p.strip())
+    word = sql.split(None, 1)[0].upper()
+    return {"SET": Kind.SET, "RESET": Kind.RESET, "SHOW": Kind.SHOW}[word], command
 
 
 def _verb(sql: str) -> str:
@@ -254,19 +365,119 @@ def describe(
     rewritten AI statement)."""
     if not statement.returns_rows or not statement.bindable:
         return None
-    if params is None:
-        params = [None] * statement.param_count
-    try:
-        # DESCRIBE binds without evaluating anything (a LIMIT 0 query would still run volatile
-        # functions such as nextval); typed NULLs then give DuckDB's own Arrow types.
-        text = sql or statement.sql
-        described = con.execute(f"DESCRIBE {text}", list(params) or None).fetchall()
-        typed_nulls = ", ".join(f'CAST(NULL AS {type_}) AS "{name.replace(chr(34), chr(34) * 2)}"'
-                                for name, type_, *_ in described)
-        schema = con.sql(f"SELECT {typed_nulls} LIMIT 0").to_arrow_table().schema
-    except duckdb.Error as exc:
-        raise from_duckdb(exc) from None
-    return columns_of(schema)
+    return tuple(column for column, _ in bind_columns(con, sql or statement.sql, params))
+
+
+class PreparedStatements:
+    """DuckDB prepared statements of one connection, by statement text.
+
+    A statement with parameters runs as `EXECUTE name(literal, ...)` of a statement DuckDB
+    prepared once for its text, its values written as literals of the types DuckDB gives the
+    Python values (`literal`): binding the values each time costs DuckDB several times more. The
+    newest `capacity` texts are kept. Running with the values bound (`submit` with values) is the
+    reference; tests compare the two on random values."""
+
+    KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE})
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._next = 0
+
+    def execute_text(self, con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
+                     ) -> str | None:
+        """The EXECUTE that runs `sql` with `params`, preparing it first if needed; None when
+        DuckDB cannot prepare it or a value has no literal (then the values are bound)."""
+        try:
+            arguments = ", ".join(literal(value) for value in params)
+        except ValueError:
+            return None
+        name = self._names.get(sql)
+        if name is None:
+            name = f"__heron_prepared_{self._next}"
+            try:
+                _seam.submit(con, f"PREPARE {name} AS {sql}", None).drain()
+            except duckdb.Error:
+                return None  # running it with bound values reports the error
+            self._next += 1
+            self._names[sql] = name
+            if len(self._names) > self.capacity:
+                _, evicted = self._names.popitem(last=False)
+                with contextlib.suppress(duckdb.Error):
+                    _seam.submit(con, f"DEALLOCATE {evicted}", None).drain()
+        else:
+            self._names.move_to_end(sql)
+        return f"EXECUTE {name}({arguments})"
+
+
+def literal(value: Any) -> str:
+    """`value` as a DuckDB SQL literal of the type DuckDB gives it as a bound parameter (int:
+    INTEGER, BIGINT, UBIGINT or (U)HUGEINT by size; Decimal: DECIMAL of its digits, DOUBLE beyond
+    38; str: VARCHAR; ...). ValueError for a value without one."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"CAST({value} AS {_integer_type(value)})"
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)"
+    if isinstance(value, decimal.Decimal):
+        return _decimal_literal(value)
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ValueError("NUL in a string")
+        return "CAST('" + value.replace("'", "''") + "' AS VARCHAR)"
+    if isinstance(value, bytes | bytearray | memoryview):
+        text = "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x5C, 0x27) else f"\\x{b:02X}"
+                       for b in bytes(value))
+        return f"CAST('{text}' AS BLOB)"
+    if isinstance(value, dt.datetime):
+        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+        return f"CAST('{value.isoformat(sep=' ')}' AS {kind})"
+    if isinstance(value, dt.date):
+        return f"CAST('{value.isoformat()}' AS DATE)"
+    if isinstance(value, dt.time):
+        if value.tzinfo is not None:
+            raise ValueError("time with a time zone")
+        return f"CAST('{value.isoformat()}' AS TIME)"
+    if isinstance(value, dt.timedelta):
+        micros = value.seconds * 1_000_000 + value.microseconds
+        return (f"(to_days(CAST({value.days} AS INTEGER)) + "
+                f"to_microseconds(CAST({micros} AS BIGINT)))")
+    if isinstance(value, uuid.UUID):
+        return f"CAST('{value}' AS UUID)"
+    if isinstance(value, list) and value and all(
+            v is None or type(v) is type(next(x for x in value if x is not None)) for v in value):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    raise ValueError(f"no literal for {type(value).__name__}")
+
+
+def _integer_type(value: int) -> str:
+    if -2**31 <= value < 2**31:
+        return "INTEGER"
+    if -2**63 <= value < 2**63:
+        return "BIGINT"
+    if 0 <= value < 2**64:
+        return "UBIGINT"
+    if -2**127 <= value < 2**127:
+        return "HUGEINT"
+    if 0 <= value < 2**128:
+        return "UHUGEINT"
+    raise ValueError("integer too large")
+
+
+def _decimal_literal(value: decimal.Decimal) -> str:
+    if not value.is_finite():
+        return f"CAST('{'nan' if value.is_nan() else ('-inf' if value < 0 else 'inf')}' AS FLOAT)"
+    _, digits, exponent = value.as_tuple()
+    exponent = int(exponent)
+    scale = max(0, -exponent)
+    # DuckDB's typing of a Decimal: its digits, one more when they do not fill the scale.
+    precision = len(digits) + max(0, exponent) if len(digits) >= scale else scale + 1
+    if precision > 38:
+        return f"CAST('{value}' AS DOUBLE)"
+    return f"CAST('{value:f}' AS DECIMAL({precision}, {scale}))"
 
 
 def run(
@@ -274,17 +485,121 @@ def run(
     statement: Statement,
     params: Sequence[Any] = (),
     sql: str | None = None,
+    *,
+    stream: bool = False,
+    prepared: PreparedStatements | None = None,
 ) -> Result:
     """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement, whose
-    parameters are already bound)."""
+    parameters are already bound). With `stream`, a SELECT's rows stay in DuckDB until read
+    (`Rows.live`); everything else is read out before this returns. With `prepared`, a statement
+    with parameters runs through DuckDB's prepared statements (`PreparedStatements`)."""
+    streamed = stream and statement.kind is Kind.SELECT
+    text, values = sql or statement.sql, list(params) or None
+    if values and prepared is not None and sql is None and statement.kind in prepared.KINDS:
+        execute = prepared.execute_text(con, text, values)
+        if execute is not None:
+            text, values = execute, None
     try:
-        relation = con.sql(sql or statement.sql, params=list(params) or None)
-        table = relation.to_arrow_table() if relation is not None else None
+        result = _seam.submit(con, text, values, "stream" if streamed else "arrow", BATCH_ROWS)
+        if streamed:
+            reader = result.arrow_reader()
+            return Result("SELECT", columns_of(reader.schema), Rows.streaming(reader))
+        table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
-    if statement.returns_rows and table is not None:
-        return Result(_tag(statement, table.num_rows), columns_of(table.schema), table)
-    return Result(_tag(statement, _count(table)), None, None)
+    if result.return_type == "query_result" and statement.returns_rows and table is not None:
+        return Result(_tag(statement, table.num_rows), columns_of(table.schema), Rows.of(table))
+    changed = result.return_type == "changed_rows" and table is not None and table.num_rows
+    return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
+
+
+def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+                 ) -> tuple[tuple[Column, str], ...]:
+    """The result columns of `sql` and their DuckDB type names, by binding it (with `params`'
+    values, whose types can decide the columns'). A column whose type depends only on a
+    parameter left open is text, as PostgreSQL resolves an unknown type."""
+    try:
+        signature = _seam.bind(con, sql, values=list(params or ()) or None)
+        types = [_seam.parse_type(con, "VARCHAR") if str(t) == "UNKNOWN" else t
+                 for t in signature.types]
+        schema = _seam.arrow_schema(con, signature.names, types)
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    return tuple((column, str(duckdb_type)) for column, duckdb_type
+                 in zip(columns_of(schema), types, strict=True))
+
+
+_BATCH = "__heron_insert_batch"
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_select(sql: str) -> str | None:
+    """`INSERT INTO t [(cols)] VALUES (<expressions of $1..$n>)` as an INSERT ... SELECT of the
+    same expressions over a table of parameter rows (columns p1..pn), or None for any other
+    shape (RETURNING and ON CONFLICT answer per row, several VALUES rows, parameters outside)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except SqlglotError:
+        return None
+    if not isinstance(tree, exp.Insert) or tree.args.get("returning") or tree.args.get(
+            "conflict") or not isinstance(tree.expression, exp.Values):
+        return None
+    rows = tree.expression.expressions
+    if len(rows) != 1 or not isinstance(rows[0], exp.Tuple):
+        return None
+    row = rows[0]
+    parameters = list(tree.find_all(exp.Parameter, exp.Placeholder))
+    if not parameters:
+        return None
+    for parameter in parameters:
+        if parameter.find_ancestor(exp.Values) is None:
+            return None  # a parameter outside the row (in a WITH, say)
+        number = parameter.name if isinstance(parameter, exp.Parameter) else parameter.this
+        if not str(number).isdigit():
+            return None
+        parameter.replace(exp.column(f"p{number}"))
+    tree.set("expression", exp.select(*row.expressions).from_(_BATCH))
+    return tree.sql(dialect="duckdb")
+
+
+def insert_many(con: duckdb.DuckDBPyConnection, statement: Statement,
+                rows: Sequence[Sequence[Any]]) -> bool:
+    """Run an INSERT of one VALUES row once per parameter row, as one DuckDB statement over an
+    Arrow table of the rows (a pipelining client's batch). False, with nothing run, when the
+    statement's shape or the values' types do not allow it; errors are `SqlError`s."""
+    sql = _insert_select(statement.sql)
+    if sql is None or not rows:
+        return False
+    try:
+        table = pa.table({f"p{i + 1}": pa.array([row[i] for row in rows])
+                          for i in range(statement.param_count)})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return False  # values Arrow cannot hold in one column: run them one by one
+    inserted = insert_rows(con, sql, _BATCH, table)
+    if inserted != len(rows):
+        raise SqlError(SqlState.INTERNAL_ERROR,
+                       f"a batch of {len(rows)} INSERTs inserted {inserted} rows")
+    return True
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str,
+                rows: pa.RecordBatch | pa.Table) -> int:
+    """Run an INSERT that reads `rows` under `name`; the number of rows it inserted."""
+    con.register(name, rows)
+    try:
+        result = _seam.submit(con, sql, None, "arrow")
+        return int(result.arrow_table().column(0)[0].as_py())
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses even this
+            con.unregister(name)
+
+
+def column_defaults(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
+    rows = con.execute("SELECT column_default FROM duckdb_columns() WHERE lower(table_name) = "
+                       "lower(?) AND column_default IS NOT NULL", [table]).fetchall()
+    return tuple(row[0] for row in rows)
 
 
 # DuckDB names an unaliased call after its whole text ("count_star()", "lower(body)");
@@ -299,19 +614,13 @@ def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
     return tuple(Column(_pg_name(field.name), field.type) for field in schema)
 
 
+@functools.lru_cache(maxsize=4096)
 def _pg_name(name: str) -> str:
     m = _CALL_NAME.match(name)
     if m is None:
         return name
     function = m["function"].lower()
     return _RENAMED_FUNCTIONS.get(function, function)
-
-
-def _count(table: pa.Table | None) -> int:
-    """The row count DuckDB reports for a statement without rows (0 when it reports none)."""
-    if table is None or table.num_columns != 1 or table.schema.names[0] != "Count":
-        return 0
-    return int(table.column(0)[0].as_py()) if table.num_rows else 0
 
 
 def _tag(statement: Statement, n: int) -> str:

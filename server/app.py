@@ -8,6 +8,9 @@ no role could log in (no role with LOGIN has a password), loads the engine once 
 can connect. It runs until SIGINT/SIGTERM (or `stop` is set), then stops accepting, interrupts
 running statements, closes every session, the engine and the database, and returns.
 `run(config)` is the blocking entry for the command line; it returns the process exit status.
+It first points the process's standard input at /dev/null: no statement of any client can read
+(or wait on) the terminal or pipe the server was started from; clients copy data in through the
+COPY sub-protocol.
 """
 
 from __future__ import annotations
@@ -109,8 +112,18 @@ async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> N
         executor.shutdown(wait=False, cancel_futures=True)
 
 
+def detach_stdin() -> None:
+    """Point file descriptor 0 at /dev/null (reads see end of file at once)."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(devnull, 0)
+    finally:
+        os.close(devnull)
+
+
 def run(config: ServerConfig) -> int:
     """Serve until a signal arrives; the exit status for the command line."""
+    detach_stdin()
     try:
         import uvloop
     except ImportError:  # Windows, or a minimal install: the default loop works too

@@ -7,10 +7,16 @@ the shared `CancelRegistry`, authenticates the start-up user against the data di
 (`server.auth`: trust or SCRAM-SHA-256, FATAL 28000/28P01 on failure), and then runs the
 message loop: the simple query protocol here (several statements of one Query in one implicit
 transaction, all or nothing), the extended one in `server.extended`, whose messages are
-discarded after an error until Sync, where the implicit transaction ends. Every session call
-(planning, DuckDB, the engine) runs on the shared thread pool; calls of one connection are
-awaited one at a time, so they stay ordered. Errors reach the client as ErrorResponse; protocol
-violations are fatal (08P01) and close only this connection.
+discarded after an error until Sync, where the implicit transaction ends, and the COPY
+sub-protocol in `server.copy`. A portal's rows go out as they are read: each call to the thread
+pool reads and encodes at most `ENCODE_BATCH_ROWS` rows (vectorized, `encode.encode_values`),
+and the output is flushed whenever `FLUSH_BYTES` are buffered, so a result of any size streams in
+bounded memory. Every session call (planning, DuckDB, the engine) runs on the shared thread pool;
+calls of one connection are awaited one at a time, so they stay ordered, and a statement without
+a large result costs one call. A connection whose session LISTENs passes on notifications
+(`server.notify`) while it waits for the client, outside transaction blocks, and after each
+Query or Sync publishes the NOTIFYs its session committed. Errors reach the client as
+ErrorResponse; protocol violations are fatal (08P01) and close only this connection.
 """
 
 from __future__ import annotations
@@ -32,17 +38,23 @@ import pyarrow as pa
 
 from heron.catalog import Database
 from heron.engine.api import Engine
-from heron.planner import Kind, Result, SqlError, SqlState, Statement, split
-from heron.server import auth, encode, protocol
+from heron.planner import Column, Kind, Result, SqlError, SqlState, split
+from heron.server import auth, copy, encode, protocol
 from heron.server.config import AuthMethod
-from heron.server.extended import ExtendedQuery
+from heron.server.extended import ExtendedQuery, result_formats
+from heron.server.notify import Notification, Notifications
+from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
-from heron.server.session import Session
+from heron.server.session import CatalogGeneration, Session
+from heron.server.transaction import TransactionStatus
 
 T = TypeVar("T")
 
 STARTUP_TIMEOUT_S = 60.0  # PostgreSQL's authentication_timeout default
-ENCODE_BATCH_ROWS = 8192  # rows encoded per thread-pool call, so huge results stream
+ENCODE_BATCH_ROWS = 8192  # rows read and encoded per thread-pool call, so huge results stream
+# Below this many rows the row-at-a-time reference encoders are faster than the vectorized ones
+# (whose numpy and Arrow calls cost a fixed few microseconds each); both send the same bytes.
+VECTORIZED_MIN_ROWS = 64
 FLUSH_BYTES = 64 * 1024  # buffered output that triggers a write before Sync/Flush
 
 
@@ -77,7 +89,9 @@ class CancelRegistry:
 
 @dataclass
 class ServerContext:
-    """What every connection shares: the database, the engine, the thread pool, cancel keys."""
+    """What every connection shares: the database, the engine, the thread pool, cancel keys, the
+    catalog generation (which tells sessions when their cached statements are stale) and the
+    notification hub."""
 
     database: Database
     engine: Engine | None
@@ -86,6 +100,8 @@ class ServerContext:
     auth: AuthMethod = AuthMethod.TRUST
     tls: ssl.SSLContext | None = None
     certificate_pem: str | None = None  # of `tls`, for SCRAM channel binding
+    generation: CatalogGeneration = field(default_factory=CatalogGeneration)
+    notifications: Notifications = field(default_factory=Notifications)
 
 
 class _Fatal(Exception):
@@ -106,6 +122,10 @@ class Connection:
         self._running = False  # a statement is executing: CancelRequest interrupts it
         self._pending: concurrent.futures.Future[Any] | None = None
         self._skip_until_sync = False
+        self.messages: protocol.MessageReader | None = None  # after start-up
+        self._listening: set[str] = set()  # channels this connection is subscribed to
+        self._inbox: list[Notification] = []
+        self._notified = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -131,6 +151,7 @@ class Connection:
             self.session.cancel()
 
     async def _cleanup(self) -> None:
+        self.context.notifications.unsubscribe(self)
         if self._pid:
             self.context.registry.remove(self._pid)
         if self._pending is not None and not self._pending.done():
@@ -150,7 +171,7 @@ class Connection:
     async def _fatal(self, sqlstate: str, message: str) -> None:
         try:
             self._out += protocol.error_response(sqlstate, message, severity="FATAL")
-            await self._flush()
+            await self.flush()
         except (ConnectionError, OSError):
             pass
 
@@ -164,7 +185,7 @@ class Connection:
     def send(self, message: bytes) -> None:
         self._out += message
 
-    async def _flush(self) -> None:
+    async def flush(self) -> None:
         if self._out:
             self.writer.write(bytes(self._out))
             self._out.clear()
@@ -172,7 +193,7 @@ class Connection:
 
     async def _maybe_flush(self) -> None:
         if len(self._out) >= FLUSH_BYTES:
-            await self._flush()
+            await self.flush()
 
     def _send_error(self, exc: BaseException) -> None:
         if isinstance(exc, SqlError):
@@ -231,7 +252,7 @@ class Connection:
 
         async def send(message: bytes) -> None:
             self.send(message)
-            await self._flush()
+            await self.flush()
 
         tls = self.writer.get_extra_info("ssl_object") is not None
         exchange = auth.Exchange(self.reader, send, STARTUP_TIMEOUT_S,
@@ -273,7 +294,7 @@ class Connection:
             self.session = await self.call(
                 lambda: Session(self.context.database, self.context.engine, user=user,
                                 database_name=params.get("database") or user,
-                                parameters=settings))
+                                parameters=settings, generation=self.context.generation))
         except SqlError as exc:
             await self._fatal(exc.sqlstate, exc.message)
             return False
@@ -282,10 +303,15 @@ class Connection:
         self.send_parameter_changes()
         self.send(protocol.backend_key_data(self._pid, secret))
         self._send_ready()
-        await self._flush()
+        await self.flush()
         return True
 
     # -- message loop ----------------------------------------------------------------------
+
+    async def read_message(self) -> protocol.FrontendMessage:
+        if self.messages is None:
+            self.messages = protocol.MessageReader(self.reader)
+        return await self.messages.next()
 
     async def _serve(self) -> None:
         handlers = {
@@ -297,20 +323,21 @@ class Connection:
             protocol.Close: self.extended.close,
         }
         while True:
-            message = await protocol.read_message(self.reader)
+            message = await self._next_message()
             if isinstance(message, protocol.Terminate):
                 return
             if isinstance(message, protocol.Sync):
                 # Sync ends the implicit transaction of the messages before it.
                 await self._end_implicit(failed=self._skip_until_sync)
                 self._skip_until_sync = False
-                self.extended.end_of_transaction()
-                self._send_ready()
-                await self._flush()
+                self._command_done()
+                await self.flush()
                 continue
             if isinstance(message, protocol.Flush):
-                await self._flush()
+                await self.flush()
                 continue
+            if isinstance(message, protocol.CopyData | protocol.CopyDone | protocol.CopyFail):
+                continue  # after a failed COPY the client's remaining copy data is dropped
             if self._skip_until_sync:
                 continue  # PostgreSQL discards extended-protocol messages after an error
             try:
@@ -318,79 +345,218 @@ class Connection:
             except Exception as exc:  # noqa: BLE001 - every failure becomes ErrorResponse
                 self._send_error(exc)
                 if isinstance(message, protocol.Query):
-                    self._send_ready()
+                    self._command_done()
                 else:
                     self._skip_until_sync = True
             if isinstance(message, protocol.Query):
-                await self._flush()
+                await self.flush()
             else:
                 await self._maybe_flush()
+
+    # -- notifications ---------------------------------------------------------------------
+
+    def notify(self, notification: Notification) -> None:
+        """A notification for this connection's client (from the hub, on the event loop)."""
+        self._inbox.append(notification)
+        self._notified.set()
+
+    def _command_done(self) -> None:
+        """ReadyForQuery after a Query or a Sync; the notifications of what committed go out
+        first (to this client too, when it listens)."""
+        assert self.session is not None
+        session = self.session
+        if session.outbox:
+            self.context.notifications.publish(self._pid, session.outbox)
+            session.outbox.clear()
+        if session.listening != self._listening:
+            self._listening = set(session.listening)
+            self.context.notifications.subscribe(self, self._listening)
+        self._deliver()
+        self._send_ready()
+
+    def _deliver(self) -> None:
+        """Send the notifications received, unless a transaction block is open (PostgreSQL
+        holds them until it ends)."""
+        assert self.session is not None
+        if self._inbox and self.session.transaction_status is TransactionStatus.IDLE:
+            for n in self._inbox:
+                self.send(protocol.notification_response(n.pid, n.channel, n.payload))
+            self._inbox.clear()
+        self._notified.clear()
+
+    async def _next_message(self) -> protocol.FrontendMessage:
+        """The client's next message; while waiting for it, a listening connection passes on
+        the notifications that arrive."""
+        while self._listening and not (self.messages and self.messages.pending):
+            reading = asyncio.ensure_future(self.read_message())
+            notified = asyncio.ensure_future(self._notified.wait())
+            await asyncio.wait({reading, notified}, return_when=asyncio.FIRST_COMPLETED)
+            notified.cancel()
+            if reading.done():
+                return reading.result()
+            reading.cancel()  # no bytes are lost: MessageReader reads whole chunks
+            with contextlib.suppress(asyncio.CancelledError):
+                return await reading  # it completed before the cancellation took
+            self._deliver()
+            await self.flush()
+        return await self.read_message()
 
     # -- simple query ----------------------------------------------------------------------
 
     async def _query(self, message: protocol.Query) -> None:
         assert self.session is not None
-        self.extended.portals.pop("", None)
         statements = await self.call(split, message.sql)
         if not statements:
             self.send(protocol.empty_query_response())
         if len(statements) > 1:  # all or nothing, as in PostgreSQL
-            await self.call(self.session.begin_implicit)
+            self.session.begin_implicit()
         failed = True
         try:
             for sql in statements:
                 try:
-                    statement = await self.call(self.session.prepare, sql)
-                    result = await self.run_statement(statement, [])
-                    if result.columns is not None:
-                        formats = [0] * len(result.columns)
-                        self.send(protocol.row_description(encode.fields(result.columns, formats)))
-                        if result.table is not None:
-                            await self.send_rows(result.table, formats)
-                    self.send(protocol.command_complete(result.command_tag))
+                    portal = await self._simple_portal(sql)
+                    await self.execute_portal(portal, 0, describe=True)
                 finally:
                     self.send_parameter_changes()
             failed = False
         finally:
-            await self.call(self.session.end_implicit, failed)
-        self.extended.end_of_transaction()
-        self._send_ready()
+            await self._end_implicit(failed)
+        self._command_done()
 
-    async def run_statement(self, statement: Statement, params: Sequence[Any]) -> Result:
+    async def _simple_portal(self, sql: str) -> Portal:
+        """The unnamed portal of one statement of a Query message."""
         assert self.session is not None
+        statement = self.session.cached(sql)
+        if statement is None:
+            statement = await self.call(self.session.prepare, sql)
+        else:
+            self.session.admit(statement)
+        portal = Portal(statement, [])
+        self.session.bind("", portal)
+        return portal
+
+    async def execute_portal(self, portal: Portal, max_rows: int, *, describe: bool = False
+                             ) -> None:
+        """Run (or go on reading) a portal: its rows, at most `max_rows` of them (all when 0),
+        then CommandComplete, or PortalSuspended when rows are left. `describe` (the simple
+        protocol) announces the rows with a RowDescription first."""
+        assert self.session is not None
+        statement = portal.statement
         if statement.kind is Kind.DEALLOCATE:
-            return self.extended.deallocate(statement)
+            self.send(protocol.command_complete(self.extended.deallocate(statement).command_tag))
+            return
+        if statement.kind is Kind.EMPTY:
+            self.send(protocol.empty_query_response())
+            return
         self._running = True
         try:
-            result = await self.call(self.session.execute, statement, params)
+            if statement.kind in (Kind.COPY_IN, Kind.COPY_OUT):
+                tag = await copy.run(self, portal)
+                self.send(protocol.command_complete(tag))
+                return
+            timezone = encode.session_timezone(self.session.setting("TimeZone"))
+            chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone)
+            result = portal.result
+            assert result is not None
+            self._send_notices(result)
+            if describe and result.columns is not None:
+                formats = result_formats(portal.formats, len(result.columns))
+                self.send(protocol.row_description(encode.fields(result.columns, formats)))
+            sent = 0
+            while chunk.rows:
+                self.send(chunk.messages)
+                sent += chunk.rows
+                await self._maybe_flush()
+                if chunk.done or (max_rows > 0 and sent >= max_rows):
+                    break
+                chunk = await self.call(_next_rows, self.session, portal, max_rows - sent if
+                                        max_rows > 0 else 0, timezone)
+            if max_rows > 0 and sent >= max_rows and not chunk.done:
+                self.send(protocol.portal_suspended())
+                return
+            self.send(protocol.command_complete(result.tag(sent)))
         finally:
             self._running = False
+            # statement_timeout counts while a message is worked on, not while a suspended
+            # portal waits for the client's next Execute.
+            self.session.disarm_timeout()
+
+    def _send_notices(self, result: Result) -> None:
         for text in result.notices:
-            self.send(protocol.error_response(SqlState.SUCCESSFUL_COMPLETION,
-                                               text, severity="NOTICE", notice=True))
-        return result
+            self.send(protocol.error_response(SqlState.SUCCESSFUL_COMPLETION, text,
+                                               severity="NOTICE", notice=True))
 
-    async def send_rows(self, table: pa.Table, formats: Sequence[int]) -> None:
-        timezone = encode.session_timezone(self.session.setting("TimeZone"))
-        for start in range(0, table.num_rows, ENCODE_BATCH_ROWS):
-            batch = table.slice(start, ENCODE_BATCH_ROWS)
-            rows = await self.call(_encode_rows, batch, formats, timezone)
-            for row in rows:
-                self.send(row)
-            await self._maybe_flush()
-
-    # -- extended query --------------------------------------------------------------------
+    # -- implicit transactions -------------------------------------------------------------
 
     async def _end_implicit(self, failed: bool) -> None:
-        if self.session is not None and self.session.implicit:
-            try:
-                await self.call(self.session.end_implicit, failed)
-            except Exception as exc:  # noqa: BLE001 - a failed COMMIT is the client's error
-                self._send_error(exc)
+        """End the protocol's implicit transaction (after a Query's statements, at Sync)."""
+        session = self.session
+        if session is None:
+            return
+        try:
+            if session.ends_without_duckdb():
+                session.end_implicit(failed)  # bookkeeping only: no need for the thread pool
+            else:
+                await self.call(session.end_implicit, failed)
+        except Exception as exc:  # noqa: BLE001 - a failed COMMIT is the client's error
+            self._send_error(exc)
 
 
-def _encode_rows(table: pa.Table, formats: Sequence[int], timezone: dt.tzinfo) -> list[bytes]:
-    """DataRow messages for a slice of a result (runs on the thread pool)."""
-    columns = [encode.encode_column(table.column(i), fmt, timezone)
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    messages: bytes  # DataRow messages
+    rows: int
+    done: bool  # the portal has no rows left
+
+
+def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzinfo) -> _Chunk:
+    """Start the portal if it has not run yet, then read and encode its next rows: at most
+    `ENCODE_BATCH_ROWS` (and `max_rows` when > 0). Runs on the thread pool."""
+    if not portal.started:
+        session.start(portal)
+    else:
+        session.arm_timeout()  # a suspended portal's next Execute
+    result = portal.result
+    assert result is not None
+    if result.columns is None:
+        return _Chunk(b"", 0, True)
+    want = ENCODE_BATCH_ROWS if max_rows <= 0 else min(max_rows, ENCODE_BATCH_ROWS)
+    batches, count = [], 0
+    while count < want:
+        batch = session.read(portal, want - count)
+        if batch is None:
+            break
+        batches.append(batch)
+        count += batch.num_rows
+    done = count < want
+    if not batches:
+        return _Chunk(b"", 0, True)
+    table = pa.Table.from_batches(batches)
+    if portal.promised is not None:
+        table = _conform(table, portal.promised)
+    formats = result_formats(portal.formats, table.num_columns)
+    if count < VECTORIZED_MIN_ROWS:
+        values = [encode.encode_column(table.column(i), fmt, timezone)
+                  for i, fmt in enumerate(formats)]
+        return _Chunk(b"".join(protocol.data_rows(values, count)), count, done)
+    columns = [encode.encode_values(table.column(i), fmt, timezone)
                for i, fmt in enumerate(formats)]
-    return list(protocol.data_rows(columns, table.num_rows))
+    return _Chunk(protocol.row_messages(columns), count, done)
+
+
+def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
+    """The result cast to the column types the client was promised."""
+    if len(columns) != table.num_columns:
+        # PostgreSQL's words when a prepared statement's result shape changes.
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
+    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
+    targets = [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
+    if targets == table.schema.types:
+        return table
+    try:
+        return pa.table([col if col.type == target else col.cast(target)
+                         for col, target in zip(table.columns, targets, strict=True)],
+                        names=[c.name for c in columns])
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type",
+                       detail=str(exc)) from None

@@ -9,6 +9,8 @@ Contract:
   (not UTF-8), 22023 (format code), 0A000 (binary format for a type without a binary decoder).
 - `parameter_type(oid)` is the OID ParameterDescription reports: the client's, or text (25) where
   it left the type open (0).
+- `sample_value(oid)` is a value of the Python type `decode_param` gives that type, for binding a
+  statement as its executions will bind it (Describe of a statement).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from heron.planner import pg_types
 from heron.planner.errors import SqlError, SqlState
+from heron.planner.pg_semantics import parse_array_literal, parse_bytea
 from heron.planner.pg_types import (
     BOOL,
     BPCHAR,
@@ -55,6 +58,22 @@ _ARRAY_ELEMENT = pg_types.ARRAY_ELEMENT
 _TEXTUAL = {0, TEXT.oid, VARCHAR.oid, BPCHAR.oid, NAME.oid, UNKNOWN.oid, JSON.oid, 18}
 _TRUE = {"t", "true", "y", "yes", "on", "1"}
 _FALSE = {"f", "false", "n", "no", "off", "0"}
+
+
+_SAMPLES: dict[int, Any] = {
+    BOOL.oid: False, INT2.oid: 0, INT4.oid: 0, INT8.oid: 2**40, OID.oid: 2**40, FLOAT4.oid: 0.0,
+    FLOAT8.oid: 0.0, NUMERIC.oid: Decimal("0"), BYTEA.oid: b"", UUID.oid: uuid.UUID(int=0),
+    DATE.oid: PG_EPOCH_DATE, TIME.oid: dt.time(), TIMESTAMP.oid: PG_EPOCH,
+    TIMESTAMPTZ.oid: PG_EPOCH.replace(tzinfo=dt.UTC), INTERVAL.oid: dt.timedelta(),
+}
+
+
+def sample_value(oid: int) -> Any:
+    """A value of the Python type `decode_param` gives parameters of type `oid` (NULL where the
+    type is open): binding a statement with these types it as its executions will be."""
+    if oid in _TEXTUAL or oid == JSONB.oid:
+        return None if oid in (0, UNKNOWN.oid) else ""
+    return _SAMPLES.get(oid)
 
 
 def parameter_type(oid: int) -> int:
@@ -97,7 +116,7 @@ def _decode_text(text: str, oid: int) -> Any:
                            f'"{text}"') from None
     if oid in _ARRAY_ELEMENT:
         element = _ARRAY_ELEMENT[oid].oid
-        return _parse_array_literal(text, lambda s: None if s is None else _decode_text(s, element))
+        return parse_array_literal(text, lambda s: _decode_text(s, element))
     # Types we do not know by OID (interval, ranges, ...): DuckDB casts the text in context.
     return text
 
@@ -109,25 +128,6 @@ def _bool(text: str) -> bool:
     if word in _FALSE:
         return False
     raise ValueError(text)
-
-
-def _bytea_text(text: str) -> bytes:
-    if text.startswith("\\x"):
-        return bytes.fromhex(text[2:])
-    # Escape format: backslash-octal and doubled backslashes.
-    out, i = bytearray(), 0
-    while i < len(text):
-        if text[i] == "\\":
-            if text[i + 1 : i + 2] == "\\":
-                out.append(0x5C)
-                i += 2
-                continue
-            out.append(int(text[i + 1 : i + 4], 8))
-            i += 4
-            continue
-        out.extend(text[i].encode("utf-8"))
-        i += 1
-    return bytes(out)
 
 
 def _or_text(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -161,60 +161,13 @@ _TEXT_PARSERS: dict[int, Callable[[str], Any]] = {
     FLOAT4.oid: lambda s: float(s.strip()),
     FLOAT8.oid: lambda s: float(s.strip()),
     NUMERIC.oid: lambda s: Decimal(s.strip()),
-    BYTEA.oid: _bytea_text,
+    BYTEA.oid: parse_bytea,
     UUID.oid: lambda s: uuid.UUID(s.strip()),
     DATE.oid: _or_text(dt.date.fromisoformat),
     TIME.oid: _or_text(dt.time.fromisoformat),
     TIMESTAMP.oid: _or_text(_timestamp),
     TIMESTAMPTZ.oid: _or_text(_timestamptz),
 }
-
-
-def _parse_array_literal(text: str, element: Callable[[str | None], Any]) -> list[Any]:
-    """A PostgreSQL array literal such as {1,2,NULL} or {"a b",{c}} as nested Python lists."""
-    pos = 0
-
-    def parse_array() -> list[Any]:
-        nonlocal pos
-        if text[pos] != "{":
-            raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
-                           f'malformed array literal: "{text}"')
-        pos += 1
-        items: list[Any] = []
-        while pos < len(text):
-            ch = text[pos]
-            if ch == "}":
-                pos += 1
-                return items
-            if ch in ", \t\n":
-                pos += 1
-            elif ch == "{":
-                items.append(parse_array())
-            elif ch == '"':
-                pos += 1
-                buf = []
-                while text[pos] != '"':
-                    if text[pos] == "\\":
-                        pos += 1
-                    buf.append(text[pos])
-                    pos += 1
-                pos += 1
-                items.append(element("".join(buf)))
-            else:
-                start = pos
-                while pos < len(text) and text[pos] not in ",}":
-                    pos += 1
-                word = text[start:pos].strip()
-                items.append(element(None if word.upper() == "NULL" else word))
-        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
-
-    try:
-        stripped = text.strip()
-        text = stripped[stripped.index("=") + 1 :] if stripped.startswith("[") else stripped
-        return parse_array()
-    except IndexError:
-        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
-                       f'malformed array literal: "{text}"') from None
 
 
 def _numeric_from_binary(data: bytes) -> Decimal:

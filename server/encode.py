@@ -1,16 +1,19 @@
 """Arrow result columns as PostgreSQL wire values.
 
 Contract:
-- `pg_type(arrow_type)` names the PostgreSQL type a result column is sent as (OID and typlen).
-  Arrow types without a PostgreSQL twin are sent as text (structs and maps as JSON, nested lists
-  as array literals under OID 25).
 - `encode_column(array, fmt, timezone)` encodes one Arrow column to a list of wire values (bytes,
   None for NULL) in text (fmt 0) or binary (fmt 1) format, byte-for-byte as PostgreSQL 16 sends
   them (text: floats shortest round-trip as with extra_float_digits >= 1, booleans t/f,
   timestamps trimmed to significant microseconds, timestamptz in the session time zone with
-  +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres). Another format code raises
-  `SqlError` 22023.
-- `fields(columns, formats)` are the RowDescription fields announcing result columns.
+  +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres, infinite dates and timestamps
+  as infinity/-infinity). Another format code raises `SqlError` 22023. This is the reference.
+- `encode_values(array, fmt, timezone)` is its vectorized twin: the same bytes as one
+  `protocol.Encoded` column (offsets, data, validity) built with Arrow and numpy kernels for the
+  common types (integers, floats, booleans, text, dates, timestamps without time zone), falling
+  back to the reference for the others. `tests/server/test_encode.py` compares them on random
+  columns.
+- `fields(columns, formats)` are the RowDescription fields announcing result columns (types from
+  `heron.planner.pg_types.for_arrow`).
 - `session_timezone(name)` is the `timezone` for a session's TimeZone setting (UTC when unknown).
 - `numeric_binary(value)` is numeric_send's layout of a Decimal.
 - `PG_EPOCH_DATE`, `PG_EPOCH` and `INT64_MAX` describe PostgreSQL's binary dates and timestamps
@@ -45,17 +48,19 @@ from heron.planner.pg_types import (
     INT4,
     INT8,
     INTERVAL,
-    JSON,
     NUMERIC,
-    TEXT,
     TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
-    UUID,
     PgType,
+    extension_name,
+    for_arrow,
+    is_list,
+    is_uuid,
+    opaque_name,
 )
 from heron.planner.statement import Column
-from heron.server.protocol import FieldDescription
+from heron.server.protocol import Encoded, FieldDescription
 
 Wire = list[bytes | None]
 
@@ -69,60 +74,10 @@ _UNIX_TO_PG_DAYS = (PG_EPOCH_DATE - dt.date(1970, 1, 1)).days
 _UNIX_TO_PG_MICROS = _UNIX_TO_PG_DAYS * 86_400_000_000
 # Timestamps at the int64 extremes are +-infinity, in DuckDB's results as on PostgreSQL's wire.
 INT64_MAX = 2**63 - 1
-
-
-def _is_uuid(t: pa.DataType) -> bool:
-    # Not isinstance(FixedSizeBinaryType): pyarrow's decimal types subclass it.
-    return (pa.types.is_fixed_size_binary(t) and t.byte_width == 16) or (
-        isinstance(t, pa.ExtensionType) and t.extension_name == "arrow.uuid")
-
-
-def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or (
-        hasattr(pa.types, "is_list_view") and pa.types.is_list_view(t))
-
-
-def pg_type(t: pa.DataType) -> PgType:
-    """The PostgreSQL type a column of Arrow type `t` is sent as."""
-    if pa.types.is_dictionary(t):
-        return pg_type(t.value_type)
-    if _is_uuid(t):
-        return UUID
-    if isinstance(t, pa.ExtensionType):
-        return JSON if t.extension_name == "arrow.json" else pg_type(t.storage_type)
-    if pa.types.is_boolean(t):
-        return BOOL
-    if t in (pa.int8(), pa.int16(), pa.uint8()):
-        return INT2
-    if t in (pa.int32(), pa.uint16()):
-        return INT4
-    if t in (pa.int64(), pa.uint32()):
-        return INT8
-    if t == pa.uint64() or pa.types.is_decimal(t):
-        return NUMERIC  # uint64 does not fit int8
-    if pa.types.is_float16(t) or pa.types.is_float32(t):
-        return FLOAT4
-    if pa.types.is_float64(t):
-        return FLOAT8
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return TEXT
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or (
-            pa.types.is_fixed_size_binary(t)):
-        return BYTEA
-    if pa.types.is_date(t):
-        return DATE
-    if pa.types.is_time(t):
-        return TIME
-    if pa.types.is_timestamp(t):
-        return TIMESTAMPTZ if t.tz else TIMESTAMP
-    if pa.types.is_duration(t) or pa.types.is_interval(t):
-        return INTERVAL
-    if _is_list(t):
-        element = pg_type(t.value_type)
-        if _is_list(t.value_type) or not element.array_oid:
-            return TEXT
-        return PgType(element.array_oid, f"_{element.name}", -1)
-    return TEXT  # null, struct, map, union: text (JSON for structs and maps)
+_FEW_VALUES = 64  # below this, per-value Python beats an Arrow kernel's fixed cost
+# Dates at the int32 extremes are +-infinity (DuckDB's -infinity is -(2**31 - 1), PostgreSQL's
+# binary one -2**31).
+INT32_MAX = 2**31 - 1
 
 
 def session_timezone(name: str) -> dt.tzinfo:
@@ -145,23 +100,38 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
     raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
 
 
+def _booleans(a: pa.Array) -> pa.Array:
+    """DuckDB's booleans, which reach Arrow as `arrow.bool8` (one byte each), as Arrow's."""
+    return pc.not_equal(a.storage, 0)
+
+
 def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     """Values of `a` as PostgreSQL prints them, None for NULL."""
     t = a.type
+    if extension_name(t) == "arrow.bool8":
+        return _text(_booleans(a), tz)
     if pa.types.is_dictionary(t):
         return _text(a.dictionary_decode(), tz)
-    if _is_uuid(t):
+    if is_uuid(t):
         storage = a.storage if isinstance(a, pa.ExtensionArray) else a
         return [None if v is None else str(uuid.UUID(bytes=v)) for v in storage.to_pylist()]
+    if (name := opaque_name(t)) is not None:
+        return _opaque_text(a, name)
     if isinstance(a, pa.ExtensionArray):
         return _text(a.storage, tz)
     if pa.types.is_null(t):
         return [None] * len(a)
     if pa.types.is_boolean(t):
         return [None if v is None else ("t" if v else "f") for v in a.to_pylist()]
-    if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t):
-        # Arrow's casts print exactly like PostgreSQL for these (dates in ISO, DateStyle ISO).
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        # Arrow's casts print exactly like PostgreSQL for these, and so does Python's str (a
+        # Decimal from Arrow keeps its column's scale); for a few values str costs less.
+        if len(a) < _FEW_VALUES:
+            return [None if v is None else str(v) for v in a.to_pylist()]
         return pc.cast(a, pa.string()).to_pylist()
+    if pa.types.is_date(t):
+        days = pc.cast(a, pa.date32()).cast(pa.int32()).to_pylist()
+        return [None if d is None else _date_text(d) for d in days]
     if pa.types.is_floating(t):
         digits = 6 if t.bit_width <= 32 else 15
         values = a.to_numpy(zero_copy_only=False)
@@ -188,12 +158,66 @@ def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     if pa.types.is_interval(t):
         return [None if v is None else _interval_text(v.months, v.days, v.nanoseconds // 1000)
                 for v in a.to_pylist()]
-    if _is_list(t):
+    if is_list(t):
         return _lists_text(a, tz)
     if pa.types.is_struct(t) or pa.types.is_map(t):
         return [None if v is None else json.dumps(_jsonable(v), ensure_ascii=False)
                 for v in a.to_pylist()]
     return [None if v is None else str(v) for v in a.to_pylist()]
+
+
+def _date_text(days: int) -> str:
+    """ISO date (DateStyle ISO) of days since 1970-01-01; PostgreSQL's infinities."""
+    if days >= INT32_MAX:
+        return "infinity"
+    if days <= -INT32_MAX:
+        return "-infinity"
+    value = dt.date(1970, 1, 1) + dt.timedelta(days=days)
+    return value.isoformat()
+
+
+def _opaque_integers(a: pa.Array, name: str) -> list[int | None]:
+    """DuckDB's hugeint / uhugeint (16 little-endian bytes) as Python integers."""
+    signed = name == "hugeint"
+    return [None if v is None else int.from_bytes(v, "little", signed=signed)
+            for v in a.storage.to_pylist()]
+
+
+# DuckDB's TIME WITH TIME ZONE: 40 bits of microseconds, then 24 bits of offset stored as
+# (TIME_TZ_MAX_OFFSET - offset seconds).
+TIME_TZ_MAX_OFFSET = 16 * 3600 - 1
+
+
+def _times_tz(a: pa.Array) -> list[tuple[int, int] | None]:
+    """(microseconds, UTC offset in seconds) of DuckDB's time_tz values."""
+    out: list[tuple[int, int] | None] = []
+    for v in a.storage.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        bits = int.from_bytes(v, "little")
+        out.append((bits >> 24, TIME_TZ_MAX_OFFSET - (bits & 0xFFFFFF)))
+    return out
+
+
+def _opaque_text(a: pa.Array, name: str) -> list[str | None]:
+    """DuckDB types without an Arrow twin: huge integers, and BIT strings (a byte counting the
+    padding bits, then the bits)."""
+    if name in ("hugeint", "uhugeint"):
+        return [None if v is None else str(v) for v in _opaque_integers(a, name)]
+    if name == "time_tz":
+        return [None if v is None else _time_text(v[0]) + _offset_text(dt.timedelta(
+            seconds=v[1])) for v in _times_tz(a)]
+    if name == "bit":
+        out: list[str | None] = []
+        for v in a.storage.to_pylist():
+            if v is None:
+                out.append(None)
+                continue
+            bits = "".join(f"{byte:08b}" for byte in v[1:])
+            out.append(bits[v[0]:])
+        return out
+    return [None if v is None else str(v) for v in a.storage.to_pylist()]
 
 
 def _valid(a: pa.Array) -> list[bool]:
@@ -269,7 +293,7 @@ def _timestamps_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         except OverflowError:
             out.append(str(m))  # beyond Python's datetime range (years past 9999)
             continue
-        text = f"{value:%Y-%m-%d %H:%M:%S}{_fraction(value.microsecond)}"
+        text = (f"{value.year:04d}-{value:%m-%d %H:%M:%S}{_fraction(value.microsecond)}")
         out.append(text + _offset_text(value.utcoffset()) if with_tz else text)
     return out
 
@@ -305,7 +329,7 @@ def _array_element_text(text: str | None) -> str:
 def _lists_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     if isinstance(a, pa.FixedSizeListArray) or not hasattr(a, "offsets"):
         a = a.cast(pa.list_(a.type.value_type))
-    nested = _is_list(a.type.value_type)
+    nested = is_list(a.type.value_type)
     elements = _text(a.values, tz)
     offsets = a.offsets.to_pylist()
     valid = _valid(a)
@@ -339,16 +363,25 @@ def _jsonable(value: Any) -> Any:
 
 def _binary(a: pa.Array) -> Wire:
     t = a.type
+    if extension_name(t) == "arrow.bool8":
+        return _binary(_booleans(a))
     if pa.types.is_dictionary(t):
         return _binary(a.dictionary_decode())
-    if _is_uuid(t):
+    if is_uuid(t):
         storage = a.storage if isinstance(a, pa.ExtensionArray) else a
         return storage.to_pylist()
+    if (name := opaque_name(t)) is not None:
+        if name in ("hugeint", "uhugeint"):
+            return [None if v is None else numeric_binary(Decimal(v))
+                    for v in _opaque_integers(a, name)]
+        if name == "time_tz":  # timetz_send: microseconds, then seconds west of UTC
+            return [None if v is None else struct.pack("!qi", v[0], -v[1]) for v in _times_tz(a)]
+        return [None if v is None else v.encode() for v in _opaque_text(a, name)]
     if isinstance(a, pa.ExtensionArray):
         if t.extension_name == "arrow.json":
             return _binary(a.storage)
         a, t = a.storage, a.storage.type
-    pg = pg_type(t)
+    pg = for_arrow(t)
     if pg is BOOL:
         return [None if v is None else (b"\x01" if v else b"\x00") for v in a.to_pylist()]
     if pg in (INT2, INT4, INT8, FLOAT4, FLOAT8):
@@ -359,13 +392,13 @@ def _binary(a: pa.Array) -> Wire:
     if pg is BYTEA:
         return a.to_pylist()
     if pg is DATE:
-        days = pc.cast(a, pa.date32()).cast(pa.int32())
-        return _fixed_width(pc.subtract(days, pa.scalar(_UNIX_TO_PG_DAYS, pa.int32())), ">i4")
+        days = pc.cast(a, pa.date32()).cast(pa.int32()).to_pylist()
+        return [None if d is None else struct.pack("!i", _pg_days(d)) for d in days]
     if pg is TIME:
         return _fixed_width(pc.cast(a, pa.time64("us"), safe=False).cast(pa.int64()), ">i8")
     if pg in (TIMESTAMP, TIMESTAMPTZ):
-        micros = pc.cast(a, pa.timestamp("us", t.tz), safe=False).cast(pa.int64())
-        return _fixed_width(pc.subtract(micros, pa.scalar(_UNIX_TO_PG_MICROS)), ">i8")
+        micros = pc.cast(a, pa.timestamp("us", t.tz), safe=False).cast(pa.int64()).to_pylist()
+        return [None if m is None else struct.pack("!q", _pg_micros(m)) for m in micros]
     if pg is INTERVAL:
         if pa.types.is_duration(t):
             micros = pc.cast(a, pa.duration("us"), safe=False).cast(pa.int64()).to_pylist()
@@ -376,6 +409,25 @@ def _binary(a: pa.Array) -> Wire:
         return _arrays_binary(a, _ARRAY_ELEMENT[pg.oid])
     # Everything sent as text (strings, structs, maps, nested lists): binary text is UTF-8.
     return [None if s is None else s.encode("utf-8") for s in _text(a, dt.UTC)]
+
+
+def _pg_days(days: int) -> int:
+    """PostgreSQL's binary date of days since 1970-01-01 (its infinities are the int32
+    extremes)."""
+    if days >= INT32_MAX:
+        return INT32_MAX
+    if days <= -INT32_MAX:
+        return -INT32_MAX - 1
+    return days - _UNIX_TO_PG_DAYS
+
+
+def _pg_micros(micros: int) -> int:
+    """PostgreSQL's binary timestamp of microseconds since 1970 (infinities kept)."""
+    if micros == INT64_MAX:
+        return micros
+    if micros <= -INT64_MAX:
+        return -INT64_MAX - 1
+    return micros - _UNIX_TO_PG_MICROS
 
 
 def _fixed_width(a: pa.Array, dtype: str) -> Wire:
@@ -445,8 +497,116 @@ def numeric_binary(value: Decimal) -> bytes:
     return header + struct.pack(f"!{len(groups)}h", *groups)
 
 
+# -- the vectorized twin ------------------------------------------------------------------------
+
+_FIXED_BINARY = {INT2: ">i2", INT4: ">i4", INT8: ">i8", FLOAT4: ">f4", FLOAT8: ">f8"}
+
+
+def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzinfo = dt.UTC
+                  ) -> Encoded:
+    """`encode_column`'s bytes as one `Encoded` column, vectorized where the type allows."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if fmt not in (0, 1):
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+    t = array.type
+    if extension_name(t) == "arrow.json":
+        array, t = array.storage, array.storage.type
+    if extension_name(t) == "arrow.bool8":
+        array = _booleans(array)
+        t = array.type
+    pg = for_arrow(t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return _strings(array)
+    if fmt == 1 and pg in _FIXED_BINARY and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        return _fixed(array, _FIXED_BINARY[pg])
+    if fmt == 1 and pg is BOOL:
+        return _fixed(array.cast(pa.uint8()), "u1")
+    if fmt == 0 and pg is BOOL:
+        return _strings(pc.if_else(array, "t", "f"))
+    if fmt == 0 and pa.types.is_integer(t):
+        return _strings(pc.cast(array, pa.string()))
+    if fmt == 0 and pa.types.is_float64(t):
+        return _strings(_float8_text(array))
+    if fmt == 0 and pa.types.is_timestamp(t) and t.tz is None:
+        return _strings(_timestamp_text(array))
+    if pg is DATE:
+        days = pc.cast(array, pa.date32()).cast(pa.int32())
+        finite = pc.and_(pc.less(days, INT32_MAX), pc.greater(days, -INT32_MAX))
+        if not pc.all(pc.or_kleene(finite, pc.is_null(days))).as_py():
+            return Encoded.of(encode_column(array, fmt, timezone))  # infinities
+        if fmt == 0:
+            return _strings(pc.cast(pc.cast(days, pa.date32()), pa.string()))
+        return _fixed(pc.subtract(days, pa.scalar(_UNIX_TO_PG_DAYS, pa.int32())), ">i4")
+    return Encoded.of(encode_column(array, fmt, timezone))
+
+
+def _valid_mask(a: pa.Array) -> np.ndarray:
+    if a.null_count == 0:
+        return np.ones(len(a), bool)
+    return np.asarray(a.is_valid().to_numpy(zero_copy_only=False), bool)
+
+
+def _strings(a: pa.Array) -> Encoded:
+    """A string (or binary) array's own buffers as wire values: UTF-8 text is the wire format."""
+    if not (pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)):
+        a = a.cast(pa.large_string() if pa.types.is_string(a.type) or
+                   pa.types.is_string_view(a.type) else pa.large_binary())
+    _, offsets_buffer, data_buffer = a.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int64)[a.offset : a.offset + len(a) + 1]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(
+        0, np.uint8)
+    return Encoded(offsets, data, _valid_mask(a))
+
+
+def _fixed(a: pa.Array, dtype: str) -> Encoded:
+    """Fixed-width big-endian values in one numpy pass."""
+    filled = a.fill_null(0) if a.null_count else a
+    raw = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype)
+    width = raw.dtype.itemsize
+    return Encoded(np.arange(len(a) + 1, dtype=np.int64) * width, raw.view(np.uint8),
+                   _valid_mask(a))
+
+
+def _float8_text(a: pa.Array) -> pa.Array:
+    """PostgreSQL's float8 output: Python's shortest round-trip repr, which agrees with it but for
+    a trailing ".0", the spelling of NaN and the infinities, and exponents of 15 (PostgreSQL
+    switches to e-notation one decade earlier); those few go through the reference."""
+    values = a.fill_null(0).to_numpy(zero_copy_only=False)
+    texts = [repr(v) for v in values.tolist()]
+    magnitude = np.abs(values)
+    for i in np.flatnonzero((magnitude >= 1e15) & (magnitude < 1e16)):
+        texts[i] = _float_text(float(values[i]), repr(float(values[i])), 15)
+    strings = pa.array(texts, pa.string())
+    strings = pc.replace_substring_regex(strings, r"\.0$", "")
+    strings = pc.replace_substring_regex(strings, r"^(-?)inf$", r"\1Infinity")
+    strings = pc.replace_substring(strings, "nan", "NaN")
+    return pc.if_else(pc.is_valid(a), strings, pa.scalar(None, pa.string()))
+
+
+def _timestamp_text(a: pa.Array) -> pa.Array:
+    """Timestamps without time zone as PostgreSQL prints them: ISO, the fraction trimmed of
+    trailing zeros, infinities spelled out."""
+    micros = pc.cast(a, pa.timestamp("us"), safe=False).cast(pa.int64())
+    m = micros.fill_null(0).to_numpy(zero_copy_only=False)
+    infinite = (m == INT64_MAX) | (m <= -INT64_MAX)
+    if infinite.any() or (m < -62135596800 * 10**6).any() or (m >= 253402300800 * 10**6).any():
+        # Infinities and dates beyond Python's years 1..9999: the reference spells them.
+        return pa.array(_timestamps_text(a, dt.UTC), pa.string())
+    fraction = np.mod(m, 1_000_000)  # floor semantics: before 1970 too
+    whole = pa.array((m - fraction) // 1_000_000, pa.int64()).cast(pa.timestamp("s"))
+    text = pc.strftime(whole, "%Y-%m-%d %H:%M:%S")
+    if fraction.any():
+        padded = pc.utf8_lpad(pc.cast(pa.array(fraction), pa.string()), 6, "0")
+        trimmed = pc.utf8_rtrim(padded, "0")
+        suffix = pc.if_else(pa.array(fraction > 0),
+                            pc.binary_join_element_wise(".", trimmed, ""), "")
+        text = pc.binary_join_element_wise(text, suffix, "")
+    return pc.if_else(pc.is_valid(a), text, pa.scalar(None, pa.string()))
+
+
 def fields(columns: Sequence[Column], formats: Sequence[int]) -> list[FieldDescription]:
     """RowDescription fields of result columns, each sent in its format (0 text, 1 binary)."""
-    types = [pg_type(column.type) for column in columns]
+    types = [for_arrow(column.type) for column in columns]
     return [FieldDescription(column.name, t.oid, t.typlen, format=fmt)
             for column, t, fmt in zip(columns, types, formats, strict=True)]

@@ -1,28 +1,36 @@
 """The extended query protocol: named statements and portals.
 
-Contract: an `ExtendedQuery` holds one connection's prepared statements and portals and answers
-Parse, Bind, Describe, Execute and Close with PostgreSQL's semantics: named and unnamed
-statements and portals, parameter types the client leaves open taken from the statement, Describe
-without execution (a portal whose columns are known only by running it, such as INSERT ...
-RETURNING, runs at Describe and Execute then sends the rows it kept), Execute with a row limit
-(PortalSuspended), rows sent with exactly the types promised by an earlier Describe, and portals
-dropped when their transaction ends (`end_of_transaction`). DEALLOCATE, SQL's handle on these
-statements, is answered here too. Handlers append replies through their `Host` (the connection)
-and raise `SqlError`; the connection reports it and discards messages until Sync.
+Contract: an `ExtendedQuery` holds one connection's prepared statements and answers Parse, Bind,
+Describe, Execute and Close with PostgreSQL's semantics: named and unnamed statements and
+portals (the portals live in the session, beside SQL cursors), parameter types the client leaves
+open taken from the statement, Describe without execution (a portal whose columns are known only
+by running it, such as INSERT ... RETURNING, runs at Describe and Execute then sends the rows it
+kept), Execute with a row limit (PortalSuspended; the rest of a SELECT stays in DuckDB until the
+next Execute), and rows sent with exactly the types promised by an earlier Describe. Describe of
+a repeated statement is answered from a cache (per statement and parameter types, as long as no
+DDL ran). An Execute of an INSERT ... VALUES portal followed, already in the socket, by more
+Bind [Describe] Execute groups of the same statement (a driver's executemany or batch) runs them
+all as one batch (`Session.insert_many`) and answers each as PostgreSQL would; a batch that fails
+falls back to running them one by one, for PostgreSQL's exact answers. DEALLOCATE, SQL's handle
+on these statements, is answered here too. Handlers append replies through their
+`Host` (the connection) and raise `SqlError`; the connection reports it and discards messages
+until Sync.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-import pyarrow as pa
-
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
 from heron.planner.errors import bind_count_mismatch
+from heron.planner.pg_types import UNKNOWN
 from heron.server import decode, encode, protocol
-from heron.server.session import Session, TransactionStatus
+from heron.server.portal import Portal
+from heron.server.session import Session
 
 T = TypeVar("T")
 
@@ -31,16 +39,13 @@ class Host(Protocol):
     """What the handlers need from their connection."""
 
     session: Session
+    messages: protocol.MessageReader | None  # the client's messages that arrived already
 
     def send(self, message: bytes) -> None: ...
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T: ...
 
-    async def run_statement(self, statement: Statement, params: Sequence[Any]) -> Result: ...
-
-    async def send_rows(self, table: pa.Table, formats: Sequence[int]) -> None: ...
-
-    def send_parameter_changes(self) -> None: ...
+    async def execute_portal(self, portal: Portal, max_rows: int) -> None: ...
 
 
 @dataclass
@@ -51,29 +56,21 @@ class PreparedStatement:
     described: bool = False
 
 
-@dataclass
-class Portal:
-    prepared: PreparedStatement
-    params: list[Any]
-    result_formats: tuple[int, ...]
-    result: Result | None = None
-    sent: int = 0  # rows already returned by earlier Executes
-    # The columns the client was told about (Describe of the statement or portal); rows must be
-    # sent with exactly these types even when the parameters changed what DuckDB inferred.
-    promised: tuple[Column, ...] | None = None
+DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
+MAX_BATCH_ROWS = 10_000  # pipelined INSERT executions run as one batch
+_OPEN_TYPES = (0, UNKNOWN.oid)  # parameter types a client leaves to the server
 
 
 class ExtendedQuery:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.statements: dict[str, PreparedStatement] = {}
-        self.portals: dict[str, Portal] = {}
-
-    def end_of_transaction(self) -> None:
-        """Portals live until the end of their transaction; outside a transaction block each
-        Sync (or simple Query) ends the implicit one."""
-        if self.host.session.transaction_status is TransactionStatus.IDLE:
-            self.portals.clear()
+        self._bound_from: dict[str, str] = {}  # portal -> the prepared statement it binds
+        # Describe of portals by statement and the Python types of their parameter values (which
+        # decide the columns' types): libpq describes the portal of every execution.
+        self._described: collections.OrderedDict[
+            tuple[Statement, tuple[type, ...]], tuple[Column, ...] | None] = (
+            collections.OrderedDict())
 
     def deallocate(self, statement: Statement) -> Result:
         """DEALLOCATE [PREPARE] name|ALL (psycopg sends DEALLOCATE ALL after a failed
@@ -95,23 +92,37 @@ class ExtendedQuery:
                            f'prepared statement "{message.name}" already exists')
         if not message.name:
             self.statements.pop("", None)  # replaced even if this Parse fails
-        statement = await self.host.call(self.host.session.prepare, message.sql)
-        # Types the client left open (0) are the ones the statement implies.
+        session = self.host.session
+        statement = session.cached(message.sql)
+        if statement is None:
+            statement = await self.host.call(session.prepare, message.sql)
+        else:
+            session.admit(statement)
+        # Types the client left open (0, or unknown as pg8000 sends them) are the ones the
+        # statement implies.
         given = message.param_oids
         implied = statement.param_types
-        oids = tuple(given[i] if i < len(given) and given[i] else
+        oids = tuple(given[i] if i < len(given) and given[i] not in _OPEN_TYPES else
                      (implied[i] if i < len(implied) else 0)
                      for i in range(max(statement.param_count, len(given))))
         self.statements[message.name] = PreparedStatement(statement, oids)
         self.host.send(protocol.parse_complete())
 
     async def bind(self, message: protocol.Bind) -> None:
+        prepared, values = self._bound(message)
+        # A client that described the statement decodes rows with those types.
+        promised = prepared.columns if prepared.described else None
+        self.host.session.bind(message.portal, Portal(
+            prepared.statement, values, message.result_formats, promised=promised))
+        self._bound_from[message.portal] = message.statement
+        self.host.send(protocol.bind_complete())
+
+    def _bound(self, message: protocol.Bind) -> tuple[PreparedStatement, list[Any]]:
+        """Bind's statement and parameter values, checked as PostgreSQL checks them."""
         prepared = self.statements.get(message.statement)
         if prepared is None:
             raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
                            f'prepared statement "{message.statement}" does not exist')
-        if message.portal and message.portal in self.portals:
-            raise SqlError(SqlState.DUPLICATE_CURSOR, f'cursor "{message.portal}" already exists')
         count = len(prepared.param_oids)
         if len(message.params) != count:
             raise bind_count_mismatch(len(message.params), count, message.statement)
@@ -127,12 +138,7 @@ class ExtendedQuery:
                   in zip(message.params, prepared.param_oids, param_formats, strict=True)]
         # Types beyond those the statement uses (PostgreSQL allows declaring extra ones) are
         # accepted and not bound.
-        used = prepared.statement.param_count
-        # A client that described the statement decodes rows with those types.
-        promised = prepared.columns if prepared.described else None
-        self.portals[message.portal] = Portal(prepared, values[:used], message.result_formats,
-                                              promised=promised)
-        self.host.send(protocol.bind_complete())
+        return prepared, values[: prepared.statement.param_count]
 
     async def describe(self, message: protocol.Describe) -> None:
         if message.kind == "S":
@@ -144,86 +150,141 @@ class ExtendedQuery:
                 [decode.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
             self.host.send(protocol.no_data() if columns is None else
-                       protocol.row_description(encode.fields(columns, [0] * len(columns))))
+                           protocol.row_description(encode.fields(columns, [0] * len(columns))))
             return
-        portal = self._portal(message.name)
-        if not portal.prepared.statement.returns_rows:
+        portal = self.host.session.portal(message.name)
+        if not portal.statement.returns_rows and portal.cursor is None:
             self.host.send(protocol.no_data())
             return
         # The portal's parameter values take part (DuckDB infers a bare $1 from its value), so the
         # row types announced here are the ones Execute produces. Statements whose columns are
         # known only by running (INSERT ... RETURNING, EXPLAIN) run now; Execute sends their rows.
         columns = portal.promised
-        if columns is None and portal.result is None:
-            columns = await self.host.call(self.host.session.describe, portal.prepared.statement,
-                                           portal.params)
+        if columns is None and not portal.started:
+            columns = await self._portal_columns(portal)
         if columns is None:
-            if portal.result is None:
-                portal.result = await self._run_portal(portal)
+            if not portal.started:
+                self.host.session.begin_implicit()
+                await self.host.call(self.host.session.start, portal)
+            assert portal.result is not None
             columns = portal.result.columns
         if columns is None:
             self.host.send(protocol.no_data())
             return
         portal.promised = columns
-        formats = _result_formats(portal.result_formats, len(columns))
+        formats = result_formats(portal.formats, len(columns))
         self.host.send(protocol.row_description(encode.fields(columns, formats)))
+
+    async def _portal_columns(self, portal: Portal) -> tuple[Column, ...] | None:
+        """The columns of a portal's rows, by binding (cached per statement and parameter types
+        while the catalog stays the same: DDL changes the cached statements too)."""
+        if portal.statement.ai is not None or not portal.statement.bindable:
+            # AI plans, and what the session answers (FETCH's columns are its cursor's).
+            return await self.host.call(self.host.session.describe, portal.statement,
+                                        portal.params)
+        key = (portal.statement, tuple(type(value) for value in portal.params))
+        if key in self._described and self.host.session.cached(portal.statement.sql) is (
+                portal.statement):
+            self._described.move_to_end(key)
+            return self._described[key]
+        columns = await self.host.call(self.host.session.describe, portal.statement,
+                                       portal.params)
+        self._described[key] = columns
+        if len(self._described) > DESCRIBED_CACHE:
+            self._described.popitem(last=False)
+        return columns
 
     async def _statement_columns(self, prepared: PreparedStatement) -> tuple[Column, ...] | None:
         if not prepared.described:
             if prepared.statement.returns_rows:
+                # Bound with values of the parameters' types, as its executions will be.
+                samples = [decode.sample_value(oid) for oid in
+                           prepared.param_oids[: prepared.statement.param_count]]
                 prepared.columns = await self.host.call(self.host.session.describe,
-                                                        prepared.statement)
+                                                        prepared.statement, samples)
             prepared.described = True
         return prepared.columns
 
-    async def _run_portal(self, portal: Portal) -> Result:
-        await self.host.call(self.host.session.begin_implicit)
-        try:
-            return await self.host.run_statement(portal.prepared.statement, portal.params)
-        finally:
-            self.host.send_parameter_changes()
-
-    def _portal(self, name: str) -> Portal:
-        portal = self.portals.get(name)
-        if portal is None:
-            raise SqlError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
-        return portal
-
     async def execute(self, message: protocol.Execute) -> None:
-        portal = self._portal(message.portal)
-        if portal.prepared.statement.kind is Kind.EMPTY:
+        portal = self.host.session.portal(message.portal)
+        if portal.statement.kind is Kind.EMPTY:
             self.host.send(protocol.empty_query_response())
             return
-        if portal.result is None:
-            portal.result = await self._run_portal(portal)
-        result = portal.result
-        if result.columns is None or result.table is None:
-            self.host.send(protocol.command_complete(result.command_tag))
-            return
-        table = result.table
-        if portal.promised is not None:
-            table = _conform(table, portal.promised)
-        total = table.num_rows
-        start = portal.sent
-        end = total if message.max_rows <= 0 else min(total, start + message.max_rows)
-        formats = _result_formats(portal.result_formats, table.num_columns)
-        await self.host.send_rows(table.slice(start, end - start), formats)
-        portal.sent = end
-        if end < total:
-            self.host.send(protocol.portal_suspended())
-            return
-        # PostgreSQL tags a SELECT portal with the rows this Execute returned.
-        tag = result.command_tag
-        if tag.startswith("SELECT"):
-            tag = f"SELECT {end - start}"
-        self.host.send(protocol.command_complete(tag))
+        # The messages up to Sync are one implicit transaction (bookkeeping only until a
+        # statement needs DuckDB's).
+        self.host.session.begin_implicit()
+        if message.max_rows == 0 and _batchable(portal.statement):
+            rows = self._pipelined_rows(message.portal)
+            if rows and await self._execute_many(portal, rows):
+                return
+        await self.host.execute_portal(portal, message.max_rows)
+
+    def _pipelined_rows(self, name: str) -> list[_PipelinedRow]:
+        """The Bind [Describe] Execute groups that follow in the client's pipeline, binding the
+        same statement to the same portal (an executemany): already here, not yet read."""
+        pending = self.host.messages.pending if self.host.messages is not None else ()
+        statement = self._bound_from.get(name)
+        items = list(itertools.islice(pending, 0, 3 * MAX_BATCH_ROWS))
+        rows: list[_PipelinedRow] = []
+        i = 0
+        while i < len(items):
+            bind = items[i]
+            if not (isinstance(bind, protocol.Bind) and bind.portal == name
+                    and bind.statement == statement):
+                break
+            j = i + 1
+            described = j < len(items) and items[j] == protocol.Describe("P", name)
+            j += described
+            if j >= len(items) or items[j] != protocol.Execute(name, 0):
+                break
+            try:
+                _, values = self._bound(bind)
+            except SqlError:
+                break  # answered one by one, with its error in its place
+            rows.append(_PipelinedRow(values, described, j - i + 1))
+            i = j + 1
+        return rows
+
+    async def _execute_many(self, portal: Portal, rows: list[_PipelinedRow]) -> bool:
+        """Run this Execute and the pipelined ones after it as one batch, answering each as
+        PostgreSQL would; False (nothing answered, nothing changed) when the batch could not run
+        as one, and they run one by one."""
+        session = self.host.session
+        done = await self.host.call(session.insert_many, portal.statement,
+                                    [portal.params, *(row.values for row in rows)])
+        if not done:
+            return False
+        tag = protocol.command_complete("INSERT 0 1")
+        self.host.send(tag)
+        assert self.host.messages is not None
+        for row in rows:
+            for _ in range(row.messages):
+                self.host.messages.pending.popleft()
+            self.host.send(protocol.bind_complete())
+            if row.described:
+                self.host.send(protocol.no_data())
+            self.host.send(tag)
+        return True
 
     async def close(self, message: protocol.Close) -> None:
         if message.kind == "S":
             self.statements.pop(message.name, None)
         else:
-            self.portals.pop(message.name, None)
+            await self.host.call(self.host.session.close_portal, message.name)
         self.host.send(protocol.close_complete())
+
+
+@dataclass(frozen=True, slots=True)
+class _PipelinedRow:
+    values: list[Any]  # the Bind's parameter values
+    described: bool  # a Describe of the portal came between Bind and Execute
+    messages: int  # how many of the client's messages it is
+
+
+def _batchable(statement: Statement) -> bool:
+    """An INSERT whose pipelined executions may run as one batch (`Session.insert_many`)."""
+    return (statement.kind is Kind.INSERT and statement.param_count > 0
+            and not statement.returns_rows and statement.ai is None)
 
 
 def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:
@@ -236,28 +297,11 @@ def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:
     return list(codes) if len(codes) == count else None
 
 
-def _result_formats(codes: Sequence[int], columns: int) -> list[int]:
+def result_formats(codes: Sequence[int], columns: int) -> list[int]:
+    """The format of each result column, from Bind's result format codes."""
     formats = _expand_formats(codes, columns)
     if formats is None:
         raise SqlError(SqlState.PROTOCOL_VIOLATION,
                        f"bind message has {len(codes)} result formats but query has "
                        f"{columns} columns")
     return formats
-
-
-def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
-    """The result cast to the column types the client was promised."""
-    if len(columns) != table.num_columns:
-        # PostgreSQL's words when a prepared statement's result shape changes.
-        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
-    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
-    targets = [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
-    if targets == table.schema.types:
-        return table
-    try:
-        return pa.table([col if col.type == target else col.cast(target)
-                         for col, target in zip(table.columns, targets, strict=True)],
-                        names=[c.name for c in columns])
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type",
-                       detail=str(exc)) from None

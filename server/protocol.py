@@ -1,23 +1,28 @@
 """PostgreSQL v3 wire messages: reading frontend messages and building backend ones.
 
 Contract: `read_startup` reads the untyped first packet of a connection (StartupMessage,
-SSLRequest, GSSENCRequest or CancelRequest); `read_message` reads one typed message and parses it
+SSLRequest, GSSENCRequest or CancelRequest); a `MessageReader` reads typed messages and parses each
 into a frozen dataclass (`Query`, `Parse`, `Bind`, ...). Any malformed input (unknown message type,
 a length that is too small or too large, fields that run past the end or leave bytes over) raises
 `ProtocolError`, which the connection answers with SQLSTATE 08P01 before closing.
 `read_sasl_initial_response` and `read_sasl_response` read the authentication exchange's
 messages (type 'p': its layout depends on the exchange, so each is read as expected). A clean end
-of stream raises `asyncio.IncompleteReadError`, which means the client went away. The `*_message`
-functions build complete backend messages as bytes; nothing here touches sessions or sockets
-beyond reading from an `asyncio.StreamReader`.
+of stream raises `asyncio.IncompleteReadError`, which means the client went away. The other
+functions build complete backend messages as bytes: `row_messages` frames a whole batch of rows
+(DataRow, or CopyData for COPY) from column-wise `Encoded` values in a few numpy passes, and
+`data_rows` is its row-at-a-time reference twin. Nothing here touches sessions or sockets beyond
+reading from an `asyncio.StreamReader`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 # Special request codes sent in place of a protocol version in the first packet.
 SSL_REQUEST_CODE = 80877103
@@ -118,7 +123,23 @@ class Terminate:
     pass
 
 
-FrontendMessage = Query | Parse | Bind | Describe | Execute | Close | Sync | Flush | Terminate
+@dataclass(frozen=True, slots=True)
+class CopyData:
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CopyDone:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CopyFail:
+    message: str
+
+
+FrontendMessage = (Query | Parse | Bind | Describe | Execute | Close | Sync | Flush | Terminate
+                   | CopyData | CopyDone | CopyFail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,17 +236,55 @@ async def read_startup(
     return Startup(code, parameters)
 
 
-async def read_message(reader: asyncio.StreamReader) -> FrontendMessage:
-    kind, length = _HEADER.unpack(await reader.readexactly(5))
-    if length < 4 or length > MAX_MESSAGE_LENGTH:
-        raise ProtocolError(f"invalid message length {length}")
-    parser = _PARSERS.get(kind)
-    if parser is None:
-        raise ProtocolError(f"invalid frontend message type {kind[0]}")
-    body = _Body(await reader.readexactly(length - 4))
-    message = parser(body)
-    body.end()
-    return message
+class MessageReader:
+    """Typed frontend messages from a stream, each parsed as soon as it has arrived whole.
+
+    `next()` waits for the next message; `pending` holds the messages already complete in what
+    the socket delivered (a pipelining client's Bind/Execute pairs, for one), so a handler can
+    see what follows without waiting. Reading is done in chunks, and a chunk is only taken from
+    the stream whole, so cancelling a waiting `next()` loses nothing.
+    """
+
+    CHUNK_BYTES = 256 * 1024
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self.pending: collections.deque[FrontendMessage] = collections.deque()
+        self._data = bytearray()
+        self._error: ProtocolError | None = None  # raised once the messages before it are read
+
+    async def next(self) -> FrontendMessage:
+        while not self.pending:
+            if self._error is not None:
+                raise self._error
+            chunk = await self.reader.read(self.CHUNK_BYTES)
+            if not chunk:
+                raise asyncio.IncompleteReadError(bytes(self._data), None)
+            self._data += chunk
+            self._parse_complete()
+        return self.pending.popleft()
+
+    def _parse_complete(self) -> None:
+        data, pos = self._data, 0
+        try:
+            while len(data) - pos >= 5:
+                kind, length = _HEADER.unpack_from(data, pos)
+                if length < 4 or length > MAX_MESSAGE_LENGTH:
+                    raise ProtocolError(f"invalid message length {length}")
+                parser = _PARSERS.get(kind)
+                if parser is None:
+                    raise ProtocolError(f"invalid frontend message type {kind[0]}")
+                end = pos + 1 + length
+                if end > len(data):
+                    break
+                body = _Body(bytes(data[pos + 5 : end]))
+                message = parser(body)
+                body.end()
+                self.pending.append(message)
+                pos = end
+        except ProtocolError as exc:
+            self._error = exc
+        del data[:pos]
 
 
 async def _read_password_body(reader: asyncio.StreamReader) -> _Body:
@@ -293,6 +352,9 @@ _PARSERS = {
     b"S": lambda b: Sync(),
     b"H": lambda b: Flush(),
     b"X": lambda b: Terminate(),
+    b"d": lambda b: CopyData(b.bytes(len(b.data) - b.pos)),
+    b"c": lambda b: CopyDone(),
+    b"f": lambda b: CopyFail(b.cstring()),
 }
 
 
@@ -367,8 +429,74 @@ def parameter_description(oids: Sequence[int]) -> bytes:
 _NULL_FIELD = _I32.pack(-1)
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One column's wire values, column-wise: value i is data[offsets[i]:offsets[i + 1]], or SQL
+    NULL where not valid[i]."""
+
+    offsets: np.ndarray  # int64, one more than there are values
+    data: np.ndarray  # uint8
+    valid: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+    @classmethod
+    def of(cls, values: Sequence[bytes | None]) -> Encoded:
+        """From a list of wire values (the reference encoders' output)."""
+        lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+        offsets = np.zeros(len(values) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(v for v in values if v is not None), np.uint8)
+        valid = np.fromiter((v is not None for v in values), bool, len(values))
+        return cls(offsets, data, valid)
+
+
+def _put_int(out: np.ndarray, positions: np.ndarray, values: np.ndarray, dtype: str) -> None:
+    """Big-endian integers written into `out` at byte `positions`."""
+    raw = values.astype(dtype).view(np.uint8).reshape(len(values), -1)
+    out[positions[:, None] + np.arange(raw.shape[1])] = raw
+
+
+def row_messages(columns: Sequence[Encoded], kind: bytes = b"D", *, framed: bool = True
+                 ) -> bytes:
+    """One message of type `kind` per row, all rows in one buffer. `framed` (DataRow, a binary
+    COPY tuple): an int16 field count, then each field as an int32 length (-1 for NULL) and its
+    bytes. Unframed (a text or CSV COPY row): the single column's bytes as they are."""
+    if not columns or not len(columns[0]):
+        return b""
+    rows = len(columns[0])
+    lengths = [np.where(c.valid, np.diff(c.offsets), 0) for c in columns]
+    size = np.asarray(6 + sum(4 + n for n in lengths) if framed else 4 + lengths[0], np.int64)
+    starts = np.zeros(rows + 1, np.int64)
+    np.cumsum(size + 1, out=starts[1:])
+    out = np.empty(int(starts[-1]), np.uint8)
+    starts = starts[:-1]
+    out[starts] = kind[0]
+    _put_int(out, starts + 1, size, ">i4")
+    position = starts + 5
+    if framed:
+        _put_int(out, position, np.full(rows, len(columns), np.int64), ">i2")
+        position = position + 2
+    for column, length in zip(columns, lengths, strict=True):
+        if framed:
+            _put_int(out, position, np.where(column.valid, length, -1), ">i4")
+            position = position + 4
+        total = int(length.sum())
+        if total:
+            # Byte j of row i goes from data[offsets[i] + j] to out[position[i] + j].
+            row_of_byte = np.repeat(np.arange(rows), length)
+            first_byte = np.cumsum(length) - length
+            within = np.arange(total) - first_byte[row_of_byte]
+            out[position[row_of_byte] + within] = column.data[
+                column.offsets[:-1][row_of_byte] + within]
+        position = position + length
+    return out.tobytes()
+
+
 def data_rows(columns: Sequence[Sequence[bytes | None]], num_rows: int) -> Iterable[bytes]:
-    """DataRow messages for column-wise encoded values (None is SQL NULL)."""
+    """DataRow messages for column-wise encoded values (None is SQL NULL); the reference twin of
+    `row_messages`."""
     count = _I16.pack(len(columns))
     # Frame each value once per column, then stitch rows: fewer Python-level operations than
     # packing row by row.
@@ -405,6 +533,29 @@ def no_data() -> bytes:
 
 def portal_suspended() -> bytes:
     return _message(b"s")
+
+
+def notification_response(pid: int, channel: str, payload: str) -> bytes:
+    return _message(b"A", _I32.pack(pid) + _cstr(channel) + _cstr(payload))
+
+
+def copy_in_response(binary: bool, columns: int) -> bytes:
+    """CopyInResponse: the overall format and each column's (all text or all binary)."""
+    fmt = int(binary)
+    return _message(b"G", struct.pack(f"!bh{columns}h", fmt, columns, *([fmt] * columns)))
+
+
+def copy_out_response(binary: bool, columns: int) -> bytes:
+    fmt = int(binary)
+    return _message(b"H", struct.pack(f"!bh{columns}h", fmt, columns, *([fmt] * columns)))
+
+
+def copy_data(data: bytes) -> bytes:
+    return _message(b"d", data)
+
+
+def copy_done() -> bytes:
+    return _message(b"c")
 
 
 def error_response(

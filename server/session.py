@@ -1,24 +1,33 @@
-"""A client session: run-time parameters, transaction state, and statement dispatch.
+"""A client session: run-time parameters, its transaction, its portals, and statement dispatch.
 
 Contract: one `Session` per client connection, used from one worker thread at a time (the protocol
 code runs it off the event loop); `cancel()` may be called from any thread. Statements are
-prepared by the `Planner`, which decides their `Kind`; the session answers the commands PostgreSQL
-clients send about the session itself (SET/RESET/SHOW of the parameters it knows, such as
-DateStyle or application_name; BEGIN/COMMIT/ROLLBACK) and hands everything else to the planner,
-which also owns the transactions of the database connection. It keeps PostgreSQL's transaction
-states for ReadyForQuery (`TransactionStatus`): idle, in a transaction block, or in a failed block,
-where only ROLLBACK (or COMMIT, which rolls back) runs.
+prepared by the `Planner`, which decides their `Kind`; the session answers what PostgreSQL
+clients ask of the session itself — SET/RESET/SHOW of the parameters it knows (DateStyle,
+statement_timeout, ...; `SET SESSION CHARACTERISTICS AS TRANSACTION` and `SET TRANSACTION`
+included), transaction control with savepoints (`server.transaction`), SQL cursors (DECLARE,
+FETCH, MOVE, CLOSE over `server.portal`), and LISTEN / UNLISTEN / NOTIFY, which take effect when
+their transaction commits (`listening`; committed notifications wait in `outbox` for the
+connection to publish) — and hands everything else to the planner.
 
-Like PostgreSQL, statements outside an explicit block run in an implicit transaction that the
-protocol opens (`begin_implicit`: several statements of one Query message, or the extended-protocol
-messages up to Sync) and closes (`end_implicit`): committed when all succeeded, rolled back after
-an error. BEGIN inside it turns it into an explicit block; COMMIT or ROLLBACK inside it end it.
+COPY's rows go in batch by batch through `copy_in` (one transaction), a pipelined batch of
+INSERTs in one go through `insert_many`. Statements are classified once per text while no DDL
+ran in any session (`CatalogGeneration`).
+
+The session's DuckDB connection runs one statement at a time: a portal whose rows are still
+streaming from DuckDB is detached (its remaining rows buffered) before anything else runs there.
+Portals end with their transaction, except cursors declared WITH HOLD, which are read into memory
+at COMMIT. `statement_timeout` interrupts a statement (its start and the reading of its rows)
+that runs longer, with 57014 as in PostgreSQL.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Sequence
+import collections
+import contextlib
+import re
+import threading
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +35,27 @@ import pyarrow as pa
 
 from heron.catalog import Database
 from heron.engine.api import Engine
-from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement
+from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement, pg_semantics
 from heron.planner.access import check as check_privileges
-from heron.planner.errors import in_failed_transaction
+from heron.planner.commands import (
+    CloseCommand,
+    DeclareCommand,
+    FetchCommand,
+    Isolation,
+    ListenCommand,
+    NotifyCommand,
+    SavepointCommand,
+    SessionCommand,
+    TransactionOptions,
+    read_transaction_settings,
+)
+from heron.planner.copy_statement import CopyCommand
+from heron.planner.errors import in_failed_transaction, query_canceled
+from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
+from heron.planner.statement import Rows
+from heron.server.portal import Portal
+from heron.server.transaction import Transaction, TransactionStatus
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
@@ -62,25 +88,49 @@ OTHER_DEFAULTS = {
     "client_min_messages": "notice",
     "bytea_output": "hex",
     "max_identifier_length": "63",
-    "transaction_isolation": "serializable",
-    "default_transaction_isolation": "serializable",
-    "transaction_read_only": "off",
-    "datestyle": "ISO, MDY",
+    # DuckDB's snapshot isolation is PostgreSQL's REPEATABLE READ (PostgreSQL's own default is
+    # READ COMMITTED); any level may be asked for and is shown, the behavior stays the same.
+    "default_transaction_isolation": "repeatable read",
+    "default_transaction_deferrable": "off",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "session_authorization"}
+# Settings of the open transaction: the session's `Transaction` holds them.
+TRANSACTION_SETTINGS = {"transaction_isolation", "transaction_read_only",
+                        "transaction_deferrable"}
 
+CLASSIFIED_CACHE = 512  # statement texts whose classification a session keeps
 _SHOW_ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": "TimeZone"}
+# A time setting: a number and an optional unit (milliseconds without one), as PostgreSQL reads it.
+_DURATION = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|min|h|d)?\s*$",
+                       re.IGNORECASE)
+_UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_BOOLEAN = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False,
+            "no": False, "0": False}
 
 
-class TransactionStatus(enum.StrEnum):
-    """PostgreSQL's transaction states, as ReadyForQuery reports them."""
+class CatalogGeneration:
+    """How many statements that can change what a name binds to (DDL, DuckDB settings, the end
+    of a transaction that ran DDL) have run, in any session of one database: a statement
+    classified at a generation binds the same way while it lasts."""
 
-    IDLE = "I"
-    IN_BLOCK = "T"
-    FAILED = "E"  # only ROLLBACK (or COMMIT, which rolls back) runs
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def advance(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+# Statements that never change what names bind to.
+_DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE,
+                         Kind.DELETE, Kind.MERGE, Kind.COPY, Kind.COPY_IN, Kind.COPY_OUT,
+                         Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
+                         Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.SHOW,
+                         Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY})
 
 
 @dataclass
@@ -90,8 +140,7 @@ class Session:
     user: str = "heron"
     database_name: str = "heron"
     parameters: dict[str, str] = field(default_factory=dict)
-    transaction_status: TransactionStatus = TransactionStatus.IDLE
-    implicit: bool = False  # the open block was opened by the protocol, not by BEGIN
+    generation: CatalogGeneration = field(default_factory=CatalogGeneration)
 
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in {**OTHER_DEFAULTS,
@@ -102,9 +151,26 @@ class Session:
                                           "on" if role is not None and role.superuser else "off")
         for name, value in list(self.parameters.items()):
             self._set(name, value)
-        self.planner = Planner(self.database.connect(), self.engine, user=self.user,
-                               server_version=SERVER_VERSION)
-        self._publish_settings()
+        con = self.database.connect()
+        pg_semantics.configure(con)
+        self.planner = Planner(con, self.engine, user=self.user, server_version=SERVER_VERSION)
+        self.transaction = Transaction(self.planner)
+        self.portals: dict[str, Portal] = {}
+        self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
+        self._timer: threading.Timer | None = None
+        self._classified: collections.OrderedDict[str, tuple[int, Statement]] = (
+            collections.OrderedDict())
+        self._catalog_changed_in_block = False
+        self.listening: set[str] = set()  # channels LISTENed on, as of the last commit
+        self.outbox: list[tuple[str, str]] = []  # committed NOTIFYs: (channel, payload)
+        self._listen_changes: list[ListenCommand] = []  # of the open block
+        self._notifies: list[tuple[str, str]] = []  # of the open block
+        self._timed_out = threading.Event()
+        self._settings_changed()
+
+    @property
+    def transaction_status(self) -> TransactionStatus:
+        return self.transaction.status
 
     # -- parameters -----------------------------------------------------------------------
 
@@ -113,15 +179,36 @@ class Session:
         return {k: self._settings[k.lower()][1] for k in REPORTED_DEFAULTS}
 
     def setting(self, name: str) -> str:
+        key = name.lower()
+        if key == "transaction_isolation":
+            return self.transaction.isolation.value if self._in_block() else self.setting(
+                "default_transaction_isolation")
+        if key == "transaction_read_only":
+            read_only = self.transaction.read_only if self._in_block() else self._flag(
+                "default_transaction_read_only")
+            return "on" if read_only else "off"
+        if key == "transaction_deferrable":
+            return self.setting("default_transaction_deferrable")
         try:
-            return self._settings[name.lower()][1]
+            return self._settings[key][1]
         except KeyError:
             raise SqlError(SqlState.UNDEFINED_OBJECT,
                            f'unrecognized configuration parameter "{name}"') from None
 
-    def _publish_settings(self) -> None:
-        """Let current_setting() in SQL see the session's settings."""
+    def _in_block(self) -> bool:
+        return self.transaction.status is not TransactionStatus.IDLE
+
+    def _flag(self, name: str) -> bool:
+        return _BOOLEAN.get(self.setting(name).lower(), False)
+
+    def _settings_changed(self) -> None:
+        """Let current_setting() in SQL see the session's settings; keep what statements read
+        of them at hand."""
         self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
+        self._timeout_ms = _duration_ms(self.setting("statement_timeout"))
+        self._defaults = TransactionOptions(
+            isolation=Isolation(self.setting("default_transaction_isolation")),
+            read_only=self._flag("default_transaction_read_only"))
 
     def _set(self, name: str, value: str) -> None:
         key = name.lower()
@@ -134,24 +221,62 @@ class Session:
         canonical = self._settings.get(key, (name, ""))[0]
         if key == "client_encoding":
             value = "UTF8"
+        elif key in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"):
+            value = _duration_text(name, value)
+        elif key in ("default_transaction_isolation", "transaction_isolation"):
+            value = _isolation(value).value
+        elif key in ("default_transaction_read_only", "transaction_read_only",
+                     "default_transaction_deferrable", "transaction_deferrable"):
+            value = "on" if _boolean(name, value) else "off"
+        if key in TRANSACTION_SETTINGS:
+            self._set_transaction(key, value)
+            return
         self._settings[key] = (canonical, value)
+
+    def _set_transaction(self, key: str, value: str) -> None:
+        """SET transaction_isolation / transaction_read_only: only inside a block, as
+        PostgreSQL's SET TRANSACTION (outside one it warns and does nothing)."""
+        if not self._in_block():
+            return
+        if key == "transaction_isolation":
+            self.transaction.set_options(TransactionOptions(isolation=Isolation(value)))
+        elif key == "transaction_read_only":
+            self.transaction.set_options(TransactionOptions(read_only=value == "on"))
 
     # -- statements -----------------------------------------------------------------------
 
     def prepare(self, sql: str) -> Statement:
+        """Classify and plan `sql` (or take it from the cache, see `cached`)."""
         try:
-            statement = self.planner.classify(sql)
+            statement = self.cached(sql)
+            if statement is None:
+                generation = self.generation.value
+                statement = self.planner.plan(self.planner.classify(sql))
+                if statement.ai is None:  # AI plans bind to the catalog: planned every time
+                    self._classified[sql] = (generation, statement)
+                    if len(self._classified) > CLASSIFIED_CACHE:
+                        self._classified.popitem(last=False)
             self.admit(statement)
-            return self.planner.plan(statement)
+            return statement
         except SqlError:
-            self._fail()
+            self.transaction.fail()
             raise
 
+    def cached(self, sql: str) -> Statement | None:
+        """`sql`'s statement as classified before, if no DDL ran since (drivers send the same
+        text again and again); cheap enough for the event loop."""
+        entry = self._classified.get(sql)
+        if entry is None or entry[0] != self.generation.value:
+            return None
+        self._classified.move_to_end(sql)
+        return entry[1]
+
     def admit(self, statement: Statement) -> None:
-        """Refuse (25P02) what a failed transaction block does not run: all but its end (and
-        the empty query); refuse (42501) what the session's role may not run."""
-        if self.transaction_status is TransactionStatus.FAILED and statement.kind not in {
-                Kind.COMMIT, Kind.ROLLBACK, Kind.EMPTY}:
+        """Refuse (25P02) what a failed transaction block does not run: all but its end, a
+        rollback to a savepoint (and the empty query); refuse (42501) what the session's role may
+        not run."""
+        if self.transaction.status is TransactionStatus.FAILED and statement.kind not in {
+                Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO, Kind.EMPTY}:
             raise in_failed_transaction()
         if not self._answers(statement):
             check_privileges(self.planner.con, statement.sql, self.database.roles.get(self.user),
@@ -159,97 +284,511 @@ class Session:
 
     def _answers(self, statement: Statement) -> bool:
         """Whether the session answers this statement itself (else the planner runs it)."""
-        if statement.kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.ROLE}:
-            return True
-        if statement.kind not in {Kind.SET, Kind.RESET, Kind.SHOW} or statement.command is None:
+        if statement.kind not in {Kind.SET, Kind.RESET, Kind.SHOW}:
+            return statement.kind in _SESSION_KINDS
+        if statement.command is None:
             return False
         name = _SHOW_ALIASES.get(statement.command.name.lower(), statement.command.name).lower()
-        return name in self._settings or (statement.kind is Kind.RESET and name == "all")
+        return (name in self._settings or name in TRANSACTION_SETTINGS
+                or (statement.kind is Kind.RESET and name == "all"))
 
     def describe(self, statement: Statement, params: Sequence[Any] | None = None
                  ) -> tuple[Column, ...] | None:
         """See `Planner.describe`; nothing runs."""
-        if not self._answers(statement):
-            return self.planner.describe(statement, params)
-        if statement.kind is Kind.SHOW:
-            assert statement.command is not None
+        if statement.kind is Kind.SHOW and self._answers(statement):
+            assert isinstance(statement.command, SessionCommand)
             return (Column(statement.command.name.lower(), pa.string()),)
-        return None
+        if statement.kind is Kind.FETCH and isinstance(statement.command, FetchCommand):
+            portal = self.portals.get(statement.command.cursor)
+            return None if portal is None or portal.result is None else portal.result.columns
+        if self._answers(statement):
+            return None
+        return self.planner.describe(statement, params)
 
-    def execute(self, statement: Statement, params: Sequence[Any] = ()) -> Result:
+    def execute(self, statement: Statement, params: Sequence[Any] = (), *, stream: bool = False
+                ) -> Result:
+        """Run one statement; with `stream`, a SELECT's rows are read from DuckDB as they are
+        taken (see `Rows`)."""
         self.admit(statement)
         try:
             if self._answers(statement):
-                return self._command(statement)
-            return self.planner.execute(statement, params)
+                return self._command(statement, params)
+            return self._run(statement, tuple(params), stream=stream)
         except SqlError:
-            self._fail()
+            self.transaction.fail()
             raise
 
-    def _fail(self) -> None:
-        if self.transaction_status is TransactionStatus.IN_BLOCK:
-            self.transaction_status = TransactionStatus.FAILED
+    def _run(self, statement: Statement, params: tuple[Any, ...], *, stream: bool) -> Result:
+        """A statement for the planner (DuckDB and the engine), under statement_timeout."""
+        self._free_connection()
+        self.transaction.before(statement)
+        self.arm_timeout()
+        if statement.kind not in _DATA_KINDS:
+            self._changes_catalog()
+        try:
+            result = self.planner.execute(statement, params, stream=stream)
+        except SqlError as exc:
+            self.disarm_timeout()
+            raise self._canceled(exc) from None
+        if result.rows is not None and result.rows.live:
+            self._live.append(result.rows)  # the timeout stays armed while its rows stream
+        else:
+            self.disarm_timeout()
+        self.transaction.after(statement, params, result)
+        return result
 
-    def _command(self, statement: Statement) -> Result:
+    def insert_many(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> bool:
+        """Run an INSERT for each parameter row in one DuckDB statement (a pipelined batch).
+        True once all are in; False, with the transaction as it was before, when the batch
+        cannot run that way or failed — the caller then runs the rows one by one, so the client
+        gets PostgreSQL's answer for each."""
+        self.admit(statement)
+        self._free_connection()
+        self.transaction.before(statement)
+        mark = self.transaction.mark()
+        try:
+            done = self.planner.insert_many(statement, rows)
+        except SqlError:
+            self.transaction.fail()
+            if self.transaction.restore(mark):
+                return False
+            raise
+        if done:
+            tag = Result("INSERT 0 1", None, None)
+            for params in rows:
+                self.transaction.after(statement, tuple(params), tag)
+        return done
+
+    def read(self, portal: Portal, max_rows: int) -> pa.RecordBatch | None:
+        """A portal's next rows (see `Portal.next`), under statement_timeout."""
+        try:
+            batch = portal.next(max_rows)
+        except SqlError as exc:
+            self.disarm_timeout()
+            self.transaction.fail()
+            raise self._canceled(exc) from None
+        if batch is None:
+            self.disarm_timeout()
+        return batch
+
+    def _changes_catalog(self) -> None:
+        """A statement may change what names bind to: cached classifications are stale, now
+        and (for the other sessions, which see it then) when its transaction ends."""
+        self.generation.advance()
+        self._catalog_changed_in_block = self.transaction.status is not (
+            TransactionStatus.IDLE)
+
+    def _free_connection(self) -> None:
+        """Detach rows still streaming, so the DuckDB connection can run something else."""
+        for rows in self._live:
+            rows.detach()
+        self._live.clear()
+
+    # -- statement_timeout ------------------------------------------------------------------
+
+    def arm_timeout(self) -> None:
+        """Start statement_timeout's clock (PostgreSQL runs it while a message is worked on)."""
+        self.disarm_timeout()
+        if self._timeout_ms > 0:
+            self._timed_out.clear()
+            self._timer = threading.Timer(self._timeout_ms / 1000, self._time_out)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _time_out(self) -> None:
+        self._timed_out.set()
+        self.planner.interrupt()
+
+    def disarm_timeout(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _canceled(self, exc: SqlError) -> SqlError:
+        if exc.sqlstate is SqlState.QUERY_CANCELED and self._timed_out.is_set():
+            self._timed_out.clear()
+            return query_canceled("statement timeout")
+        return exc
+
+    # -- commands the session answers -------------------------------------------------------
+
+    def _command(self, statement: Statement, params: Sequence[Any]) -> Result:
         kind, command = statement.kind, statement.command
-        if kind in {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK}:
-            return self._transaction(kind)
+        if kind in _TRANSACTION_KINDS:
+            return self._transaction(statement)
         if kind is Kind.ROLE:
             return run_role_statement(statement.sql, self.database.roles, self.user)
-        assert command is not None
+        if kind in {Kind.DECLARE, Kind.FETCH, Kind.CLOSE}:
+            return self._cursor(statement, params)
+        if kind is Kind.COPY_OUT:
+            return self._copy_out(statement)
+        if isinstance(command, ListenCommand):
+            self._listen_changes.append(command)
+            if not self._in_block():
+                self._settle_notifications(committed=True)
+            return Result(statement.verb, None, None)
+        if isinstance(command, NotifyCommand):
+            if (command.channel, command.payload) not in self._notifies:  # as PostgreSQL folds
+                self._notifies.append((command.channel, command.payload))
+            if not self._in_block():
+                self._settle_notifications(committed=True)
+            return Result("NOTIFY", None, None)
+        if kind is Kind.COPY_IN:
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                           "COPY FROM STDIN is answered by the COPY sub-protocol")
+        assert isinstance(command, SessionCommand)
         if kind is Kind.SHOW:
             name = _SHOW_ALIASES.get(command.name.lower(), command.name)
             table = pa.table({command.name.lower(): [self.setting(name)]})
-            return Result("SHOW", (Column(command.name.lower(), pa.string()),), table)
-        if kind is Kind.SET and command.value is not None:
-            self._set(command.name, command.value)
-        else:  # RESET, or SET ... TO DEFAULT
-            key = command.name.lower()
-            defaults = {k.lower(): v for k, v in {**OTHER_DEFAULTS, **REPORTED_DEFAULTS}.items()}
-            if key == "all":
-                for name, value in defaults.items():
-                    if name not in READ_ONLY:
-                        self._set(name, value)
-            elif key in defaults:
-                self._set(key, defaults[key])
-        self._publish_settings()
+            return Result("SHOW", (Column(command.name.lower(), pa.string()),), Rows.of(table))
+        if kind is Kind.SET:
+            for setting in read_transaction_settings(statement.sql) or (command,):
+                if setting.value is None:
+                    self._reset(setting.name)
+                else:
+                    self._set(setting.name, setting.value)
+        else:
+            self._reset(command.name)
+        self._settings_changed()
         return Result(kind.name, None, None)
 
-    # -- transactions ---------------------------------------------------------------------
+    def _reset(self, name: str) -> None:
+        key = name.lower()
+        defaults = {k.lower(): v for k, v in {**OTHER_DEFAULTS, **REPORTED_DEFAULTS}.items()}
+        if key == "all":
+            for setting, value in defaults.items():
+                if setting not in READ_ONLY:
+                    self._set(setting, value)
+        elif key in defaults:
+            self._set(key, defaults[key])
+
+    def _transaction(self, statement: Statement) -> Result:
+        kind, command = statement.kind, statement.command
+        if kind is Kind.BEGIN:
+            options = command if isinstance(command, TransactionOptions) else TransactionOptions()
+            warning = self.transaction.begin(options, self._defaults)
+            return Result("BEGIN", None, None, notices=_warning(warning))
+        if kind in {Kind.COMMIT, Kind.ROLLBACK}:
+            return self._end(commit=kind is Kind.COMMIT)
+        assert isinstance(command, SavepointCommand)
+        if kind is Kind.SAVEPOINT:
+            self.transaction.savepoint(command.name)
+            return Result("SAVEPOINT", None, None)
+        if kind is Kind.RELEASE:
+            self.transaction.release(command.name)
+            return Result("RELEASE", None, None)
+        self._free_connection()
+        try:
+            self.transaction.rollback_to(command.name)
+        finally:
+            if self._catalog_changed_in_block:  # the replay may have undone DDL
+                self.generation.advance()
+        return Result("ROLLBACK", None, None)
+
+    def _end(self, *, commit: bool) -> Result:
+        """COMMIT or ROLLBACK of the open block (portals end with it)."""
+        committed = commit and self.transaction.status is TransactionStatus.IN_BLOCK
+        self._end_portals(commit=committed)
+        try:
+            tag, warning = self.transaction.commit() if commit else self.transaction.rollback()
+        except SqlError:
+            committed = False
+            raise
+        finally:
+            self._block_ended(committed=committed)
+        return Result(tag, None, None, notices=_warning(warning))
+
+    def _block_ended(self, *, committed: bool) -> None:
+        self._settle_notifications(committed=committed)
+        if self._catalog_changed_in_block:  # committed, or rolled back: either way, news
+            self._catalog_changed_in_block = False
+            self.generation.advance()
+
+    def _settle_notifications(self, *, committed: bool) -> None:
+        """LISTEN/UNLISTEN take effect and NOTIFYs are sent when their transaction commits;
+        a rollback forgets them."""
+        if committed:
+            for change in self._listen_changes:
+                if change.channel is None:
+                    self.listening.clear()
+                elif change.listen:
+                    self.listening.add(change.channel)
+                else:
+                    self.listening.discard(change.channel)
+            self.outbox.extend(self._notifies)
+        self._listen_changes.clear()
+        self._notifies.clear()
 
     def begin_implicit(self) -> None:
-        if self.transaction_status is TransactionStatus.IDLE:
-            self.planner.begin()
-            self.transaction_status = TransactionStatus.IN_BLOCK
-            self.implicit = True
+        self.transaction.begin_implicit(self._defaults)
+
+    def ends_without_duckdb(self) -> bool:
+        """Whether ending the implicit block is bookkeeping only (DuckDB's transaction was never
+        begun and no portal still streams), so it need not go to a worker thread."""
+        return not self.transaction.opened and not any(
+            p.rows is not None and p.rows.live for p in self.portals.values())
 
     def end_implicit(self, failed: bool = False) -> None:
         """Commit the implicit block, or roll it back if a statement failed."""
-        if self.implicit:
-            ok = not failed and self.transaction_status is TransactionStatus.IN_BLOCK
-            self._transaction(Kind.COMMIT if ok else Kind.ROLLBACK)
+        if self.transaction.implicit:
+            committed = not failed and self.transaction.status is TransactionStatus.IN_BLOCK
+            self._end_portals(commit=committed)
+            try:
+                self.transaction.end_implicit(failed)
+            except SqlError:
+                committed = False
+                raise
+            finally:
+                self._block_ended(committed=committed)
+        elif self.transaction.status is TransactionStatus.IDLE:
+            self._end_portals(commit=True)
 
-    def _transaction(self, kind: Kind) -> Result:
-        if kind is Kind.BEGIN:
-            if self.transaction_status is TransactionStatus.IDLE:
-                self.planner.begin()
-                self.transaction_status = TransactionStatus.IN_BLOCK
-            self.implicit = False
-            return Result("BEGIN", None, None)
-        was = self.transaction_status
-        self.transaction_status = TransactionStatus.IDLE
-        self.implicit = False
-        if kind is Kind.COMMIT and was is TransactionStatus.IN_BLOCK:
-            self.planner.commit()
-        elif was is not TransactionStatus.IDLE:
-            self.planner.rollback()
-        return Result("COMMIT" if kind is Kind.COMMIT and was is not TransactionStatus.FAILED
-                      else "ROLLBACK", None, None)
+    def _end_portals(self, *, commit: bool) -> None:
+        """Portals end with their transaction; cursors WITH HOLD are kept (read into memory)
+        when it commits."""
+        for name, portal in list(self.portals.items()):
+            if portal.cursor is not None and portal.cursor.hold and commit:
+                portal.hold()
+            else:
+                portal.close()
+                del self.portals[name]
+        self._live = [rows for rows in self._live if rows.live]
+        self._free_connection()
+
+    # -- portals and cursors ----------------------------------------------------------------
+
+    def bind(self, name: str, portal: Portal) -> None:
+        """Bind: the unnamed portal is replaced; a named one must not exist yet."""
+        if name and name in self.portals:
+            raise SqlError(SqlState.DUPLICATE_CURSOR, f'cursor "{name}" already exists')
+        old = self.portals.pop(name, None)
+        if old is not None:
+            old.close()
+        self.portals[name] = portal
+
+    def portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise SqlError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
+        return portal
+
+    def close_portal(self, name: str) -> None:
+        portal = self.portals.pop(name, None)
+        if portal is not None:
+            portal.close()
+
+    def start(self, portal: Portal) -> Result:
+        """Run a portal's statement (its rows stream)."""
+        result = self.execute(portal.statement, portal.params, stream=True)
+        portal.start(result)
+        return result
+
+    def _cursor(self, statement: Statement, params: Sequence[Any]) -> Result:
+        command = statement.command
+        if isinstance(command, DeclareCommand):
+            return self._declare(command, params)
+        if isinstance(command, CloseCommand):
+            names = [command.name] if command.name is not None else [
+                n for n, p in self.portals.items() if p.cursor is not None]
+            for name in names:
+                if name not in self.portals:
+                    raise SqlError(SqlState.INVALID_CURSOR_NAME,
+                                   f'cursor "{name}" does not exist')
+                self.close_portal(name)
+            return Result("CLOSE CURSOR", None, None)
+        assert isinstance(command, FetchCommand)
+        portal = self.portals.get(command.cursor)
+        if portal is None or not portal.started:
+            raise SqlError(SqlState.INVALID_CURSOR_NAME,
+                           f'cursor "{command.cursor}" does not exist')
+        if portal.result is None or portal.result.columns is None:
+            raise SqlError(SqlState.INVALID_CURSOR_STATE,
+                           f'cursor "{command.cursor}" does not return rows')
+        return portal.fetch(command)
+
+    def _declare(self, command: DeclareCommand, params: Sequence[Any]) -> Result:
+        if not command.hold and (self.transaction.status is TransactionStatus.IDLE
+                                 or self.transaction.implicit):
+            raise SqlError(SqlState.NO_ACTIVE_SQL_TRANSACTION,
+                           "DECLARE CURSOR can only be used in transaction blocks")
+        if command.binary:
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "BINARY cursors are not supported",
+                           hint="Declare the cursor without BINARY, or use the extended "
+                                "protocol's binary result format.")
+        if command.name in self.portals:
+            raise SqlError(SqlState.DUPLICATE_CURSOR, f'cursor "{command.name}" already exists')
+        query = self.prepare(command.query)
+        if not query.returns_rows:
+            raise SqlError(SqlState.INVALID_CURSOR_DEFINITION,
+                           f"cannot open {query.verb or 'this'} query as cursor")
+        portal = Portal(query, list(params), cursor=command)
+        self.start(portal)
+        self.portals[command.name] = portal
+        return Result("DECLARE CURSOR", None, None)
+
+    # -- COPY -------------------------------------------------------------------------------
+
+    def copy_target(self, command: CopyCommand) -> tuple[CopyColumn, ...]:
+        """The columns a COPY ... FROM STDIN fills: those it names, else all of the table's."""
+        names = ", ".join(_quoted(c) for c in command.columns) if command.columns else "*"
+        return tuple(CopyColumn(column.name, column.type, duckdb_type) for column, duckdb_type
+                     in self.planner.bind_columns(f"SELECT {names} FROM {command.table_sql}"))
+
+    def copy_in(self, statement: Statement, columns: Sequence[CopyColumn],
+                batches: Generator[pa.RecordBatch, None, None]) -> int:
+        """Insert the batches of a COPY ... FROM STDIN, all or nothing; the number of rows."""
+        command = statement.command
+        assert isinstance(command, CopyCommand)
+        own_block = self.transaction.status is TransactionStatus.IDLE
+        if own_block:  # several inserts: one transaction, as PostgreSQL's COPY is one statement
+            self.begin_implicit()
+        failed = True
+        try:
+            self.admit(statement)
+            self._free_connection()
+            self.transaction.before(statement)
+            rows = sum(self.planner.insert_rows(_copy_insert(command, columns, batch),
+                                                _COPY_BATCH, _listed(batch, columns))
+                       for batch in batches)
+            self.transaction.after(statement, (), Result(f"COPY {rows}", None, None))
+            failed = False
+            return rows
+        except SqlError:
+            self.transaction.fail()
+            raise
+        finally:
+            batches.close()  # the parser stops reading the client's data
+            if own_block:
+                self.end_implicit(failed)
+
+    def _copy_out(self, statement: Statement) -> Result:
+        """COPY ... TO STDOUT: the rows of its table or query, streamed."""
+        command = statement.command
+        assert isinstance(command, CopyCommand)
+        if command.query is not None:
+            sql = command.query
+        else:
+            names = ", ".join(_quoted(c) for c in command.columns) if command.columns else "*"
+            sql = f"SELECT {names} FROM {command.table_sql}"
+        query = self.prepare(sql)
+        if not query.returns_rows:
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                           "COPY query must have a RETURNING clause or return rows")
+        result = self._run(query, (), stream=True)
+        return Result("COPY", result.columns, result.rows)
+
+    # -- lifecycle --------------------------------------------------------------------------
 
     def cancel(self) -> None:
         self.planner.interrupt()
 
     def close(self) -> None:
-        if self.transaction_status is not TransactionStatus.IDLE:
-            self.planner.rollback()
+        self.disarm_timeout()
+        for portal in self.portals.values():
+            portal.close()
+        self.portals.clear()
+        self._live.clear()
+        with contextlib.suppress(SqlError):
+            self.transaction.rollback()
         self.planner.close()
+
+
+_TRANSACTION_KINDS = {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
+                      Kind.ROLLBACK_TO}
+_SESSION_KINDS = _TRANSACTION_KINDS | {Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.COPY_IN,
+                                       Kind.COPY_OUT, Kind.LISTEN, Kind.NOTIFY, Kind.ROLE}
+
+
+@dataclass(frozen=True, slots=True)
+class CopyColumn:
+    """A column a COPY fills: its name, its Arrow type, its DuckDB type."""
+
+    name: str
+    type: pa.DataType
+    duckdb_type: str
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+_COPY_BATCH = "__heron_copy_batch"
+
+
+def _listed(batch: pa.RecordBatch, columns: Sequence[CopyColumn]) -> pa.RecordBatch:
+    """Text input for list columns read as PostgreSQL array literals (lists of element text,
+    which DuckDB's cast then converts element by element)."""
+    arrays = list(batch.columns)
+    for index, (column, array) in enumerate(zip(columns, arrays, strict=True)):
+        if pa.types.is_string(array.type) and is_list(column.type):
+            arrays[index] = pa.array([None if v is None else pg_semantics.parse_array_literal(
+                v, str) for v in array.to_pylist()], _text_list(column.type))
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _text_list(t: pa.DataType) -> pa.DataType:
+    """The list type of the same nesting with text elements."""
+    return pa.list_(_text_list(t.value_type)) if is_list(t) else pa.string()
+
+
+def _copy_insert(command: CopyCommand, columns: Sequence[CopyColumn], batch: pa.RecordBatch
+                 ) -> str:
+    """The INSERT of one batch of COPY input (registered as `_COPY_BATCH`), converting
+    PostgreSQL's text input where the batch holds text."""
+    values = []
+    for column, source_field in zip(columns, batch.schema, strict=True):
+        source = _quoted(source_field.name)
+        text = pa.types.is_string(source_field.type) and not pa.types.is_string(column.type) and (
+            not is_list(column.type))
+        values.append(f"{pg_semantics.text_input(source, column.duckdb_type) if text else source}"
+                      f" AS {_quoted(column.name)}")
+    names = ", ".join(_quoted(c.name) for c in columns)
+    select = f"SELECT {', '.join(values)} FROM {_COPY_BATCH}"
+    if command.where is not None:
+        select = f"SELECT * FROM ({select}) WHERE {command.where}"
+    return f"INSERT INTO {command.table_sql} ({names}) {select}"
+
+
+def _warning(text: str | None) -> tuple[str, ...]:
+    return () if text is None else (text,)
+
+
+def _duration_ms(text: str) -> float:
+    m = _DURATION.match(text)
+    assert m is not None  # stored values were checked by _duration_text
+    return float(m["number"]) * _UNIT_MS[(m["unit"] or "ms").lower()]
+
+
+def _duration_text(name: str, value: str) -> str:
+    """A time setting as PostgreSQL shows it: the largest unit that divides it, '0' for off."""
+    m = _DURATION.match(value)
+    if m is None:
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                       f'invalid value for parameter "{name}": "{value}"',
+                       hint='Valid units for this parameter are "ms", "s", "min", "h", and "d".')
+    milliseconds = round(float(m["number"]) * _UNIT_MS[(m["unit"] or "ms").lower()])
+    if milliseconds == 0:
+        return "0"
+    for unit in ("d", "h", "min", "s"):
+        if milliseconds % _UNIT_MS[unit] == 0:
+            return f"{milliseconds // _UNIT_MS[unit]}{unit}"
+    return f"{milliseconds}ms"
+
+
+def _isolation(value: str) -> Isolation:
+    try:
+        return Isolation(" ".join(value.lower().split()))
+    except ValueError:
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                       f'invalid value for parameter "transaction_isolation": "{value}"',
+                       hint='Available values: serializable, repeatable read, read committed, '
+                            'read uncommitted.') from None
+
+
+def _boolean(name: str, value: str) -> bool:
+    try:
+        return _BOOLEAN[value.strip().lower()]
+    except KeyError:
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                       f'parameter "{name}" requires a Boolean value') from None
+

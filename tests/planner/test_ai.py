@@ -44,7 +44,7 @@ def rows(planner: Planner, sql: str, params=()):
 def rows_and_work(planner: Planner, sql: str, params=()):
     """The result rows, and the work of each AI operator."""
     result = run(planner, sql, params)
-    return [tuple(r.values()) for r in result.table.to_pylist()], result.work
+    return [tuple(r.values()) for r in result.rows.read_all().to_pylist()], result.work
 
 
 def truth(engine, docs, question=QUESTION):

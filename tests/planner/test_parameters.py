@@ -1,9 +1,116 @@
-"""Parameter types implied by a statement's text."""
+"""Parameter types as PostgreSQL infers them, and DuckDB's prepared statements with literal
+values (the fast path) against binding the values (the reference)."""
 
-from heron.planner.parameters import cast_parameter_types
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from decimal import Decimal
+
+import duckdb
+import pytest
+from duckdb import _seam
+
+from heron.planner import pg_semantics
+from heron.planner.parameters import cast_parameter_types, parameter_types
+from heron.planner.statement import Kind, PreparedStatements, Statement, literal, run
+
+
+@pytest.fixture(scope="module")
+def con():
+    connection = duckdb.connect()
+    pg_semantics.configure(connection)
+    connection.execute("CREATE TABLE t (id INTEGER, name VARCHAR, tags BIGINT[], seen TIMESTAMP, "
+                       "price DECIMAL(10,2), u UUID)")
+    yield connection
+    connection.close()
 
 
 def test_cast_parameter_types():
     assert cast_parameter_types(
         "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone"
     ) == {1: 23, 2: 701, 4: 1184}
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT * FROM t WHERE id = $1 AND name = $2", (23, 25)),
+    ("INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6)", (23, 25, 1016, 1114, 1700, 2950)),
+    ("SELECT id FROM t ORDER BY id LIMIT $1 OFFSET $2", (20, 20)),
+    ("SELECT $1 + 1", (23,)),  # the other operand's type, as PostgreSQL infers it
+    ("SELECT $1 + 1.5", (1700,)),
+    ("SELECT $1 || 'x'", (25,)),
+    ("SELECT id + $1 FROM t", (23,)),
+    ("UPDATE t SET price = price * $1", (1700,)),
+    ("SELECT * FROM t WHERE id = ANY($1)", (1007,)),
+    ("SELECT $1", (0,)),  # nothing implies a type: the client's, else text
+    ("SELECT $1 || $2", (0, 0)),
+    ("SELECT * FROM no_such_table WHERE x = $1::date", (1082,)),  # unbindable: casts only
+])
+def test_parameter_types(con, sql, expected):
+    assert parameter_types(con, sql, len(expected)) == expected
+
+
+def _random_value(rng: random.Random):
+    kind = rng.randrange(12)
+    if kind == 0:
+        return rng.choice([0, 1, -1, 2**31 - 1, -2**31, 2**31, 2**63 - 1, -2**63, 2**63,
+                           2**100, -2**100, rng.randrange(-10**9, 10**9)])
+    if kind == 1:
+        return rng.choice([0.0, -0.0, 1.5, 1e300, -2.5e-300, float("inf"), rng.uniform(-1e6, 1e6)])
+    if kind == 2:
+        digits = rng.randrange(1, 30)
+        return Decimal(rng.randrange(-10**digits, 10**digits)).scaleb(-rng.randrange(0, digits))
+    if kind == 3:
+        return "".join(rng.choice("ab'\\\"é ,\n\t{}[]%_") for _ in range(rng.randrange(0, 12)))
+    if kind == 4:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(0, 10)))
+    if kind == 5:
+        return rng.choice([True, False, None])
+    if kind == 6:
+        return dt.date(rng.randrange(1, 9999), rng.randrange(1, 13), rng.randrange(1, 29))
+    if kind == 7:
+        return dt.datetime(rng.randrange(1, 9999), rng.randrange(1, 13), rng.randrange(1, 29),
+                           rng.randrange(24), rng.randrange(60), rng.randrange(60),
+                           rng.randrange(10**6), tzinfo=rng.choice([None, dt.UTC]))
+    if kind == 8:
+        return dt.time(rng.randrange(24), rng.randrange(60), rng.randrange(60),
+                       rng.randrange(10**6))
+    if kind == 9:
+        return dt.timedelta(days=rng.randrange(-9999, 9999), microseconds=rng.randrange(-10**11,
+                                                                                       10**11))
+    if kind == 10:
+        return uuid.UUID(int=rng.getrandbits(128))
+    return [rng.randrange(-100, 100) if rng.random() < 0.8 else None
+            for _ in range(rng.randrange(0, 5))] or [1]
+
+
+def test_literals_bind_like_the_values_they_write(con):
+    """The fast path (EXECUTE with literals) against the reference (values bound) on random
+    values of every kind a decoded parameter can be: same types, same values."""
+    rng = random.Random(20261130)
+    con.execute("PREPARE literal_probe AS SELECT $1 AS v")
+    for _ in range(600):
+        value = _random_value(rng)
+        expected = _seam.submit(con, "SELECT $1 AS v", [value], "arrow").arrow_table()
+        got = _seam.submit(con, f"EXECUTE literal_probe({literal(value)})", None,
+                           "arrow").arrow_table()
+        assert got.schema == expected.schema, value
+        assert got.to_pylist() == expected.to_pylist(), value
+
+
+def test_prepared_statements_run_like_bound_values(con):
+    prepared = PreparedStatements(capacity=2)
+    statement = Statement("SELECT name, id * 2 AS twice FROM t WHERE id = $1", Kind.SELECT,
+                          "SELECT", 1, (23,), returns_rows=True, bindable=True)
+    con.execute("INSERT INTO t (id, name) VALUES (1, 'one'), (2, 'two')")
+    for value in (1, 2, 3, 1):
+        fast = run(con, statement, [value], prepared=prepared)
+        reference = run(con, statement, [value])
+        assert fast.rows.read_all() == reference.rows.read_all()
+        assert fast.command_tag == reference.command_tag
+    for other in ("SELECT $1::int + 1", "SELECT $1::text || 'x'"):  # evicts the first
+        run(con, Statement(other, Kind.SELECT, "SELECT", 1, returns_rows=True), [1],
+            prepared=prepared)
+    assert run(con, statement, [2], prepared=prepared).rows.read_all().to_pylist() == [
+        {"name": "two", "twice": 4}]

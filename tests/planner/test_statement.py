@@ -3,8 +3,9 @@
 import duckdb
 import pytest
 
+from heron.planner.commands import SessionCommand, TransactionOptions
 from heron.planner.errors import SqlError
-from heron.planner.statement import Kind, SessionCommand, classify, split
+from heron.planner.statement import Kind, classify, split
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +24,15 @@ def con():
         ("EXPLAIN SELECT 1", Kind.UTILITY_ROWS, "EXPLAIN", True, False, None),
         ("CALL pragma_version()", Kind.UTILITY_ROWS, "CALL", True, False, None),
         ("INSERT INTO t VALUES (1, 'a')", Kind.INSERT, "INSERT", False, False, None),
-        ("INSERT INTO t VALUES (1, 'a') RETURNING id", Kind.INSERT, "INSERT", True, False, None),
+        ("INSERT INTO t VALUES (1, 'a') RETURNING id", Kind.INSERT, "INSERT", True, True, None),
         ("UPDATE t SET id = 2", Kind.UPDATE, "UPDATE", False, False, None),
         ("DELETE FROM t", Kind.DELETE, "DELETE", False, False, None),
         ("CREATE TEMP TABLE u AS SELECT 1", Kind.CREATE, "CREATE TABLE", False, False, None),
         ("DROP TABLE IF EXISTS u", Kind.OTHER, "DROP TABLE", False, False, None),
         ("COPY t TO '/dev/null'", Kind.COPY, "COPY", False, False, None),
-        ("BEGIN", Kind.BEGIN, "BEGIN", False, False, None),
-        ("start transaction", Kind.BEGIN, "START", False, False, None),
+        ("BEGIN", Kind.BEGIN, "BEGIN", False, False, TransactionOptions()),
+        ("start transaction read only", Kind.BEGIN, "START", False, False,
+         TransactionOptions(read_only=True)),
         ("END", Kind.COMMIT, "END", False, False, None),
         ("ABORT", Kind.ROLLBACK, "ABORT", False, False, None),
         ("SET DateStyle = 'ISO, MDY'", Kind.SET, "SET", False, False,

@@ -109,3 +109,25 @@ def test_transaction(heron_server):
         return await conn.fetchval("SELECT count(*) FROM apg_tx")
 
     assert run(heron_server, body) == 1
+
+
+def test_pool_takes_connections_back(heron_server):
+    """Releasing a connection runs asyncpg's reset: pg_advisory_unlock_all(), CLOSE ALL,
+    UNLISTEN *, RESET ALL."""
+
+    async def main():
+        pool = await asyncpg.create_pool(host=heron_server.host, port=heron_server.port,
+                                         user="heron", database="heron", min_size=1,
+                                         max_size=1, timeout=5, command_timeout=20)
+        try:
+            values = []
+            for i in range(3):
+                async with pool.acquire() as conn:
+                    await conn.execute("SET statement_timeout = '5s'")
+                    values.append(await conn.fetchval("SELECT $1::int + 1", i))
+                    values.append(await conn.fetchval("SHOW statement_timeout"))
+            return values
+        finally:
+            await pool.close()
+
+    assert asyncio.run(main()) == [1, "5s", 2, "5s", 3, "5s"]

@@ -45,7 +45,7 @@ def test_binary_results(conn):
     cur = conn.cursor(binary=True)
     row = cur.execute(
         "SELECT 1::SMALLINT, 2::INTEGER, 3::BIGINT, 1.25::REAL, 2.5::DOUBLE, 12.345::DECIMAL(10,3),"
-        " 'txt', '\\x00ff'::BLOB, DATE '2024-02-29', TIME '10:11:12.5',"
+        " 'txt', '\\x00ff'::bytea, DATE '2024-02-29', TIME '10:11:12.5',"
         " TIMESTAMP '2024-02-29 01:02:03.000004', TIMESTAMPTZ '2024-01-01 00:00:00+00',"
         " INTERVAL '1 day 2 hours', [1, 2, NULL]::INTEGER[], ['a', 'b c'], true, NULL"
     ).fetchone()
@@ -57,7 +57,7 @@ def test_binary_results(conn):
         2.5,
         Decimal("12.345"),
         "txt",
-        b"\x00ff",
+        b"\x00\xff",  # PostgreSQL's hex input format
         dt.date(2024, 2, 29),
         dt.time(10, 11, 12, 500000),
         dt.datetime(2024, 2, 29, 1, 2, 3, 4),

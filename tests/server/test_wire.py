@@ -79,6 +79,8 @@ def test_error_stops_the_rest_of_a_simple_query(client):
         b"Q" + struct.pack("!i", 0x7FFFFFF0),  # absurd length
         message(b"P", b"no terminator"),  # truncated fields
         message(b"E", b"\0" + b"\0\0\0\0" + b"extra"),  # bytes left over
+        message(b"f", b"no terminator"),  # CopyFail without its string's end
+        message(b"c", b"x"),  # CopyDone with a body
     ],
 )
 def test_protocol_violation_is_fatal_08P01_and_server_keeps_serving(heron_server, bad):
@@ -135,7 +137,7 @@ def test_describe_statement_reports_parameters_and_columns_without_running(clien
     )
     messages = client.read_until()
     assert kinds(messages) == "1tn1tTZ"
-    assert struct.unpack("!hI", messages[1].body) == (1, 25)  # unspecified: text
+    assert struct.unpack("!hI", messages[1].body) == (1, 23)  # the column's type: integer
     assert struct.unpack("!hI", messages[4].body) == (1, 20)  # from the cast
     client.send(query("SELECT count(*) FROM described"))
     assert client.read_until()[1].row() == [b"0"]  # the INSERT did not run

@@ -1,0 +1,371 @@
+"""The PostgreSQL commands Heron answers itself, read into frozen values.
+
+Contract: each `read_*` function takes the text of one statement and returns its command value,
+or None when the text is not that command; a statement that is the command but misspelled raises
+`SqlError` 42601 with PostgreSQL's wording. Nothing here runs anything. The commands:
+
+- `SessionCommand`: SET / RESET / SHOW of a run-time parameter, DEALLOCATE of a prepared
+  statement; `SET SESSION CHARACTERISTICS AS TRANSACTION ...` and `SET TRANSACTION ...` become SETs
+  of `default_transaction_*` / `transaction_*`;
+- `TransactionOptions`: the modes of BEGIN / START TRANSACTION (isolation level, READ ONLY);
+- `SavepointCommand`: SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT];
+- `DeclareCommand`, `FetchCommand` (FETCH and MOVE), `CloseCommand`: SQL cursors;
+- `ListenCommand` (LISTEN, UNLISTEN) and `NotifyCommand`: asynchronous notifications.
+
+Identifiers fold to lower case unless double-quoted, as in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from heron.planner.errors import SqlError, SqlState
+
+_IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+
+
+def identifier(text: str) -> str:
+    """A SQL identifier as PostgreSQL resolves it: quoted kept, unquoted folded to lower case."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('""', '"')
+    return text.lower()
+
+
+def _syntax_error(near: str) -> SqlError:
+    token = near.split()[0] if near.split() else near
+    return SqlError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{token}"' if token else
+                    "syntax error at end of input")
+
+
+# -- SET / RESET / SHOW / DEALLOCATE -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCommand:
+    """The operand of SET/RESET/SHOW (a setting) or DEALLOCATE (a statement name)."""
+
+    name: str  # as written (case kept); DEALLOCATE: folded unless quoted, "" for ALL
+    value: str | None = None  # SET: the value, quotes removed; None for DEFAULT
+
+
+_SET = re.compile(
+    r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
+    r"(?P<name>[\w.]+)\s*(?:=|\s+TO\s+)\s*(?P<value>.+?))\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_RESET = re.compile(r"^\s*RESET\s+(?P<name>[\w.]+)\s*;?\s*$", re.IGNORECASE)
+_SHOW = re.compile(r"^\s*SHOW\s+(?P<name>[\w.]+(?:\s+[\w.]+)*)\s*;?\s*$", re.IGNORECASE)
+_DEALLOCATE = re.compile(r'^\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:(?P<quoted>")?(?P<name>[^"\s;]+)"?)'
+                         r"\s*;?\s*$", re.IGNORECASE)
+_SET_TRANSACTION = re.compile(
+    r"^\s*SET\s+(?P<session>SESSION\s+CHARACTERISTICS\s+AS\s+)?TRANSACTION\s+"
+    r"(?P<modes>.*?)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+_LIST_ITEM = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*,?")  # one item of a SET value list
+
+
+def read_session_command(sql: str) -> SessionCommand | None:
+    """SET/RESET/SHOW of a setting (a `SET ... TRANSACTION` sets its first mode's setting; see
+    `read_transaction_settings` for all of them)."""
+    if settings := read_transaction_settings(sql):
+        return settings[0]
+    if m := _SET.match(sql):
+        if m["tz"]:
+            return SessionCommand("TimeZone", _unquote(m["tzvalue"]))
+        return SessionCommand(m["name"], _unquote(m["value"]))
+    if m := _RESET.match(sql):
+        return SessionCommand(m["name"])
+    if m := _SHOW.match(sql):
+        return SessionCommand(m["name"])
+    return None
+
+
+def read_deallocate(sql: str) -> SessionCommand | None:
+    m = _DEALLOCATE.match(sql)
+    if m is None:
+        return None
+    name = m["name"]
+    if name.upper() == "ALL" and not m["quoted"]:
+        name = ""
+    elif not m["quoted"]:
+        name = name.lower()
+    return SessionCommand(name)
+
+
+def _unquote(value: str) -> str | None:
+    """A SET value without its quotes; None for DEFAULT."""
+    value = value.strip()
+    if value.upper() == "DEFAULT":
+        return None
+    parts = [p.strip() for p in _LIST_ITEM.findall(value)]
+    return ", ".join(p[1:-1].replace("''", "'") if len(p) >= 2 and p[0] == p[-1] == "'" else p
+                     for p in parts if p.strip())
+
+
+# -- transaction modes ---------------------------------------------------------------------------
+
+
+class Isolation(enum.StrEnum):
+    """PostgreSQL's isolation levels, spelled as SHOW transaction_isolation prints them."""
+
+    READ_UNCOMMITTED = "read uncommitted"
+    READ_COMMITTED = "read committed"
+    REPEATABLE_READ = "repeatable read"
+    SERIALIZABLE = "serializable"
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionOptions:
+    """The modes of BEGIN / START TRANSACTION / SET TRANSACTION; None: not given."""
+
+    isolation: Isolation | None = None
+    read_only: bool | None = None
+    deferrable: bool | None = None
+
+
+_MODE = re.compile(
+    r"\s*(?:ISOLATION\s+LEVEL\s+(?P<level>READ\s+UNCOMMITTED|READ\s+COMMITTED|"
+    r"REPEATABLE\s+READ|SERIALIZABLE)|READ\s+(?P<access>ONLY|WRITE)|"
+    r"(?P<not>NOT\s+)?(?P<deferrable>DEFERRABLE))(?:\s*,\s*|\s+|$)", re.IGNORECASE)
+_BEGIN_MODES = re.compile(r"^\s*(?:BEGIN(?:\s+(?:WORK|TRANSACTION))?|START\s+TRANSACTION)"
+                          r"(?P<modes>.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def read_transaction_options(modes: str) -> TransactionOptions:
+    """Transaction modes such as `ISOLATION LEVEL SERIALIZABLE, READ ONLY` (commas optional, as
+    in PostgreSQL's grammar; 42601 if not)."""
+    options = TransactionOptions()
+    pos, text = 0, modes.strip()
+    while pos < len(text):
+        m = _MODE.match(text, pos)
+        if m is None or m.end() == pos:
+            raise _syntax_error(text[pos:])
+        if m["level"]:
+            options = _replace(options, isolation=Isolation(" ".join(m["level"].lower().split())))
+        elif m["access"]:
+            options = _replace(options, read_only=m["access"].upper() == "ONLY")
+        else:
+            options = _replace(options, deferrable=not m["not"])
+        pos = m.end()
+    return options
+
+
+def _replace(options: TransactionOptions, **changes: object) -> TransactionOptions:
+    values = {f: getattr(options, f) for f in TransactionOptions.__slots__}
+    values.update(changes)
+    return TransactionOptions(**values)  # type: ignore[arg-type]
+
+
+def read_begin(sql: str) -> TransactionOptions | None:
+    """The modes of BEGIN / START TRANSACTION, or None when `sql` is not one of them."""
+    m = _BEGIN_MODES.match(sql)
+    return None if m is None else read_transaction_options(m["modes"])
+
+
+def read_transaction_settings(sql: str) -> tuple[SessionCommand, ...]:
+    """`SET [SESSION CHARACTERISTICS AS] TRANSACTION modes` as the SETs it stands for."""
+    m = _SET_TRANSACTION.match(sql)
+    if m is None:
+        return ()
+    options = read_transaction_options(m["modes"])
+    prefix = "default_transaction_" if m["session"] else "transaction_"
+    settings = []
+    if options.isolation is not None:
+        settings.append(SessionCommand(prefix + "isolation", options.isolation.value))
+    if options.read_only is not None:
+        settings.append(SessionCommand(prefix + "read_only", "on" if options.read_only else "off"))
+    if options.deferrable is not None:
+        settings.append(SessionCommand(prefix + "deferrable",
+                                       "on" if options.deferrable else "off"))
+    return tuple(settings)
+
+
+# -- savepoints ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SavepointCommand:
+    name: str
+
+
+_SAVEPOINT = re.compile(rf"^\s*SAVEPOINT\s+(?P<name>{_IDENT})\s*;?\s*$", re.IGNORECASE)
+_RELEASE = re.compile(rf"^\s*RELEASE\s+(?:SAVEPOINT\s+)?(?P<name>{_IDENT})\s*;?\s*$",
+                      re.IGNORECASE)
+_ROLLBACK_TO = re.compile(rf"^\s*(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?\s+TO\s+"
+                          rf"(?:SAVEPOINT\s+)?(?P<name>{_IDENT})\s*;?\s*$", re.IGNORECASE)
+
+
+def read_savepoint(sql: str) -> SavepointCommand | None:
+    return _named(_SAVEPOINT, sql)
+
+
+def read_release(sql: str) -> SavepointCommand | None:
+    return _named(_RELEASE, sql)
+
+
+def read_rollback_to(sql: str) -> SavepointCommand | None:
+    return _named(_ROLLBACK_TO, sql)
+
+
+def _named(pattern: re.Pattern[str], sql: str) -> SavepointCommand | None:
+    m = pattern.match(sql)
+    return None if m is None else SavepointCommand(identifier(m["name"]))
+
+
+# -- cursors -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeclareCommand:
+    """DECLARE name [BINARY] [ASENSITIVE | INSENSITIVE] [[NO] SCROLL] CURSOR
+    [{WITH | WITHOUT} HOLD] FOR query."""
+
+    name: str
+    query: str
+    binary: bool = False
+    scroll: bool = False
+    hold: bool = False
+
+
+class Direction(enum.Enum):
+    """Where FETCH and MOVE go. FORWARD and BACKWARD take `count` rows (None: ALL); ABSOLUTE and
+    RELATIVE go to one row (`count` is its position, from the end when negative, or its distance
+    from the current row)."""
+
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    ABSOLUTE = "absolute"
+    RELATIVE = "relative"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchCommand:
+    """FETCH or MOVE."""
+
+    cursor: str
+    direction: Direction
+    count: int | None
+    move: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CloseCommand:
+    name: str | None  # None: CLOSE ALL
+
+
+_DECLARE = re.compile(
+    rf"^\s*DECLARE\s+(?P<name>{_IDENT})\s+(?P<options>(?:\w+\s+)*?)CURSOR\s+"
+    r"(?:(?P<hold>WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<query>.*?)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+_FETCH = re.compile(r"^\s*(?P<verb>FETCH|MOVE)\b(?P<rest>.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_FETCH_TAIL = re.compile(rf"^(?P<where>.*?)\s*(?:\b(?:FROM|IN)\s+)?(?P<cursor>{_IDENT})$",
+                         re.IGNORECASE | re.DOTALL)
+_CLOSE = re.compile(rf"^\s*CLOSE\s+(?P<name>{_IDENT})\s*;?\s*$", re.IGNORECASE)
+_DECLARE_OPTIONS = {"BINARY", "ASENSITIVE", "INSENSITIVE", "NO", "SCROLL"}
+
+
+def read_declare(sql: str) -> DeclareCommand | None:
+    m = _DECLARE.match(sql)
+    if m is None:
+        return None
+    words = m["options"].upper().split()
+    if any(w not in _DECLARE_OPTIONS for w in words):
+        raise _syntax_error(next(w for w in words if w not in _DECLARE_OPTIONS))
+    scroll = "SCROLL" in words and not any(a == "NO" and b == "SCROLL"
+                                           for a, b in zip(words, words[1:], strict=False))
+    return DeclareCommand(identifier(m["name"]), m["query"], binary="BINARY" in words,
+                          scroll=scroll, hold=(m["hold"] or "").upper() == "WITH")
+
+
+def read_fetch(sql: str) -> FetchCommand | None:
+    """FETCH / MOVE [direction] [FROM | IN] cursor."""
+    m = _FETCH.match(sql)
+    if m is None:
+        return None
+    tail = _FETCH_TAIL.match(m["rest"].strip())
+    if tail is None:
+        raise _syntax_error(m["rest"].strip())
+    direction, count = _direction(tail["where"].split())
+    return FetchCommand(identifier(tail["cursor"]), direction, count,
+                        move=m["verb"].upper() == "MOVE")
+
+
+_FIXED_DIRECTIONS = {
+    (): (Direction.FORWARD, 1), ("NEXT",): (Direction.FORWARD, 1),
+    ("PRIOR",): (Direction.BACKWARD, 1), ("FIRST",): (Direction.ABSOLUTE, 1),
+    ("LAST",): (Direction.ABSOLUTE, -1), ("ALL",): (Direction.FORWARD, None),
+    ("FORWARD",): (Direction.FORWARD, 1), ("BACKWARD",): (Direction.BACKWARD, 1),
+    ("FORWARD", "ALL"): (Direction.FORWARD, None), ("BACKWARD", "ALL"): (Direction.BACKWARD, None),
+}
+_COUNTED = {"FORWARD": Direction.FORWARD, "BACKWARD": Direction.BACKWARD,
+            "ABSOLUTE": Direction.ABSOLUTE, "RELATIVE": Direction.RELATIVE}
+
+
+def _direction(words: list[str]) -> tuple[Direction, int | None]:
+    key = tuple(w.upper() for w in words)
+    if key in _FIXED_DIRECTIONS:
+        return _FIXED_DIRECTIONS[key]
+    if len(key) == 1 or (len(key) == 2 and key[0] in _COUNTED):
+        try:
+            value = int(words[-1])
+        except ValueError:
+            raise _syntax_error(words[-1]) from None
+        direction = _COUNTED[key[0]] if len(key) == 2 else Direction.FORWARD
+        if value < 0 and direction in (Direction.FORWARD, Direction.BACKWARD):
+            # A negative count goes the other way, as in PostgreSQL.
+            direction = (Direction.BACKWARD if direction is Direction.FORWARD
+                         else Direction.FORWARD)
+            value = -value
+        return direction, value
+    raise _syntax_error(" ".join(words))
+
+
+def read_close(sql: str) -> CloseCommand | None:
+    if re.match(r"^\s*CLOSE\s+ALL\s*;?\s*$", sql, re.IGNORECASE):
+        return CloseCommand(None)
+    m = _CLOSE.match(sql)
+    return None if m is None else CloseCommand(identifier(m["name"]))
+
+
+# -- notifications -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListenCommand:
+    channel: str | None  # UNLISTEN *: None
+    listen: bool = True  # False: UNLISTEN
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCommand:
+    channel: str
+    payload: str = ""
+
+
+_LISTEN = re.compile(rf"^\s*(?P<verb>LISTEN|UNLISTEN)\s+(?:(?P<all>\*)|(?P<channel>{_IDENT}))"
+                     r"\s*;?\s*$", re.IGNORECASE)
+_NOTIFY = re.compile(rf"^\s*NOTIFY\s+(?P<channel>{_IDENT})\s*(?:,\s*'(?P<payload>(?:[^']|'')*)')?"
+                     r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's limit
+
+
+def read_listen(sql: str) -> ListenCommand | None:
+    m = _LISTEN.match(sql)
+    if m is None:
+        return None
+    listen = m["verb"].upper() == "LISTEN"
+    if m["all"] and listen:
+        raise _syntax_error("*")
+    return ListenCommand(None if m["all"] else identifier(m["channel"]), listen)
+
+
+def read_notify(sql: str) -> NotifyCommand | None:
+    m = _NOTIFY.match(sql)
+    if m is None:
+        return None
+    payload = (m["payload"] or "").replace("''", "'")
+    if len(payload.encode()) > MAX_PAYLOAD_BYTES:
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE, "payload string too long")
+    return NotifyCommand(identifier(m["channel"]), payload)

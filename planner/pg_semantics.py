@@ -1,0 +1,313 @@
+"""PostgreSQL's semantics where DuckDB's differ: on each session's connection, and in statements.
+
+Contract:
+- `configure(con)` sets what makes DuckDB compute as PostgreSQL does on one connection: `/` on
+  integers divides as integers (5/2 = 2, truncating toward zero), division by zero fails for
+  every numeric type (22012) instead of giving NULL or Infinity, NULLs sort last ascending and
+  first descending, and results reach Arrow with UUID and JSON as their own types (so they go out
+  with their own OIDs) and DuckDB's huge integers intact.
+- `rewrite(sql)` returns the statement with PostgreSQL's meaning where DuckDB would read it
+  otherwise; a statement a cheap test finds nothing in comes back unchanged and unparsed, and so
+  does one sqlglot cannot read (DuckDB then reports its own error). The rewrites:
+  * a string cast to bytea reads PostgreSQL's hex (`'\\x0102'`) and escape (`'a\\000'`) formats;
+  * a string cast to an array reads PostgreSQL's array literal (`'{1,2}'::int[]`,
+    `'{"a b",NULL}'::text[]`, nested braces for more dimensions);
+  * `numeric` / `decimal` without precision keeps digits DuckDB's default DECIMAL(18,3) would
+    round away: a literal cast keeps exactly its own digits, anything else (columns, other casts)
+    becomes DECIMAL(38,10), DuckDB's widest exact decimal with room for products;
+  * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
+    enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
+    and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
+  * `jsonb` is DuckDB's JSON.
+  Statements with AI functions are printed back in Heron's dialect for the AI planner; the others
+  in DuckDB's.
+- `parse_array_literal(text, element)` reads a PostgreSQL array literal into nested lists;
+  `parse_bytea(text)` reads bytea's text input formats. Bad input raises `SqlError` 22P02.
+- `text_input(expression, duckdb_type)` is the SQL that turns a column of PostgreSQL's text input
+  (COPY's text and CSV formats) into a value of a DuckDB type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from heron.planner import dialect
+from heron.planner.errors import SqlError, SqlState
+
+# DuckDB settings that give PostgreSQL's arithmetic, ordering and result types.
+SETTINGS = {
+    "integer_division": "true",
+    "ieee_floating_point_ops": "false",
+    "default_null_order": "'nulls_last_on_asc_first_on_desc'",
+    "arrow_lossless_conversion": "true",
+}
+UNCONSTRAINED_NUMERIC = exp.DataType.build("DECIMAL(38, 10)")
+MAX_DECIMAL_DIGITS = 38
+
+
+def configure(con: duckdb.DuckDBPyConnection) -> None:
+    for name, value in SETTINGS.items():
+        con.execute(f"SET {name} = {value}")
+
+
+# -- statement rewriting ------------------------------------------------------------------------
+
+_TRIGGER = re.compile(
+    r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
+    r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]",
+    re.IGNORECASE)
+_T = exp.DataType.Type
+_TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
+
+
+def rewrite(sql: str) -> str:
+    """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring)."""
+    if not _TRIGGER.search(sql):
+        return sql
+    try:
+        tree = dialect.parse(sql)
+    except SqlError:
+        return sql
+    rewritten: list[exp.Expression] = []
+
+    def rewrite_node(node: exp.Expression) -> exp.Expression:
+        new = _rewrite_node(node)
+        if new is not node:
+            rewritten.append(node)
+        return new
+
+    # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
+    # numeric type inside it would be widened.
+    tree = tree.transform(rewrite_node, copy=False)
+    if not rewritten:
+        return sql
+    if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
+        return dialect.sql(tree)
+    return tree.sql(dialect="duckdb")
+
+
+def _rewrite_node(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Cast):
+        return _rewrite_cast(node)
+    if isinstance(node, exp.ColumnDef):
+        return _length_checked(node)
+    if isinstance(node, exp.DataType):
+        if node.this == _T.DECIMAL and not node.expressions:
+            return UNCONSTRAINED_NUMERIC.copy()
+        if node.this == _T.JSONB:
+            return exp.DataType.build("JSON")
+    return node
+
+
+def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
+    to, value = cast.to, cast.this
+    literal = isinstance(value, exp.Literal)
+    if to.this == _T.DECIMAL and not to.expressions:
+        if literal:
+            return exp.Cast(this=value, to=_literal_decimal(value.name))
+        if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+            return exp.Cast(this=value, to=_literal_decimal(value.this.name))
+    if literal and value.is_string and to.this in (_T.VARBINARY, _T.BINARY, _T.BLOB):
+        return exp.Cast(this=exp.Literal.string(_blob_literal(parse_bytea(value.name))),
+                        to=exp.DataType.build("BLOB"))
+    if literal and value.is_string and to.this == _T.ARRAY:
+        items = parse_array_literal(value.name, lambda text: text)
+        return exp.Cast(this=_array_expression(items), to=to)
+    if to.this in _TEXT_TYPES and to.expressions:
+        length = to.expressions[0]
+        text = exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
+        truncated = exp.Left(this=text, expression=length.copy())
+        if to.this in (_T.CHAR, _T.NCHAR, _T.BPCHAR):  # char(n) pads with spaces
+            return exp.Anonymous(this="rpad", expressions=[truncated, length.copy(),
+                                                           exp.Literal.string(" ")])
+        return truncated
+    return cast
+
+
+def _literal_decimal(text: str) -> exp.DataType:
+    """DECIMAL(p, s) holding exactly the digits of a numeric literal."""
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        return UNCONSTRAINED_NUMERIC.copy()  # DuckDB reports the bad input
+    if not value.is_finite():
+        return UNCONSTRAINED_NUMERIC.copy()
+    _, digits, exponent = value.as_tuple()
+    scale = max(0, -int(exponent))
+    precision = max(len(digits) + max(0, int(exponent)), scale + 1, 1)
+    if precision > MAX_DECIMAL_DIGITS:
+        raise SqlError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE,
+                       f"numeric value {text.strip()} has more than {MAX_DECIMAL_DIGITS} digits",
+                       hint="Heron's numeric holds at most 38 significant digits; round it or "
+                            "use double precision.")
+    return exp.DataType.build(f"DECIMAL({precision}, {scale})")
+
+
+def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
+    """A varchar(n)/char(n) column with a CHECK enforcing its length."""
+    kind = column.args.get("kind")
+    if not isinstance(kind, exp.DataType) or kind.this not in _TEXT_TYPES or not kind.expressions:
+        return column
+    limit = kind.expressions[0]
+    if not isinstance(limit, exp.DataTypeParam | exp.Literal) or not limit.name.isdigit():
+        return column
+    name = exp.column(column.this.copy())
+    check = exp.CheckColumnConstraint(this=exp.LTE(
+        this=exp.Length(this=name), expression=exp.Literal.number(int(limit.name))))
+    checked = column.copy()
+    checked.set("kind", exp.DataType.build("VARCHAR"))
+    checked.append("constraints", exp.ColumnConstraint(kind=check))
+    return checked
+
+
+def _array_expression(items: list[Any]) -> exp.Expression:
+    return exp.Array(expressions=[
+        _array_expression(item) if isinstance(item, list) else
+        exp.Null() if item is None else exp.Literal.string(item) for item in items])
+
+
+def _blob_literal(data: bytes) -> str:
+    """DuckDB's BLOB text for bytes: printable ASCII as is, the rest as \\xHH."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x5C, 0x27) else f"\\x{b:02X}"
+                   for b in data)
+
+
+# -- PostgreSQL's input syntaxes ------------------------------------------------------------------
+
+
+def _bad_input(type_name: str, text: str) -> SqlError:
+    return SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                    f'invalid input syntax for type {type_name}: "{text}"')
+
+
+_HEX_DIGITS = re.compile(r"[0-9A-Fa-f\s]*")
+
+
+def parse_bytea(text: str) -> bytes:
+    """bytea's text input: `\\x` and hex digits (pairs, whitespace between them allowed), or the
+    escape format (`\\\\` a backslash, `\\ooo` an octal byte, other characters as UTF-8)."""
+    if text.startswith("\\x"):
+        digits = text[2:]
+        if not _HEX_DIGITS.fullmatch(digits):
+            raise _bad_input("bytea", text)
+        compact = "".join(digits.split())
+        if len(compact) % 2:
+            raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                           "invalid hexadecimal data: odd number of digits")
+        return bytes.fromhex(compact)
+    out, i = bytearray(), 0
+    while i < len(text):
+        if text[i] != "\\":
+            out.extend(text[i].encode("utf-8"))
+            i += 1
+        elif text[i + 1 : i + 2] == "\\":
+            out.append(0x5C)
+            i += 2
+        elif re.fullmatch(r"[0-3][0-7]{2}", text[i + 1 : i + 4]):
+            out.append(int(text[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            raise _bad_input("bytea", text)
+    return bytes(out)
+
+
+def parse_array_literal(text: str, element: Callable[[str], Any]) -> list[Any]:
+    """A PostgreSQL array literal such as {1,2,NULL} or {"a b",{c}} as nested lists; `element`
+    converts each non-NULL element's text. An optional `[1:2]=` dimension prefix is skipped."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        stripped = stripped[stripped.find("=") + 1 :].lstrip() if "=" in stripped else stripped
+    pos = 0
+
+    def fail() -> SqlError:
+        return SqlError(SqlState.INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{text}"')
+
+    def parse_array() -> list[Any]:
+        nonlocal pos
+        if pos >= len(stripped) or stripped[pos] != "{":
+            raise fail()
+        pos += 1
+        items: list[Any] = []
+        expect_item = True
+        while pos < len(stripped):
+            ch = stripped[pos]
+            if ch == "}":
+                pos += 1
+                return items
+            if ch in " \t\n\r":
+                pos += 1
+            elif ch == ",":
+                if expect_item:
+                    raise fail()
+                expect_item = True
+                pos += 1
+            elif not expect_item:
+                raise fail()
+            elif ch == "{":
+                items.append(parse_array())
+                expect_item = False
+            elif ch == '"':
+                pos += 1
+                buf = []
+                while pos < len(stripped) and stripped[pos] != '"':
+                    if stripped[pos] == "\\":
+                        pos += 1
+                    if pos < len(stripped):
+                        buf.append(stripped[pos])
+                    pos += 1
+                if pos >= len(stripped):
+                    raise fail()
+                pos += 1
+                items.append(element("".join(buf)))
+                expect_item = False
+            else:
+                start = pos
+                buf = []
+                while pos < len(stripped) and stripped[pos] not in ",}":
+                    if stripped[pos] == "\\" and pos + 1 < len(stripped):
+                        pos += 1
+                    buf.append(stripped[pos])
+                    pos += 1
+                word = "".join(buf).strip()
+                unquoted_null = stripped[start:pos].strip().upper() == "NULL"
+                items.append(None if unquoted_null else element(word))
+                expect_item = False
+        raise fail()
+
+    result = parse_array()
+    if stripped[pos:].strip():
+        raise fail()
+    return result
+
+
+# -- COPY's text input ------------------------------------------------------------------------
+
+_BOOLEAN_WORDS = {"t": True, "tr": True, "tru": True, "true": True, "y": True, "ye": True,
+                  "yes": True, "on": True, "1": True, "f": False, "fa": False, "fal": False,
+                  "fals": False, "false": False, "n": False, "no": False, "of": False,
+                  "off": False, "0": False}
+
+
+def text_input(expression: str, duckdb_type: str) -> str:
+    """SQL turning `expression` (VARCHAR in PostgreSQL's text input syntax) into `duckdb_type`.
+    DuckDB's casts read most of PostgreSQL's spellings; bytea's hex format and boolean's words
+    are spelled out here, and array literals are converted before (`parse_array_literal`)."""
+    upper = duckdb_type.upper()
+    if upper == "BLOB":
+        return (f"CASE WHEN starts_with({expression}, '\\x') THEN unhex(replace(substr("
+                f"{expression}, 3), ' ', '')) ELSE CAST({expression} AS BLOB) END")
+    if upper == "BOOLEAN":
+        words = " ".join(f"WHEN '{word}' THEN {'true' if value else 'false'}"
+                         for word, value in _BOOLEAN_WORDS.items())
+        return (f"CASE lower(trim({expression})) {words} ELSE CAST({expression} AS BOOLEAN) "
+                "END")
+    if upper == "INTERVAL":
+        # PostgreSQL prints '-1 days +02:00:00'; DuckDB reads the time without its '+'.
+        return f"CAST(replace({expression}, ' +', ' ') AS INTERVAL)"
+    return f"CAST({expression} AS {duckdb_type})"

@@ -1,0 +1,42 @@
+"""Differential suite, pgjdbc: a Java probe (tests/oracle/java/WireProbe.java, compiled here)
+uses prepared statements past the prepare threshold, batches, savepoints, fetch sizes (portals
+suspended by Execute's row limit), CopyManager both ways, result metadata and an error's
+SQLSTATE against Heron and PostgreSQL 15; their outputs must be equal. Skipped without a JDK or
+Debian's libpostgresql-jdbc-java."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
+JAR = Path("/usr/share/java/postgresql.jar")
+PROBE = Path(__file__).parent / "java" / "WireProbe.java"
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.skip("no JDK (javac, java) installed")
+    if not JAR.exists():
+        pytest.skip("pgjdbc is not installed (Debian: apt-get install libpostgresql-jdbc-java)")
+    classes = tmp_path_factory.mktemp("jdbc")
+    subprocess.run(["javac", "-cp", str(JAR), "-d", str(classes), str(PROBE)], check=True,
+                   capture_output=True, timeout=120)
+    return classes
+
+
+def _run(classes: Path, server) -> list[str]:
+    done = subprocess.run(["java", "-cp", f"{classes}:{JAR}", "WireProbe", server.host,
+                           str(server.port)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_pgjdbc_same_as_postgres(probe, heron_server, postgres15):
+    expected = _run(probe, postgres15)
+    assert _run(probe, heron_server) == expected

@@ -1,0 +1,120 @@
+"""The statements of the differential suite: each runs through every driver against Heron and
+PostgreSQL 15, and what the client sees (values, type OIDs, command tag, SQLSTATE) must agree.
+
+A case is one statement with `%s` parameters (drivers that number them get `$n`); `setup` runs
+first through the simple protocol (each case owns the tables it names, prefixed `w_`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    sql: str
+    params: tuple[Any, ...] = ()
+    setup: tuple[str, ...] = field(default=())
+
+
+def _table(name: str, columns: str, *rows: str) -> tuple[str, ...]:
+    inserts = tuple(f"INSERT INTO {name} VALUES {row}" for row in rows)
+    return (f"DROP TABLE IF EXISTS {name}", f"CREATE TABLE {name} ({columns})", *inserts)
+
+
+_PEOPLE = _table("w_people", "id integer PRIMARY KEY, name text NOT NULL, score numeric(6,2)",
+                 "(1, 'ann', 12.50)", "(2, 'bob', NULL)", "(3, 'cy', 7.25)")
+
+CASES: tuple[Case, ...] = (
+    # -- arithmetic as PostgreSQL does it
+    Case("integer_division", "SELECT 5/2 AS a, -7/2 AS b, 7 % 3 AS c, -7 % 3 AS d"),
+    Case("numeric_division", "SELECT 5.0/2 AS a"),
+    Case("float_division", "SELECT 5::float8/2 AS a"),
+    Case("integer_division_by_zero", "SELECT 1/0"),
+    Case("numeric_division_by_zero", "SELECT 1.5/0"),
+    Case("float_division_by_zero", "SELECT 1::float8/0"),
+    Case("modulo_by_zero", "SELECT 5 % 0"),
+    Case("integer_overflow", "SELECT 2147483647::int4 + 1"),
+    Case("bigint_overflow", "SELECT 9223372036854775807::int8 + 1"),
+    # -- numeric keeps its digits
+    Case("numeric_literal_cast", "SELECT 1.23456::numeric AS n"),
+    Case("numeric_string_cast", "SELECT '1.23456'::numeric AS n"),
+    Case("numeric_typmod", "SELECT 12.345::numeric(10,2) AS n"),
+    Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
+    # -- bytea
+    Case("bytea_hex_literal", "SELECT '\\x0102'::bytea AS b, octet_length('\\x0102'::bytea) AS n"),
+    Case("bytea_escape_literal", "SELECT 'ab\\000c'::bytea AS b"),
+    Case("bytea_parameter", "SELECT %s::bytea AS b", (b"\x00\xff\x10",)),
+    # -- text types
+    Case("varchar_cast_truncates", "SELECT 'abcdef'::varchar(3) AS v"),
+    Case("varchar_column_enforced", "INSERT INTO w_short VALUES ('abcd')",
+         setup=_table("w_short", "v varchar(3)")),
+    Case("varchar_column_fits", "INSERT INTO w_short2 VALUES ('abc')",
+         setup=_table("w_short2", "v varchar(3)")),
+    Case("text_concat", "SELECT 'a' || 'b' AS s, concat('x', NULL, 'y') AS c"),
+    # -- dates and times
+    Case("infinity_date", "SELECT 'infinity'::date::text AS d, '-infinity'::date::text AS e"),
+    Case("infinity_timestamp", "SELECT 'infinity'::timestamp AS t"),
+    Case("date_value", "SELECT DATE '2024-02-29' AS d"),
+    Case("timestamp_value", "SELECT TIMESTAMP '2024-02-29 01:02:03.5' AS t"),
+    Case("interval_value", "SELECT INTERVAL '1 day 2 hours' AS i"),
+    # -- arrays
+    Case("array_literal", "SELECT '{1,2}'::int[] AS a"),
+    Case("array_text_literal", "SELECT '{\"a b\",NULL,c}'::text[] AS a"),
+    Case("array_constructor", "SELECT ARRAY[1,2,3] AS a"),
+    Case("array_parameter", "SELECT %s::int[] AS a", ([1, 2, 3],)),
+    # -- uuid and json
+    Case("uuid_value", "SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS u"),
+    Case("uuid_parameter", "SELECT %s::uuid AS u",
+         (uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),)),
+    Case("json_value", "SELECT '{\"a\": 1}'::json AS j"),
+    Case("jsonb_value", "SELECT '{\"b\": 1, \"a\": 2}'::jsonb AS j"),
+    Case("json_arrow", "SELECT '{\"a\": {\"b\": 2}}'::json -> 'a' AS o, "
+                       "'{\"a\": 7}'::json ->> 'a' AS t"),
+    # -- scalar types and their OIDs
+    Case("integer_types", "SELECT 1::int2 AS a, 2::int4 AS b, 3::int8 AS c"),
+    Case("float_types", "SELECT 1.5::float4 AS a, 2.5::float8 AS b"),
+    Case("boolean", "SELECT true AS t, false AS f, NULL::boolean AS n"),
+    Case("text_types", "SELECT 'x'::text AS t"),
+    # -- parameters without a declared type
+    Case("untyped_plus_one", "SELECT %s + 1 AS n", (41,)),
+    Case("untyped_comparison", "SELECT name FROM w_people WHERE id = %s", (2,), setup=_PEOPLE),
+    Case("untyped_insert", "INSERT INTO w_ins VALUES (%s, %s)", (1, "one"),
+         setup=_table("w_ins", "id integer, name text")),
+    Case("untyped_concat", "SELECT %s || 'x' AS s", ("a",)),
+    Case("limit_parameter", "SELECT id FROM w_people ORDER BY id LIMIT %s", (2,),
+         setup=_PEOPLE),
+    Case("date_parameter", "SELECT %s::date AS d", (dt.date(2020, 1, 2),)),
+    Case("numeric_parameter", "SELECT %s::numeric AS n", (Decimal("1.25"),)),
+    # -- ordering
+    Case("nulls_sort_last_ascending", "SELECT x FROM (VALUES (1), (NULL), (2)) t(x) ORDER BY x"),
+    Case("nulls_sort_first_descending",
+         "SELECT x FROM (VALUES (1), (NULL), (2)) t(x) ORDER BY x DESC"),
+    # -- errors and their SQLSTATEs
+    Case("undefined_table", "SELECT * FROM w_no_such_table"),
+    Case("undefined_column", "SELECT no_such_column FROM w_people", setup=_PEOPLE),
+    Case("syntax_error", "SELEC 1"),
+    Case("invalid_integer", "SELECT 'abc'::int4"),
+    Case("invalid_date", "SELECT 'abc'::date"),
+    Case("unique_violation", "INSERT INTO w_people VALUES (1, 'again', NULL)", setup=_PEOPLE),
+    Case("not_null_violation", "INSERT INTO w_people VALUES (9, NULL, NULL)", setup=_PEOPLE),
+    Case("undefined_function", "SELECT w_no_such_function(1)"),
+    Case("ambiguous_column", "SELECT id FROM w_people a, w_people b", setup=_PEOPLE),
+    Case("grouping_error", "SELECT x, y FROM (VALUES (1, 2)) t(x, y) GROUP BY x"),
+    # -- command tags
+    Case("tag_insert", "INSERT INTO w_tags VALUES (1), (2)", setup=_table("w_tags", "i integer")),
+    Case("tag_update", "UPDATE w_people SET name = upper(name) WHERE id < 3", setup=_PEOPLE),
+    Case("tag_delete", "DELETE FROM w_people WHERE id = 3", setup=_PEOPLE),
+    Case("tag_select", "SELECT id FROM w_people", setup=_PEOPLE),
+    Case("tag_create_table_as", "CREATE TABLE w_copy AS SELECT * FROM w_people",
+         setup=(*_PEOPLE, "DROP TABLE IF EXISTS w_copy")),
+    Case("tag_insert_returning", "INSERT INTO w_ret VALUES (5) RETURNING i",
+         setup=_table("w_ret", "i integer")),
+    Case("show_setting", "SHOW standard_conforming_strings"),
+)

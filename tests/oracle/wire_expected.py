@@ -1,0 +1,24 @@
+"""Known differences between Heron and PostgreSQL 15 in the wire differential suite.
+
+Key: "<driver>:<case>" or "*:<case>" (every driver); value: why Heron differs. The tests that
+use this table are strict xfails, so closing a gap means taking its entry off.
+"""
+
+EXPECTED_FAILURES: dict[str, str] = {
+    "*:numeric_division": "DuckDB divides decimals in double precision: 5.0/2 is float8 2.5, "
+                          "PostgreSQL's numeric 2.5000000000000000",
+    "*:bytea_hex_literal": "octet_length() is bigint in DuckDB, integer in PostgreSQL (the bytes "
+                           "themselves agree)",
+    "*:varchar_cast_truncates": "DuckDB has one string type: varchar(n) values are sent as text "
+                                "(OID 25), not varchar (1043); the truncation agrees",
+    "*:jsonb_value": "DuckDB has one JSON type: jsonb is sent as json (OID 114) with its text as "
+                     "written, where PostgreSQL sends jsonb (3802) normalized",
+    "asyncpg:json_arrow": "DuckDB prints extracted JSON compactly ({\"b\":2}); PostgreSQL's json "
+                          "keeps the input's spacing (drivers that parse JSON see equal values)",
+    "asyncpg:array_literal": "asyncpg introspects array types through pg_type, which the catalog "
+                             "shim does not describe yet (pg-catalog work)",
+    "asyncpg:array_constructor": "asyncpg introspects array types through pg_type (pg-catalog "
+                                 "work)",
+    "asyncpg:array_parameter": "asyncpg introspects array types through pg_type (pg-catalog "
+                               "work)",
+}

@@ -1,0 +1,128 @@
+"""PostgreSQL's semantics on DuckDB: connection settings, statement rewrites, input syntaxes."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from heron.planner import pg_semantics
+from heron.planner.errors import SqlError
+
+
+@pytest.fixture(scope="module")
+def con():
+    connection = duckdb.connect()
+    pg_semantics.configure(connection)
+    yield connection
+    connection.close()
+
+
+def one(con, sql):
+    return con.execute(pg_semantics.rewrite(sql)).fetchall()
+
+
+def test_integer_division_and_division_by_zero(con):
+    assert one(con, "SELECT 5/2, -7/2, 7 % 3, 5/2.0") == [(2, -3, 1, 2.5)]
+    for sql in ("SELECT 1/0", "SELECT 1.5/0", "SELECT 1::double/0", "SELECT 5 % 0"):
+        with pytest.raises(duckdb.Error, match="[Dd]ivision by zero"):
+            one(con, sql)
+
+
+def test_nulls_sort_last_ascending_first_descending(con):
+    rows = "(VALUES (1), (NULL), (2)) t(x)"
+    assert one(con, f"SELECT x FROM {rows} ORDER BY x") == [(1,), (2,), (None,)]
+    assert one(con, f"SELECT x FROM {rows} ORDER BY x DESC") == [(None,), (2,), (1,)]
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT 1.23456::numeric", "1.23456"),
+    ("SELECT '1.23456'::numeric", "1.23456"),
+    ("SELECT CAST(-0.001 AS decimal)", "-0.001"),
+    ("SELECT 12.345::numeric(10,2)", "12.35"),  # a declared scale still rounds
+])
+def test_numeric_keeps_its_digits(con, sql, expected):
+    assert str(one(con, sql)[0][0]) == expected
+
+
+def test_unconstrained_numeric_columns_keep_ten_decimals(con):
+    con.execute(pg_semantics.rewrite("CREATE OR REPLACE TABLE prices (p numeric)"))
+    con.execute("INSERT INTO prices VALUES (1.23456789)")
+    assert str(one(con, "SELECT p FROM prices")[0][0]) == "1.2345678900"
+
+
+def test_numeric_literal_beyond_38_digits_is_refused(con):
+    with pytest.raises(SqlError) as info:
+        pg_semantics.rewrite("SELECT 1" + "0" * 40 + "::numeric")
+    assert info.value.sqlstate == "22003"
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT '\\x0102'::bytea", b"\x01\x02"),
+    ("SELECT 'ab\\000c\\\\'::bytea", b"ab\x00c\\"),
+    ("SELECT '\\x DE ad'::bytea", b"\xde\xad"),
+    ("SELECT CAST('caf\u00e9' AS bytea)", "caf\u00e9".encode()),
+])
+def test_bytea_input_formats(con, sql, expected):
+    assert one(con, sql) == [(expected,)]
+
+
+def test_bad_bytea_is_22p02():
+    for text in ("\\x0", "\\xzz", "a\\9"):
+        with pytest.raises(SqlError) as info:
+            pg_semantics.parse_bytea(text)
+        assert info.value.sqlstate == "22P02"
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT '{1,2,NULL}'::int[]", [1, 2, None]),
+    ("SELECT '{\"a b\",\"NULL\",NULL,c}'::text[]", ["a b", "NULL", None, "c"]),
+    ("SELECT '{{1,2},{3,4}}'::int[][]", [[1, 2], [3, 4]]),
+    ("SELECT '{}'::int[]", []),
+    ("SELECT CAST('[1:2]={7,8}' AS bigint[])", [7, 8]),
+])
+def test_array_literals(con, sql, expected):
+    assert one(con, sql) == [(expected,)]
+
+
+@pytest.mark.parametrize("text", ["{1,2", "1,2}", "{1,,2}", "{1 2}x", '{"a}'])
+def test_malformed_array_literal_is_22p02(text):
+    with pytest.raises(SqlError) as info:
+        pg_semantics.parse_array_literal(text, str)
+    assert info.value.sqlstate == "22P02"
+
+
+def test_varchar_length_is_enforced_and_casts_truncate(con):
+    con.execute(pg_semantics.rewrite(
+        "CREATE OR REPLACE TABLE short (v varchar(3), c char(2), t text)"))
+    con.execute("INSERT INTO short VALUES ('abc', 'ab', 'anything')")
+    with pytest.raises(duckdb.ConstraintException, match=r"length\(v\) <= 3"):
+        con.execute("INSERT INTO short VALUES ('abcd', 'a', '')")
+    with pytest.raises(duckdb.ConstraintException):
+        con.execute("UPDATE short SET c = 'abc'")
+    assert one(con, "SELECT 'abcdef'::varchar(3), 'a'::char(3), 'abcd'::character varying(2)") == [
+        ("abc", "a  ", "ab")]
+
+
+def test_jsonb_is_json(con):
+    assert one(con, "SELECT '{\"a\": 1}'::jsonb ->> 'a'") == [("1",)]
+
+
+def test_statements_without_any_of_it_come_back_unchanged():
+    for sql in ("SELECT 1", "SELECT $1::int + 1", "INSERT INTO t VALUES (1, 'x')",
+                "SELECT * FROM read_csv('x.csv')"):
+        assert pg_semantics.rewrite(sql) is sql
+
+
+def test_ai_statements_stay_in_herons_dialect():
+    sql = "SELECT id, '{1}'::int[] FROM reviews WHERE AI.IF(('good? ', body))"
+    assert "AI.IF(" in pg_semantics.rewrite(sql)
+
+
+def test_text_input_conversions(con):
+    cases = [("BOOLEAN", "yes", True), ("BOOLEAN", " Off ", False),
+             ("BLOB", "\\x00ff", b"\x00\xff"), ("INTERVAL", "-1 days +02:00:00", "-1 day, 2:00:00"),
+             ("INTEGER", "42", 42)]
+    for duck_type, text, expected in cases:
+        value = con.execute(f"SELECT {pg_semantics.text_input('$1', duck_type)}",
+                            [text]).fetchone()[0]
+        assert (str(value) if duck_type == "INTERVAL" else value) == expected
