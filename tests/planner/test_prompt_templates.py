@@ -11,8 +11,9 @@ from heron.planner.errors import SqlError
 def template_of(sql: str) -> prompting.Template:
     """The template of the statement's only AI call, as the planner builds it."""
     (node,) = dialect.parse(sql).find_all(AIFunction)
-    functions.lookup(node)
-    return prompting.template(node.spelling, node.arguments[0])
+    spec = functions.lookup(node).spec(node)
+    return prompting.template(node.spelling, node.arguments[0],
+                              needs_question=spec.kind.value in ("boolean", "score"))
 
 
 SPELLINGS = [
@@ -68,7 +69,11 @@ def test_repeated_column_is_one_field() -> None:
         ("SELECT AI.IF(PROMPT('{1}', body)) FROM t", "42883"),
         ("SELECT AI.IF(PROMPT(body, body)) FROM t", "42883"),
         ("SELECT AI.IF(('a', body), ('b', body)) FROM t", "42883"),
-        ("SELECT AI.CLASSIFY(body, ['a', 'b']) FROM t", "0A000"),
+        ("SELECT AI_SENTIMENT(body) FROM t", "0A000"),
+        ("SELECT AI.CLASSIFY(body, ['a']) FROM t", "22023"),
+        ("SELECT AI.CLASSIFY(body, body) FROM t", "22023"),
+        ("SELECT AI_COMPLETE(('Sum up ', body), 0) FROM t", "22023"),
+        ("SELECT AI.CLASSIFY(body, ['a', 'b'], {'output_mode': 'multi'}) FROM t", "0A000"),
     ],
 )
 def test_malformed_calls_are_refused_with_a_sqlstate(sql: str, sqlstate: str) -> None:
