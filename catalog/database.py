@@ -1,7 +1,9 @@
 """The data directory and its DuckDB database.
 
 Contract: `Database(data_dir)` creates the directory if needed, opens (or creates) the database file
-`heron.duckdb` inside it and, on the first start only, loads the demo tables. Each client session
+`heron.duckdb` inside it and, on the first start only, loads the demo tables. It also holds what
+the planner learns and keeps for every session of the server: `statistics` (observed AI
+selectivities) and `answers` (the answer store). Each client session
 gets its own DuckDB connection from `connect()`: connections share the catalog and data but have
 their own transaction. The DuckDB catalog is named `heron` (after the file), which matches the
 database name clients connect to.
@@ -14,6 +16,8 @@ from pathlib import Path
 import duckdb
 
 from heron.catalog import demo
+from heron.catalog.answers import AnswerStore
+from heron.catalog.statistics import Statistics
 
 DATABASE_FILE = "heron.duckdb"
 
@@ -29,6 +33,8 @@ class Database:
         self._root = duckdb.connect(str(self.path))
         if first_start and load_demo:
             demo.load(self._root)
+        self.statistics = Statistics()
+        self.answers = AnswerStore()
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A new connection to the same database, for one session. The demo schema is on its

@@ -1,15 +1,18 @@
 """The planner facade: what the server's session calls for every statement.
 
 Contract: a `Planner` serves one client session over one DuckDB connection (the per-connection
-`pg_catalog` shim is installed on it) and an optional engine. `prepare(sql)` classifies and plans
+`pg_catalog` shim is installed on it), an optional engine, and the server's `Statistics` and
+`AnswerStore` (fresh ones when none are given). `prepare(sql)` classifies and plans
 one statement (`classify`, then `plan`) — a statement calling AI functions gets its `AiPlan` here,
 once, and is refused here if it cannot run — and returns the frozen `Statement`; nothing runs.
 `describe` gives its result columns without running it; `execute` runs it: statements without AI
 functions go to DuckDB unchanged, AI statements through the `Executor` (EXPLAIN renders the plan
 without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI statement's
-`Result` carries its work per operator plus one summary NOTICE each. `begin`, `commit` and
-`rollback` are the transaction verbs of the connection; `interrupt` cancels the running statement
-from another thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
+`Result` carries its work per operator plus one summary NOTICE each. `publish_settings` receives
+the session's settings: `heron.order` and `heron.reuse_answers` (`planner.settings`) steer the
+AI statements that run after it. `begin`, `commit` and `rollback` are the transaction verbs of
+the connection; `interrupt` cancels the running statement from another thread. Errors are
+`SqlError`s with PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from typing import Any
 
 import duckdb
 
+from heron.catalog.answers import AnswerStore
+from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, optimizer, pg_catalog, statement
+from heron.planner import dialect, explain, logical, pg_catalog, statement
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
+from heron.planner.settings import Settings
 from heron.planner.statement import Column, Kind, Result, Statement
 
 # Cheap test before parsing: statements that cannot contain AI calls skip sqlglot entirely.
@@ -41,12 +47,15 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", 
 
 class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None = None, *,
+                 statistics: Statistics | None = None, answers: AnswerStore | None = None,
                  user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
         pg_catalog.install(con, user, server_version)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
-        self.executor = Executor(con, engine, self.cancelled)
+        self.settings = Settings()
+        self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
+                                 answers if answers is not None else AnswerStore())
 
     @property
     def engine(self) -> Engine | None:
@@ -78,7 +87,7 @@ class Planner:
             return stmt
         if mode is not Explain.NONE:  # the plan's rows replace the statement's
             stmt = dataclasses.replace(stmt, returns_rows=True, bindable=False)
-        return dataclasses.replace(stmt, ai=optimizer.optimize(plan))
+        return dataclasses.replace(stmt, ai=plan)
 
     def describe(self, stmt: Statement, params: Sequence[Any] | None = None
                  ) -> tuple[Column, ...] | None:
@@ -99,13 +108,18 @@ class Planner:
         plan = stmt.ai
         if plan is None:
             return statement.run(self.con, stmt, params)
+        settings = self.settings
         if plan.explain is Explain.PLAN:
-            return explain.result(explain.plan_lines(plan, self.executor.estimate(plan, params)))
+            planned = self.executor.estimate(plan, params, settings)
+            return explain.result(explain.plan_lines(plan, planned, settings))
+        planned = self.executor.estimate(plan, params, settings) if (
+            plan.explain is Explain.ANALYZE) else []
         started = time.perf_counter()
-        result = self.executor.run(stmt, params)
+        result = self.executor.run(stmt, params, settings)
         if plan.explain is Explain.ANALYZE:
             rows = result.table.num_rows if result.table is not None else 0
-            lines = explain.analyze_lines(plan, result.work, rows, time.perf_counter() - started)
+            lines = explain.analyze_lines(plan, planned, result.work, rows,
+                                          time.perf_counter() - started, settings)
             return explain.result(lines, result.work)
         return dataclasses.replace(result, notices=tuple(explain.summary(w) for w in result.work))
 
@@ -136,8 +150,10 @@ class Planner:
     # -- session ---------------------------------------------------------------------------
 
     def publish_settings(self, settings: Mapping[str, str]) -> None:
-        """The session's run-time settings, as current_setting() should answer them."""
+        """The session's run-time settings, as current_setting() should answer them; the
+        planner's own (`planner.settings`) steer the AI statements that follow."""
         pg_catalog.publish_settings(self.con, settings)
+        self.settings = Settings.of(settings)
 
     def interrupt(self) -> None:
         """Cancel the running statement (called from another thread)."""

@@ -27,6 +27,7 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement
+from heron.planner import settings as planner_settings
 from heron.planner.errors import in_failed_transaction
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
@@ -66,6 +67,7 @@ OTHER_DEFAULTS = {
     "datestyle": "ISO, MDY",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
+    **planner_settings.DEFAULTS,
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "session_authorization"}
@@ -97,7 +99,9 @@ class Session:
         self._settings["session_authorization"] = ("session_authorization", self.user)
         for name, value in list(self.parameters.items()):
             self._set(name, value)
-        self.planner = Planner(self.database.connect(), self.engine, user=self.user,
+        self.planner = Planner(self.database.connect(), self.engine,
+                               statistics=self.database.statistics,
+                               answers=self.database.answers, user=self.user,
                                server_version=SERVER_VERSION)
         self._publish_settings()
 
@@ -127,6 +131,7 @@ class Session:
             raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
                            f"client encoding {value!r} is not supported; use UTF8")
         canonical = self._settings.get(key, (name, ""))[0]
+        value = planner_settings.check(key, value)
         if key == "client_encoding":
             value = "UTF8"
         self._settings[key] = (canonical, value)
