@@ -1,15 +1,18 @@
 """Which prompt values an AI call is asked about: its candidate query.
 
-Contract: `candidate_query(tree, marker, values, pending, correlated)` builds, from an execution's
-working tree (answered calls already replaced by lookups, pending ones still markers), a DuckDB
-query whose rows are the distinct, NULL-free prompt values (`__heron_arg0`, ... cast to VARCHAR)
-of the call `marker` — a superset of the values the call is evaluated on when the statement runs
-with every pending call answered, never a subset. For each place the call stands:
+Contract: `candidate_query(tree, place, values, unknown, correlated)` builds, from an
+execution's working tree (answered calls already replaced by lookups, pending ones still
+markers), a DuckDB query whose rows are the distinct, NULL-free prompt values (`__heron_arg0`,
+... cast to VARCHAR) of a call standing where the marker `place` stands (its own marker, or that
+of the call whose prompt values hold it) — a superset of the values the call is evaluated on
+when the statement runs with every pending call answered, never a subset. `unknown` names what
+must be treated as not answered: the pending calls' markers, and lookup functions whose answers
+should not narrow the candidates. For each place the call stands:
 
-- the rows of its scope: the FROM items (each answered join condition kept; a pending one
+- the rows of its scope: the FROM items (each answered join condition kept; an unknown one
   dropped, which only adds rows; an outer join holding the call becomes an inner join, since
   only matching pairs ask it), with the scope's WHERE conjuncts pushed down where that is sound:
-  conjuncts holding pending calls or volatile functions are left out, and for a call in an
+  conjuncts holding unknown calls or volatile functions are left out, and for a call in an
   outer join's ON only conjuncts over the join's preserved side (and none when a RIGHT or FULL
   join follows) — the null-extended rows an outer join adds must not be filtered away;
 - per-group values (aggregates, HAVING, ...) see the scope's GROUP BY and its answered HAVING;
@@ -44,11 +47,11 @@ def arg(index: int) -> str:
     return f"{ARG}{index}"
 
 
-def candidate_query(tree: exp.Expression, marker: str, values: Sequence[exp.Expression],
-                    pending: frozenset[str], correlated: Callable[[Scope], bool], *,
+def candidate_query(tree: exp.Expression, place: str, values: Sequence[exp.Expression],
+                    unknown: frozenset[str], correlated: Callable[[Scope], bool], *,
                     ranked: Sequence[exp.Ordered] = (), top: int | None = None) -> exp.Select:
-    places = [c for c in tree.find_all(exp.Column) if is_marker(c, (marker,))]
-    builder = _Builder(pending, correlated)
+    places = [c for c in tree.find_all(exp.Column) if is_marker(c, (place,))]
+    builder = _Builder(unknown, correlated)
     parts = [builder.rows(place, [v.copy() for v in values], ranked, top) for place in places]
     body: exp.Query = parts[0]
     for part in parts[1:]:
@@ -66,8 +69,8 @@ def candidate_query(tree: exp.Expression, marker: str, values: Sequence[exp.Expr
 
 
 class _Builder:
-    def __init__(self, pending: frozenset[str], correlated: Callable[[Scope], bool]) -> None:
-        self.pending = pending
+    def __init__(self, unknown: frozenset[str], correlated: Callable[[Scope], bool]) -> None:
+        self.unknown = unknown
         self.correlated = correlated
         self.levels = 0
 
@@ -184,10 +187,12 @@ class _Builder:
                 query.set("having", exp.Having(this=exp.and_(*kept)))
 
     def _pushable(self, conjunct: exp.Expression) -> bool:
-        """Whether a conjunct can filter candidates: it holds no pending call and no volatile
+        """Whether a conjunct can filter candidates: it holds no unknown call and no volatile
         function (those are evaluated once, by the statement itself)."""
         return not scopes.is_volatile(conjunct) and not any(
-            is_marker(c, self.pending) for c in conjunct.find_all(exp.Column))
+            is_marker(c, self.unknown) or (isinstance(c, exp.Anonymous)
+                                           and c.name in self.unknown)
+            for c in conjunct.find_all(exp.Column, exp.Anonymous))
 
 
 def _preserved_only(conjunct: exp.Expression, at: Position) -> bool:

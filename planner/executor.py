@@ -207,6 +207,8 @@ class _Execution:
         self.measure = True  # whether shapes may ask a sample (never for EXPLAIN)
         self.applied: list[Shape] = []  # EXPLAIN: the shapes planned so far
         self._shapes: dict[str, Shape] = {}  # EXPLAIN: nothing changes, so shapes are kept
+        self._anchors: dict[str, Source | None] = {}
+        self.lookups: dict[str, str] = {}  # marker -> the function standing for its answers
         self._correlated: dict[Any, bool] = {}
 
     # -- the loop ------------------------------------------------------------------------
@@ -215,8 +217,7 @@ class _Execution:
         work = []
         self._materialize_volatile()
         while (choice := self._next()) is not None:
-            op, chosen = choice
-            work.append(self.run_operator(op, chosen))
+            work.append(self.run_operator(choice[0]))
             self._materialize_volatile()
         return tuple(work)
 
@@ -235,13 +236,45 @@ class _Execution:
             planned.append((op, cost))
             self.applied.append(shape)
             self.resident |= optimizer.left_resident(shape, cost)
+            self._stand_in(op)
             self.done.add(op.marker)
         return planned
+
+    def _stand_in(self, op: AiOperator) -> None:
+        """EXPLAIN: replace a planned operator's marker by SQL that stands for its answers
+        without asking (TRUE for TRUE/FALSE, so later candidates are counted with it left out;
+        a value per distinct prompt for the rest), so later operators can be counted."""
+        fields = [exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]]
+        key = exp.Array(expressions=[f.copy() for f in fields])
+        spec = op.call.spec
+        hashed = exp.Anonymous(this="hash", expressions=[key.copy()])
+        if spec.kind is AnswerKind.BOOLEAN:
+            value: exp.Expression = exp.true()
+        elif spec.kind is AnswerKind.SCORE:
+            value = exp.Div(this=hashed, expression=exp.Literal.number(2.0**64))
+        elif spec.kind is AnswerKind.LABEL:
+            labels = exp.Array(expressions=[exp.Literal.string(x) for x in spec.labels])
+            value = exp.Bracket(this=labels, expressions=[exp.Add(
+                this=exp.Mod(this=hashed, expression=exp.Literal.number(len(spec.labels))),
+                expression=exp.Literal.number(1))])
+        else:
+            value = exp.cast(key, "VARCHAR")
+        nulls = [exp.Is(this=f, expression=exp.null()) for f in fields]
+        self._replace(op.marker, exp.Case(ifs=[exp.If(this=exp.or_(*nulls), true=exp.null())],
+                                          default=value) if nulls else value)
+        self.answered_markers.add(op.marker)
 
     def _pending(self) -> frozenset[str]:
         """Markers not answered yet (still markers in the working tree)."""
         return frozenset(op.marker for op in self.plan.operators
                          if op.marker not in self.answered_markers)
+
+    def _base_unknown(self, op: AiOperator) -> frozenset[str]:
+        """What to leave out for the candidates `op` has whatever order the others run in:
+        every call but those it requires (which always run before it)."""
+        required = self.plan.required(op.marker)
+        return self._pending() | frozenset(
+            name for marker, name in self.lookups.items() if marker not in required)
 
     def _next(self) -> tuple[AiOperator, Estimate | None] | None:
         """The operator to run next and, when the optimizer chose it among others of its
@@ -263,7 +296,7 @@ class _Execution:
 
     # -- one operator -------------------------------------------------------------------
 
-    def run_operator(self, op: AiOperator, chosen: Estimate | None) -> OperatorWork:
+    def run_operator(self, op: AiOperator) -> OperatorWork:
         call = op.call
         asked = self.asked[op.marker]
         if not call.template.fields:  # a constant question: one prompt, its answer inlined
@@ -281,7 +314,7 @@ class _Execution:
             op, pending, ranked=goal.keys if goal else (), top=goal.rows if goal and goal.top
             else None))
         rows = _rows(table)
-        anchor = chosen.anchor if chosen else self._anchor(op)
+        anchor = self._anchor(op)
         todo = [row for row in rows if row not in asked.values]
         if op.pairs and anchor is not None and not (goal and goal.keys):
             todo = _by_anchor(todo, op.call.fields_of(anchor))
@@ -304,6 +337,8 @@ class _Execution:
                             else None)
 
     def _goal(self, op: AiOperator, pending: frozenset[str]) -> Goal | None:
+        if op.place != op.marker:  # asked for another call's prompt values
+            return None
         if op.tier is Tier.PREDICATE and op.call.spec.kind is AnswerKind.BOOLEAN:
             return optimizer.row_goal(self.tree, op.marker, pending)
         if op.tier is Tier.VALUE:
@@ -343,6 +378,7 @@ class _Execution:
         """Register an operator's answers as a lookup function of the list of its prompt
         values (as text); its marker becomes a call of it."""
         name = f"{LOOKUP}{uuid.uuid4().hex[:12]}"
+        self.lookups[op.marker] = name
         result_type = op.call.function.result_type
 
         def lookup(keys: pa.Array) -> pa.Array:
@@ -380,19 +416,14 @@ class _Execution:
         fetch = self.executor.fetch
         total = int(fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
                     .column(0)[0].as_py())
-        ordered = exp.select("*").from_(query.copy()).order_by(
-            exp.Anonymous(this="hash", expressions=[exp.column(candidates.arg(i)) for i in
-                                                    range(len(call.template.fields))]))
-        rows = _rows(fetch(ordered.limit(TOKEN_SAMPLE)))
+        rows = _rows(fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
         if sample and self._selectivity(op)[1] is Evidence.ASSUMED and total > SAMPLE_SIZE:
             self._sample(op, rows)
-        layouts = []
-        anchors: list[Source | None] = list(call.tables) if op.pairs else [
-            call.tables[0] if len(call.tables) == 1 else None]
-        for anchor in anchors:
-            layouts.append(self._layout(op, query, rows, anchor, total))
+        anchor = self._anchor(op) if op.pairs else (
+            call.tables[0] if len(call.tables) == 1 else None)
+        layout = self._layout(op, query, rows, anchor, total)
         selectivity, evidence = self._selectivity(op)
-        return Shape(op.marker, call.tables, total, tuple(layouts), selectivity, evidence,
+        return Shape(op.marker, call.tables, total, (layout,), selectivity, evidence,
                      call.spec.max_tokens)
 
     def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
@@ -448,9 +479,29 @@ class _Execution:
         self.asked[op.marker].sampled = len(chosen)
 
     def _anchor(self, op: AiOperator) -> Source | None:
+        """The anchor of a pair operator: the side whose documents make the cheaper shared
+        prefixes, judged on its candidates with only the calls it requires applied, so that
+        the prompts — and the answers — do not depend on the order the others ran in."""
         if not op.pairs:
             return None
-        return optimizer.estimate(self.shape(op), self.executor.cost_model()).anchor
+        if op.marker not in self._anchors:
+            query = self._candidate_query(op, self._base_unknown(op)).subquery("c")
+            total = int(self.executor.fetch(exp.select(exp.Count(this=exp.Star())).from_(
+                query.copy())).column(0)[0].as_py())
+            rows = _rows(self.executor.fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+            layouts = tuple(self._layout(op, query, rows, side, total)
+                            for side in op.call.tables)
+            shape = Shape(op.marker, op.call.tables, total, layouts)
+            self._anchors[op.marker] = optimizer.estimate(
+                shape, self.executor.cost_model()).anchor
+        return self._anchors[op.marker]
+
+    def _hash_ordered(self, op: AiOperator, query: exp.Expression) -> exp.Select:
+        """The candidates in a fixed pseudo-random order (samples that do not depend on how
+        DuckDB happens to produce them)."""
+        return exp.select("*").from_(query.copy()).order_by(exp.Anonymous(
+            this="hash", expressions=[exp.column(candidates.arg(i))
+                                      for i in range(len(op.call.template.fields))]))
 
     def _observe_speed(self, asked: _Asked) -> None:
         """Tell the statistics how long the engine took for work the cost model priced."""
@@ -463,11 +514,11 @@ class _Execution:
 
     # -- queries --------------------------------------------------------------------------
 
-    def _candidate_query(self, op: AiOperator, pending: frozenset[str], *,
+    def _candidate_query(self, op: AiOperator, unknown: frozenset[str], *,
                          ranked: Sequence[exp.Ordered] = (), top: int | None = None
                          ) -> exp.Select:
-        return candidates.candidate_query(self.tree, op.marker, self.fields[op.marker],
-                                          pending, self._is_correlated, ranked=ranked, top=top)
+        return candidates.candidate_query(self.tree, op.place, self.fields[op.marker],
+                                          unknown, self._is_correlated, ranked=ranked, top=top)
 
     def _is_correlated(self, scope: scopes.Scope) -> bool:
         """Whether a subquery reads columns of the scopes around it: DuckDB cannot bind it
@@ -524,9 +575,18 @@ class _Execution:
         return self.tree.sql(dialect="duckdb")
 
     def _replace(self, marker: str, node: exp.Expression) -> None:
+        """Replace a marker in the tree and in the prompt values of calls nested around it."""
         for column in list(self.tree.find_all(exp.Column)):
             if is_marker(column, (marker,)):
                 column.replace(node.copy())
+        for values in self.fields.values():
+            for index, value in enumerate(values):
+                if is_marker(value, (marker,)):
+                    values[index] = node.copy()
+                    continue
+                for column in list(value.find_all(exp.Column)):
+                    if is_marker(column, (marker,)):
+                        column.replace(node.copy())
 
     def close(self) -> None:
         for name in self.functions:

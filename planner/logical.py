@@ -29,6 +29,7 @@ immutable and serves every execution of a prepared statement:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -121,6 +122,9 @@ class _Operator:
     call: AiCall
     tier: Tier
     requires: frozenset[str] = field(default=frozenset())  # markers that must run first
+    # The marker whose places in the tree are where this call is evaluated: its own, or that
+    # of the call whose prompt values hold it.
+    place: str = ""
 
     @property
     def marker(self) -> str:
@@ -190,6 +194,16 @@ class AiPlan:
     def operator(self, marker: str) -> AiOperator:
         return next(op for op in self.operators if op.marker == marker)
 
+    def required(self, marker: str) -> frozenset[str]:
+        """Every operator that must run before `marker` (what it requires, transitively)."""
+        found: set[str] = set()
+        todo = [marker]
+        while todo:
+            for before in self.operator(todo.pop()).requires - found:
+                found.add(before)
+                todo.append(before)
+        return frozenset(found)
+
 
 @dataclass(frozen=True, slots=True)
 class OperatorWork:
@@ -254,7 +268,12 @@ def build(con: duckdb.DuckDBPyConnection, tree: exp.Expression,
     # Innermost first: a call inside another's prompt values becomes a marker inside it.
     for node, call in reversed(placed):
         node.replace(exp.column(call.marker))
-    operators = _operators(tree, calls.values())
+    # A prompt value that is itself a call was detached whole: it stands for that call's answer.
+    markers = {id(node): call.marker for node, call in placed}
+    bound = [dataclasses.replace(call, template=Template(call.template.parts, tuple(
+        exp.column(markers[id(f)]) if id(f) in markers else f.copy()
+        for f in call.template.fields))) for call in calls.values()]
+    operators = _operators(tree, bound)
     return AiPlan(tree, operators, explain)
 
 
@@ -300,10 +319,19 @@ def _call(binder: _Binder, node: AIFunction, entry: AiFunction, index: int) -> A
 
 def _operators(tree: exp.Expression, calls: Iterable[AiCall]) -> tuple[AiOperator, ...]:
     """Operators in written order, each with its tier and what it requires."""
-    places = {}
+    places: dict[str, list[exp.Column]] = {}
     for column in tree.find_all(exp.Column):
         if is_marker(column):
             places.setdefault(column.name, []).append(column)
+    # A call in another's prompt values stands where that call stands.
+    calls = list(calls)
+    place = {marker: marker for marker in places}
+    while unplaced := [c for c in calls if c.marker not in places]:
+        for call in calls:
+            for inner in markers_in_fields(call) & {c.marker for c in unplaced}:
+                if call.marker in places:
+                    places[inner] = places[call.marker]
+                    place[inner] = place[call.marker]
     shapes = []
     for call in calls:
         nodes = places[call.marker]
@@ -316,7 +344,7 @@ def _operators(tree: exp.Expression, calls: Iterable[AiCall]) -> tuple[AiOperato
             if other is not call and any(_before(o, other_tier, n, tier)
                                          for o in other_nodes for n in nodes):
                 requires.add(other.marker)
-        operators.append(_kind(call, tier)(call, tier, frozenset(requires)))
+        operators.append(_kind(call, tier)(call, tier, frozenset(requires), place[call.marker]))
     order = [c.marker for c in calls]
     operators.sort(key=lambda op: order.index(op.marker))
     _check_acyclic(operators)
@@ -384,8 +412,8 @@ def _before(other: exp.Expression, other_tier: Tier, node: exp.Expression, tier:
 
 
 def _feeds(other: exp.Expression, scope: Scope, node: exp.Expression) -> bool:
-    """Whether `other` stands inside a FROM item of `scope`, or inside a CTE visible to it
-    (defined before the CTE holding `node`, if any), without being on `node`'s own path."""
+    """Whether `other` stands inside a FROM item of `scope`, or inside a CTE visible from
+    `node` (one defined before the CTE holding `node`, if any), off `node`'s own path."""
     node_path = {id(a) for a in scopes.ancestors(node)}
     for ancestor in scopes.ancestors(other):
         if id(ancestor) in node_path:
@@ -397,7 +425,7 @@ def _feeds(other: exp.Expression, scope: Scope, node: exp.Expression) -> bool:
                 parent.parent is scope):
             return True
         if isinstance(ancestor, exp.CTE) and isinstance(parent, exp.With) and (
-                id(parent) in node_path):
+                id(parent.parent) in node_path):
             holder = next((c for c in parent.expressions if id(c) in node_path), None)
             return holder is None or ancestor.index < holder.index
     return False
