@@ -26,11 +26,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
+from sqlglot import exp
 
 from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, pg_catalog, statement
+from heron.planner import dialect, explain, logical, pg_catalog, statement, views
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
@@ -51,6 +52,7 @@ class Planner:
                  user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
         pg_catalog.install(con, user, server_version)
+        views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.settings = Settings()
@@ -74,14 +76,26 @@ class Planner:
         return statement.classify(self.con, pg_catalog.rewrite(sql))
 
     def plan(self, stmt: Statement) -> Statement:
-        """The statement with its AI plan, when it calls AI functions; refuses those it cannot
-        run. Nothing runs (binding reads the catalog)."""
-        if stmt.kind in _NO_AI_KINDS or not MAYBE_AI.search(stmt.sql):
+        """The statement with its AI plan, when it calls AI functions (or reads a view that
+        does); refuses those it cannot run. A CREATE VIEW calling AI functions is checked and
+        stored with its calls encoded (`planner.views`). Nothing runs (binding reads the
+        catalog)."""
+        if stmt.kind in _NO_AI_KINDS:
+            return stmt
+        calls_ai = MAYBE_AI.search(stmt.sql) is not None
+        if not calls_ai and not views.may_read_ai_views(self.con, stmt.sql):
             return stmt
         match = _EXPLAIN.match(stmt.sql)
         mode = Explain.NONE if match is None else (
             Explain.ANALYZE if match["analyze"] else Explain.PLAN)
         tree = dialect.parse(stmt.sql[match.end():] if match else stmt.sql)
+        if isinstance(tree, exp.Create) and (tree.kind or "").upper() == "VIEW":
+            if match is None and logical.build(self.con, tree.copy()) is not None:
+                return dataclasses.replace(stmt, sql=views.encode(tree))
+            return stmt  # a view over AI views is stored as written
+        if not isinstance(tree, exp.Query | exp.Create | exp.Insert | exp.Update | exp.Delete):
+            return stmt
+        views.expand(self.con, tree)
         plan = logical.build(self.con, tree, mode)
         if plan is None:
             return stmt
