@@ -72,7 +72,6 @@ from heron.planner.optimizer import Estimate, Evidence, Goal, Layout, Order, Sha
 from heron.planner.settings import Settings
 from heron.planner.statement import Column, Result, Statement
 
-MIN_LIMIT_BATCH = 32  # first batch of candidates asked under a LIMIT
 SAMPLE_SIZE = 8  # candidates asked to measure an unknown selectivity
 SAMPLE_ANCHORS = 2  # pairs sampled around at most this many anchors
 TOKEN_SAMPLE = 32  # candidates rendered and tokenized to estimate an operator's tokens
@@ -232,7 +231,9 @@ class _Execution:
         while (choice := self._next()) is not None:
             op, chosen = choice
             shape = self.shape(op)
-            cost = chosen or optimizer.estimate(shape, model, self.resident, self.applied)
+            goal = self._goal(op, self._pending())
+            cost = optimizer.estimate(shape, model, self.resident, self.applied, goal) if (
+                goal is not None or chosen is None) else chosen
             planned.append((op, cost))
             self.applied.append(shape)
             self.resident |= optimizer.left_resident(shape, cost)
@@ -360,7 +361,7 @@ class _Execution:
         passed; candidates never asked get NULL, which the conjunct drops."""
         values = self.asked[op.marker].values
         passed = sum(1 for r in rows if values.get(r) is True)  # sampled ones count too
-        batch = max(2 * goal, MIN_LIMIT_BATCH)
+        batch = optimizer.first_batch(goal)
         position = 0
         anchor_fields = op.call.fields_of(anchor) if anchor is not None else ()
         while position < len(todo) and passed < goal:

@@ -29,7 +29,9 @@ def plan_lines(plan: AiPlan, planned: Sequence[tuple[AiOperator, Estimate]],
                settings: Settings) -> list[str]:
     lines = [f"AI operators in the order they run (heron.order = {settings.order.value}):"]
     for index, (op, estimate) in enumerate(planned):
-        lines += _operator_lines(index, op, estimate.anchor)
+        goal = estimate.goal
+        lines += _operator_lines(index, op, estimate.anchor, goal.rows if goal else None,
+                                 "top" if goal and goal.top else "stop")
         lines.append(f"  {'':{_WIDTH}}{'estimated':>14}")
         for label, value in _estimated(estimate):
             lines.append(f"  {label:{_WIDTH}}{value:>14}")
@@ -100,7 +102,7 @@ def _actual(work: OperatorWork) -> list[tuple[str, str]]:
 
 
 def _operator_lines(index: int, op: AiOperator, anchor: Source | None,
-                    goal: int | None = None) -> list[str]:
+                    goal: int | None = None, kind: str = "stopped") -> list[str]:
     call = op.call
     tables = ", ".join(t.name for t in call.tables) or "no table"
     lines = [f"{op.label} #{index + 1}  ({call.spelling})  on {tables}  [{call.clause.value}]",
@@ -111,7 +113,10 @@ def _operator_lines(index: int, op: AiOperator, anchor: Source | None,
     if anchor is not None:
         lines.append(f"  Anchor: {anchor.name} (its documents' KV is shared by all partners)")
     if goal is not None:
-        lines.append(f"  Stopped once {goal} candidates passed (LIMIT)")
+        lines.append({"stopped": f"  Stopped once {goal} candidates passed (LIMIT)",
+                      "stop": f"  Stops once {goal} candidates pass (LIMIT)",
+                      "top": f"  Asks only for the first {goal} rows in ORDER BY order "
+                             "(LIMIT)"}[kind])
     return lines
 
 

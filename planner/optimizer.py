@@ -37,6 +37,7 @@ from heron.planner.logical import Source, is_marker
 
 EXHAUSTIVE_LIMIT = 10  # predicate operators per scope ordered by the dynamic program
 ASSUMED_SELECTIVITY = 0.5
+MIN_LIMIT_BATCH = 32  # the first batch asked under a LIMIT (later batches double)
 
 
 class Order(enum.Enum):
@@ -88,30 +89,36 @@ class Estimate:
     selectivity: float | None
     evidence: Evidence
     anchor: Source | None
-
-    @property
-    def passed(self) -> float | None:
-        return None if self.selectivity is None else self.candidates * self.selectivity
+    goal: Goal | None = None
 
 
 def estimate(shape: Shape, model: CostModel, resident: frozenset[Source] = frozenset(),
-             applied: Sequence[Shape] = ()) -> Estimate:
+             applied: Sequence[Shape] = (), goal: Goal | None = None) -> Estimate:
     """The cost of `shape` after the operators `applied` filtered its rows, around its cheapest
-    anchor; `resident`: the tables whose documents' KV the engine holds already."""
+    anchor; `resident`: the tables whose documents' KV the engine holds already; under a `goal`
+    only the candidates asked before it is met are priced (whole anchor groups for pairs)."""
     factor = _remaining_share(shape, applied)
     candidates = shape.candidates * factor
+    asked = candidates
+    if goal is not None:
+        asked = min(candidates, goal.rows) if goal.top else expected_asked(
+            candidates, shape.selectivity, goal.rows)
     best = None
     for layout in shape.layouts:
         prefixes = min(layout.prefixes * _side_share(shape, layout.anchor, applied), candidates)
-        work = model.work(candidates, prefixes, layout.prefix_tokens, layout.suffix_tokens,
+        prefixes = min(prefixes, asked) if len(shape.tables) < 2 else (
+            prefixes * asked / candidates if candidates else 0)
+        candidates_asked = asked
+        work = model.work(candidates_asked, prefixes, layout.prefix_tokens,
+                          layout.suffix_tokens,
                           resident=layout.anchor in resident and len(shape.tables) == 1)
         if shape.decode_tokens:
-            work = replace(work, decode_tokens=candidates * shape.decode_tokens)
+            work = replace(work, decode_tokens=candidates_asked * shape.decode_tokens)
         seconds = model.seconds(work)
         if best is None or seconds < best.seconds:
             selectivity = None if shape.evidence is Evidence.NONE else shape.selectivity
             best = Estimate(candidates, work, seconds, selectivity, shape.evidence,
-                            layout.anchor if len(shape.tables) == 2 else None)
+                            layout.anchor if len(shape.tables) == 2 else None, goal)
     assert best is not None
     return best
 
@@ -264,6 +271,20 @@ def value_rows(tree: exp.Expression, marker: str, pending: frozenset[str]) -> Go
     if not keys:
         return None
     return Goal(bound, tuple(keys), top=True)
+
+
+def first_batch(goal_rows: int) -> int:
+    """How many candidates to ask first under a goal; each later batch doubles."""
+    return max(2 * goal_rows, MIN_LIMIT_BATCH)
+
+
+def expected_asked(candidates: float, selectivity: float, goal_rows: int) -> float:
+    """How many candidates the doubling batches ask, on average, before `goal_rows` pass."""
+    asked, batch = 0.0, float(first_batch(goal_rows))
+    while asked < candidates and asked * selectivity < goal_rows:
+        asked += batch
+        batch *= 2
+    return min(asked, candidates)
 
 
 def _limited_top(tree: exp.Expression, marker: str) -> tuple[exp.Select | None, int | None]:

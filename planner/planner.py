@@ -32,6 +32,7 @@ from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
 from heron.planner import dialect, explain, logical, pg_catalog, statement, views
+from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
@@ -93,8 +94,9 @@ class Planner:
             if match is None and logical.build(self.con, tree.copy()) is not None:
                 return dataclasses.replace(stmt, sql=views.encode(tree))
             return stmt  # a view over AI views is stored as written
-        if not isinstance(tree, exp.Query | exp.Create | exp.Insert | exp.Update | exp.Delete):
-            return stmt
+        if not isinstance(tree, exp.Query | exp.Create | exp.Insert | exp.Update | exp.Delete
+                          ) and tree.find(AIFunction) is None:
+            return stmt  # e.g. DROP VIEW of an AI view
         views.expand(self.con, tree)
         plan = logical.build(self.con, tree, mode)
         if plan is None:

@@ -9,7 +9,7 @@ from support.engine_reference import boolean
 
 from heron.catalog import Database
 from heron.engine.prompts import filter_prompt, join_prompt
-from heron.planner import Planner, SqlError, executor
+from heron.planner import Planner, SqlError, optimizer
 
 QUESTION = "Does this review discuss the ending?"
 
@@ -121,7 +121,7 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
 
 
 def test_limit_stops_engine_work_once_enough_rows_passed(planner, tiny_engine, monkeypatch):
-    monkeypatch.setattr(executor, "MIN_LIMIT_BATCH", 1)
+    monkeypatch.setattr(optimizer, "MIN_LIMIT_BATCH", 1)
     planner = Planner(planner.con, tiny_engine)  # answers TRUE to about 3 in 4 of these
     planner.con.execute("CREATE TABLE many AS SELECT i AS id, 'Review ' || i || ': ' || "
                         "CASE WHEN i % 2 = 0 THEN 'The ending is perfect.' ELSE 'Dull acting.' "

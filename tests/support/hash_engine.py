@@ -5,8 +5,11 @@ so statement shapes run in milliseconds: the same prompt always gets the same an
 prompts get independent ones (TRUE with probability `true_rate`). Its token accounting follows
 the real engine's rules — whitespace-and-punctuation tokens, prompts grouped by exact prefix, a
 prefix's tokens fresh only the first time it is seen (its KV then stays cached across calls) —
-so the planner's estimates can be checked against it. `answer_of(request_kind, prompt, ...)` is
-the pure answer function an oracle uses. Imported as `support.hash_engine`.
+so the planner's estimates can be checked against it. `rates` plants answer rates per question:
+a prompt whose text holds a key (pick keys only questions hold) is TRUE with that
+key's rate.
+`answer_of(kind, prompt, ...)` is the pure answer function an oracle uses. Imported as
+`support.hash_engine`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from heron.engine.api import AnswerKind, Answers, Metrics, ModelInfo, Request
 from heron.engine.prompts import Prompt
@@ -31,9 +34,12 @@ def _unit(*parts: str) -> float:
 
 
 def answer_of(kind: AnswerKind, prompt: Prompt, labels: Sequence[str] = (),
-              max_tokens: int = 0, true_rate: float = 0.5) -> tuple[object, float]:
+              max_tokens: int = 0, true_rate: float = 0.5,
+              rates: Mapping[str, float] | None = None) -> tuple[object, float]:
     """(value, score) the engine gives one prompt."""
     u = _unit(prompt.prefix, prompt.suffix)
+    text = prompt.prefix + prompt.suffix
+    true_rate = next((rate for key, rate in (rates or {}).items() if key in text), true_rate)
     if kind is AnswerKind.BOOLEAN:
         return u < true_rate, u
     if kind is AnswerKind.SCORE:
@@ -50,9 +56,10 @@ def count(text: str) -> int:
 
 
 class HashEngine:
-    def __init__(self, true_rate: float = 0.5) -> None:
+    def __init__(self, true_rate: float = 0.5, rates: Mapping[str, float] | None = None) -> None:
         self.info = INFO
         self.true_rate = true_rate
+        self.rates = dict(rates or {})
         self.cached: set[str] = set()  # prefixes whose KV is resident
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -64,7 +71,7 @@ class HashEngine:
             fresh = total = 0
             for prompt in request.prompts:
                 value, score = answer_of(request.kind, prompt, request.labels,
-                                         request.max_tokens, self.true_rate)
+                                         request.max_tokens, self.true_rate, self.rates)
                 values.append(value)
                 scores.append(score)
                 prefix, suffix = count(prompt.prefix), count(prompt.suffix)
