@@ -316,13 +316,13 @@ class _Execution:
             else None))
         rows = _rows(table)
         anchor = self._anchor(op)
-        todo = [row for row in rows if row not in asked.values]
+        ordered = rows
         if op.pairs and anchor is not None and not (goal and goal.keys):
-            todo = _by_anchor(todo, op.call.fields_of(anchor))
+            ordered = _by_anchor(rows, op.call.fields_of(anchor))
         if goal is not None and not goal.top:
-            self._ask_until(op, todo, anchor, goal.rows, rows)
+            self._ask_until(op, ordered, anchor, goal.rows)
         else:
-            self._ask(op, todo, anchor)
+            self._ask(op, [row for row in ordered if row not in asked.values], anchor)
         self.answered(op, asked.values)
         self.done.add(op.marker)
         if op.pairs is False and len(call.tables) == 1 and call.spec.kind in (
@@ -355,23 +355,26 @@ class _Execution:
         asked.values.update(zip(rows, values, strict=True))
         asked.reused += reused
 
-    def _ask_until(self, op: AiOperator, todo: list[Key], anchor: Source | None, goal: int,
-                   rows: list[Key]) -> None:
-        """Ask in growing batches (whole anchor groups for pairs) until `goal` candidates
-        passed; candidates never asked get NULL, which the conjunct drops."""
+    def _ask_until(self, op: AiOperator, rows: list[Key], anchor: Source | None,
+                   goal: int) -> None:
+        """Ask the candidates in their order, in growing batches (whole anchor groups for
+        pairs), until `goal` of a prefix of them passed: the rows after it need no answer
+        (they get NULL, which the conjunct drops), whether a LIMIT takes any rows or the
+        first ones in ORDER BY order."""
         values = self.asked[op.marker].values
-        passed = sum(1 for r in rows if values.get(r) is True)  # sampled ones count too
         batch = optimizer.first_batch(goal)
-        position = 0
         anchor_fields = op.call.fields_of(anchor) if anchor is not None else ()
-        while position < len(todo) and passed < goal:
-            end = min(position + batch, len(todo))
-            if anchor_fields:  # finish the anchor group: its prefix is computed anyway
-                last = _part(todo[end - 1], anchor_fields)
-                while end < len(todo) and _part(todo[end], anchor_fields) == last:
-                    end += 1
-            self._ask(op, todo[position:end], anchor)
-            passed += sum(1 for r in todo[position:end] if values.get(r) is True)
+        position = passed = 0  # rows[:position] are answered; `passed` of them TRUE
+        while position < len(rows) and passed < goal:
+            todo, end = [], position
+            while end < len(rows) and (len(todo) < batch or (
+                    anchor_fields and todo  # finish the anchor group: its prefix runs anyway
+                    and _part(rows[end], anchor_fields) == _part(todo[-1], anchor_fields))):
+                if rows[end] not in values:
+                    todo.append(rows[end])
+                end += 1
+            self._ask(op, todo, anchor)
+            passed += sum(1 for r in rows[position:end] if values.get(r) is True)
             position = end
             batch *= 2
 

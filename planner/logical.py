@@ -340,9 +340,8 @@ def _operators(tree: exp.Expression, calls: Iterable[AiCall]) -> tuple[AiOperato
     operators = []
     for call, tier, nodes in shapes:
         requires = set(markers_in_fields(call))
-        for other, other_tier, other_nodes in shapes:
-            if other is not call and any(_before(o, other_tier, n, tier)
-                                         for o in other_nodes for n in nodes):
+        for other, _, other_nodes in shapes:
+            if other is not call and _before(other, other_nodes, call, nodes):
                 requires.add(other.marker)
         operators.append(_kind(call, tier)(call, tier, frozenset(requires), place[call.marker]))
     order = [c.marker for c in calls]
@@ -389,26 +388,32 @@ def _chain(node: exp.Expression) -> list[tuple[Scope, exp.Expression]]:
     return chain
 
 
-def _before(other: exp.Expression, other_tier: Tier, node: exp.Expression, tier: Tier) -> bool:
-    """Whether the call at `other` must be answered before the call at `node` is asked."""
-    chain = _chain(node)
-    other_chain = _chain(other)
-    for scope, standing in chain:
-        # Calls inside the FROM items and CTEs this scope reads.
-        if _feeds(other, scope, node):
-            return True
-        # Earlier tiers of a scope both calls pass through.
-        mine = next((s for sc, s in other_chain if sc is scope), None)
-        if mine is None:
-            continue
-        mine_tier = other_tier if mine is other else _tier(mine, None)
-        this_tier = tier if standing is node else _tier(standing, None)
-        if mine_tier != this_tier:
-            return mine_tier < this_tier
-        if this_tier is Tier.OUTER_ON:
-            return scopes.position(mine).join < scopes.position(standing).join
-        return False
-    return False
+def _before(other: AiCall, other_nodes: list[exp.Column], call: AiCall,
+            nodes: list[exp.Column]) -> bool:
+    """Whether `other` must be answered before `call` is asked: it stands inside a FROM item or
+    CTE that `call`'s rows come from, or in an earlier tier of a scope both pass through."""
+    verdicts = set()
+    for node in nodes:
+        for scope, _ in _chain(node):
+            if any(_feeds(o, scope, node) for o in other_nodes):
+                return True
+            mine, theirs = _rank_at(nodes, call, scope), _rank_at(other_nodes, other, scope)
+            if mine is not None and theirs is not None and mine != theirs:
+                verdicts.add(theirs < mine)
+    return verdicts == {True}
+
+
+def _rank_at(nodes: list[exp.Column], call: AiCall, scope: Scope) -> tuple[Tier, float] | None:
+    """When a call runs among the calls of `scope`: its earliest tier there (the tier of the
+    subquery holding it, if it stands deeper), outer-join conditions in the order of the joins."""
+    ranks = []
+    for node in nodes:
+        for candidate, standing in _chain(node):
+            if candidate is scope:
+                tier = _tier(standing, call if standing is node else None)
+                join = scopes.position(standing).join if tier is Tier.OUTER_ON else None
+                ranks.append((tier, float("inf") if join is None else join))
+    return min(ranks) if ranks else None
 
 
 def _feeds(other: exp.Expression, scope: Scope, node: exp.Expression) -> bool:
