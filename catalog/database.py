@@ -3,10 +3,10 @@
 Contract: `Database(data_dir)` creates the directory if needed, opens (or creates) the database file
 `heron.duckdb` inside it and, on the first start only, loads the demo tables. It also holds what
 the planner learns and keeps for every session of the server: `statistics` (observed AI
-selectivities) and `answers` (the answer store). Each client session
-gets its own DuckDB connection from `connect()`: connections share the catalog and data but have
-their own transaction. The DuckDB catalog is named `heron` (after the file), which matches the
-database name clients connect to.
+selectivities, saved in `statistics.json` when the database closes) and `answers` (the answer
+store). Each client session gets its own DuckDB connection from `connect()`: connections share
+the catalog and data but have their own transaction. The DuckDB catalog is named `heron` (after
+the file), which matches the database name clients connect to.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 
 DATABASE_FILE = "heron.duckdb"
+STATISTICS_FILE = "statistics.json"
 
 
 class Database:
@@ -33,7 +34,7 @@ class Database:
         self._root = duckdb.connect(str(self.path))
         if first_start and load_demo:
             demo.load(self._root)
-        self.statistics = Statistics()
+        self.statistics = Statistics.load(self.data_dir / STATISTICS_FILE)
         self.answers = AnswerStore()
 
     def connect(self) -> duckdb.DuckDBPyConnection:
@@ -50,6 +51,7 @@ class Database:
     def close(self) -> None:
         # CHECKPOINT folds the write-ahead log into the file so the next start opens quickly.
         self._root.execute("CHECKPOINT")
+        self.statistics.save(self.data_dir / STATISTICS_FILE)
         self._root.close()
 
     def __enter__(self) -> Database:

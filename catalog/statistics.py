@@ -9,17 +9,23 @@ handful of answers cannot claim 0 or 1), or None for a question never asked. `ob
 records how long the engine took for work the cost model priced, and `speed_factor()` is the
 ratio of measured to priced seconds (1.0 until something ran), so estimates in seconds follow
 the machine. Bounded: the least recently used questions are forgotten past `max_questions`.
+`save(path)` writes what was learned as JSON (atomically) and `Statistics.load(path)` reads it
+back, so a restarted server keeps it; a missing or unreadable file starts afresh.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
 PSEUDO_COUNT = 1.0  # answers of prior belief (one half TRUE) mixed into each question
 MAX_QUESTIONS = 10_000
 SPEED_MEMORY = 0.7  # weight of the past in the running speed factor
+FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +70,27 @@ class Statistics:
     def speed_factor(self) -> float:
         with self._lock:
             return 1.0 if self._speed is None else self._speed
+
+    def save(self, path: Path) -> None:
+        with self._lock:
+            data = {"version": FORMAT_VERSION, "speed": self._speed,
+                    "questions": [[list(key), asked, passed]
+                                  for key, (asked, passed) in self._counts.items()]}
+        partial = path.with_suffix(".tmp")
+        partial.write_text(json.dumps(data))
+        os.replace(partial, path)
+
+    @staticmethod
+    def load(path: Path, max_questions: int = MAX_QUESTIONS) -> Statistics:
+        statistics = Statistics(max_questions)
+        try:
+            data = json.loads(path.read_text())
+            if data.get("version") != FORMAT_VERSION:
+                return statistics
+            for key, asked, passed in data["questions"]:
+                statistics.observe(tuple(str(k) for k in key), int(asked), int(passed))
+            speed = data.get("speed")
+            statistics._speed = float(speed) if speed is not None else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return Statistics(max_questions)  # unreadable: learn again
+        return statistics
