@@ -23,7 +23,8 @@ should not narrow the candidates. For each place the call stands:
 
 `ranked` (an ORDER BY of the call's own scope, the statement's top) orders the candidates by
 their first row in that order (`__heron_rank`), for asking them in order under a LIMIT; `top`
-keeps only the candidates of rows ranked within the first `top` by those keys (ties included).
+keeps only the candidates of rows ranked within the first `top` by those keys (ties included),
+or, with no keys, of any `top` rows.
 Nothing here runs a query.
 """
 
@@ -85,7 +86,9 @@ class _Builder:
             return exp.select(*projection)
         query = self._scope_rows(at, node, inner)
         query = query.select(*projection)
-        if ranked:
+        if top is not None and not ranked:  # any `top` rows
+            query = query.limit(top)
+        elif ranked:
             window = exp.Window(this=exp.RowNumber(),
                                 order=exp.Order(expressions=[k.copy() for k in ranked]))
             if top is None:

@@ -323,6 +323,8 @@ class _Execution:
             self._ask_until(op, ordered, anchor, goal.rows)
         else:
             self._ask(op, [row for row in ordered if row not in asked.values], anchor)
+        if goal is not None and goal.top and not goal.keys:
+            self._keep_rows_asked(op, set(rows))
         self.answered(op, asked.values)
         self.done.add(op.marker)
         if op.pairs is False and len(call.tables) == 1 and call.spec.kind in (
@@ -378,6 +380,36 @@ class _Execution:
             position = end
             batch *= 2
 
+    def _keep_rows_asked(self, op: AiOperator, asked: set[Key]) -> None:
+        """Under a bare LIMIT only some rows' values were asked: keep the statement to rows
+        whose values were asked (or are NULL, which needs no asking), of which there are
+        enough. Later values of the same select list are asked for those rows only."""
+        name = f"{LOOKUP}{uuid.uuid4().hex[:12]}"
+
+        def kept(keys: pa.Array) -> pa.Array:
+            return pa.array([tuple(k) in asked for k in keys.to_pylist()], pa.bool_())
+
+        self._register(name, kept, "BOOLEAN")
+        fields = [exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]]
+        condition = exp.or_(*[exp.Is(this=f.copy(), expression=exp.null()) for f in fields],
+                            exp.Anonymous(this=name, expressions=[exp.Array(expressions=fields)]))
+        scope = scopes.position(self._place(op)).scope
+        assert isinstance(scope, exp.Select)
+        scope.where(exp.Paren(this=condition), copy=False)
+
+    def _place(self, op: AiOperator) -> exp.Column:
+        return next(c for c in self.tree.find_all(exp.Column) if is_marker(c, (op.place,)))
+
+    def _register(self, name: str, function: Any, sql_type: str) -> None:
+        try:
+            self.con.create_function(name, function,
+                                     [duckdb.list_type(duckdb.sqltype("VARCHAR"))],
+                                     duckdb.sqltype(sql_type), type="arrow",
+                                     null_handling="special", side_effects=False)
+        except duckdb.Error as exc:
+            raise from_duckdb(exc) from None
+        self.functions.append(name)
+
     def answered(self, op: AiOperator, values: dict[Key, Any]) -> None:
         """Register an operator's answers as a lookup function of the list of its prompt
         values (as text); its marker becomes a call of it."""
@@ -388,13 +420,7 @@ class _Execution:
         def lookup(keys: pa.Array) -> pa.Array:
             return pa.array([values.get(tuple(k)) for k in keys.to_pylist()], result_type)
 
-        try:
-            self.con.create_function(name, lookup, [duckdb.list_type(duckdb.sqltype("VARCHAR"))],
-                                     duckdb.sqltype(op.call.function.sql_type), type="arrow",
-                                     null_handling="special", side_effects=False)
-        except duckdb.Error as exc:
-            raise from_duckdb(exc) from None
-        self.functions.append(name)
+        self._register(name, lookup, op.call.function.sql_type)
         self.answered_markers.add(op.marker)
         key = exp.Array(expressions=[exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]])
         self._replace(op.marker, exp.Anonymous(this=name, expressions=[key]))

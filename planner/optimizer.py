@@ -218,7 +218,8 @@ def left_resident(shape: Shape, cost: Estimate) -> frozenset[Source]:
 @dataclass(frozen=True, slots=True)
 class Goal:
     """How many candidates must pass (`rows`), asked in the order of `keys` (none: any order);
-    for a value (`top`), only candidates of rows ranked within `rows` by `keys`."""
+    for a value (`top`), only candidates of rows ranked within `rows` by `keys` (no keys: of
+    any `rows` rows)."""
 
     rows: int
     keys: tuple[exp.Ordered, ...] = ()
@@ -251,26 +252,29 @@ def row_goal(tree: exp.Expression, marker: str, pending: frozenset[str]) -> Goal
 
 
 def value_rows(tree: exp.Expression, marker: str, pending: frozenset[str]) -> Goal | None:
-    """For a value in the top scope's select list under ORDER BY ... LIMIT: the rows ranked
-    within LIMIT + OFFSET by the ORDER BY keys that hold no pending call (ties included) are
-    the only ones whose values can reach the result."""
+    """For a value in the top scope's select list or ORDER BY under a LIMIT, with everything
+    deciding the rows answered: only the rows ranked within LIMIT + OFFSET by the ORDER BY keys
+    before the first one holding a pending call (ties included) can reach the result; without
+    ORDER BY, any LIMIT + OFFSET rows will do (the statement is then kept to rows whose values
+    were asked). None when the first key holds a call (every row must be asked)."""
     scope, bound = _limited_top(tree, marker)
     if scope is None or bound is None:
         return None
     at = scopes.position(_place(tree, marker))
-    if at.clause is not scopes.Clause.SELECT or at.scope is not scope:
+    if at.scope is not scope or at.clause not in (scopes.Clause.SELECT, scopes.Clause.ORDER):
         return None
-    others = pending - {marker}
-    if not _settled_except_select(scope, others):
+    if not _settled_except_select(scope, pending - {marker}) or any(
+            scopes.is_volatile(c) for c in _all_conjuncts(scope)):
         return None
+    order = scopes.order_keys(scope)
+    if not order:
+        return Goal(bound, top=True)
     keys = []
-    for key in scopes.order_keys(scope):
+    for key in order:
         if _holds(key, pending):
             break
         keys.append(key)
-    if not keys:
-        return None
-    return Goal(bound, tuple(keys), top=True)
+    return Goal(bound, tuple(keys), top=True) if keys else None
 
 
 def first_batch(goal_rows: int) -> int:

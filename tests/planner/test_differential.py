@@ -197,6 +197,10 @@ SHAPES: list[tuple[str, Compare]] = [
     (f"SELECT r.id, a.id FROM reviews r JOIN aspects a ON {_join()} LIMIT 2", LIMITED),
     (f"SELECT r.id, a.id FROM reviews r JOIN aspects a ON {_join()} ORDER BY r.id DESC, a.id "
      "LIMIT 2", ORDERED),
+    (f"SELECT id, AI_COMPLETE(('Summarize: ', body), 8) AS s, AI.CLASSIFY(body, {LABELS}) "
+     "AS l FROM reviews WHERE stars > 2 LIMIT 4", LIMITED),
+    ("SELECT id, AI.SCORE(('How positive is it? ', body)) AS s FROM reviews ORDER BY stars, "
+     "id DESC LIMIT 3 OFFSET 2", ORDERED),
     # Calls inside calls, constants.
     ("SELECT id, AI.IF(('Is this summary positive? ', AI_COMPLETE(('Summarize: ', body), 4))) "
      "AS p FROM reviews WHERE id < 12 ORDER BY id", ORDERED),

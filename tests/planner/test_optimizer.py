@@ -172,3 +172,20 @@ def test_estimates_are_within_half_again_of_the_actual_work(con, name):
                                      ("input", estimate.input_tokens, w.metrics.input_tokens),
                                      ("fresh", estimate.fresh_tokens, w.metrics.fresh_tokens)]:
             assert actual / 1.5 <= guess <= actual * 1.5, (name, label, guess, actual)
+
+
+def test_values_under_limit_are_asked_only_for_rows_that_can_be_returned(con):
+    planner, engine = planner_for(con)
+    rows, (work,) = run(planner, "SELECT id, AI_COMPLETE(('Summarize: ', body), 4) FROM "
+                                 "reviews LIMIT 5")
+    assert len(rows) == 5 and engine.prompts == 5 and all(text for _, text in rows)
+    # Top-k by a plain key, then a score: only the rows tied within the first keys.
+    _, (work,) = run(planner, "SELECT id FROM reviews ORDER BY movie_id DESC, "
+                              "AI.SCORE(('How good is it? ', body)) DESC LIMIT 3")
+    reviews_of_last_movie = con.execute("SELECT count(*) FROM reviews WHERE movie_id = "
+                                        "(SELECT max(movie_id) FROM reviews)").fetchone()[0]
+    assert work.candidates == reviews_of_last_movie < 200
+    # With the score first, every row needs its score.
+    _, (work,) = run(planner, "SELECT id FROM reviews ORDER BY AI.SCORE(('How good is it? ', "
+                              "body)) DESC, movie_id LIMIT 3")
+    assert work.candidates == 200
