@@ -106,14 +106,13 @@ def estimate(shape: Shape, model: CostModel, resident: frozenset[Source] = froze
     best = None
     for layout in shape.layouts:
         prefixes = min(layout.prefixes * _side_share(shape, layout.anchor, applied), candidates)
+        # A goal stops early: fewer documents; for pairs, fewer whole anchor groups.
         prefixes = min(prefixes, asked) if len(shape.tables) < 2 else (
             prefixes * asked / candidates if candidates else 0)
-        candidates_asked = asked
-        work = model.work(candidates_asked, prefixes, layout.prefix_tokens,
-                          layout.suffix_tokens,
+        work = model.work(asked, prefixes, layout.prefix_tokens, layout.suffix_tokens,
                           resident=layout.anchor in resident and len(shape.tables) == 1)
         if shape.decode_tokens:
-            work = replace(work, decode_tokens=candidates_asked * shape.decode_tokens)
+            work = replace(work, decode_tokens=asked * shape.decode_tokens)
         seconds = model.seconds(work)
         if best is None or seconds < best.seconds:
             selectivity = None if shape.evidence is Evidence.NONE else shape.selectivity
