@@ -250,3 +250,23 @@ def test_bad_ai_statements_fail_with_a_sqlstate(planner, sql, sqlstate):
     with pytest.raises(SqlError) as info:
         run(planner, sql)
     assert info.value.sqlstate == sqlstate
+
+
+def test_estimates_follow_the_real_engines_accounting(planner, tiny_engine):
+    """EXPLAIN's prompts and tokens against what the engine reports, on documents it has
+    never seen (its tokenizer, its prefix cache)."""
+    planner = Planner(planner.con, tiny_engine)
+    planner.publish_settings({"heron.reuse_answers": "off"})
+    planner.con.execute("CREATE TABLE notes AS SELECT i AS id, 'Note ' || i || ': ' || "
+                        "repeat('a film about trains and rivers ', 1 + i % 5) || i AS body "
+                        "FROM range(24) t(i)")
+    for sql in ["SELECT id FROM notes WHERE AI.IF(('Is it about trains? ', body))",
+                "SELECT n.id, a.name FROM notes n JOIN aspects a ON AI_FILTER(PROMPT("
+                "'Does note {0} mention {1}?', n.body, a.aspect))"]:
+        plan = planner.prepare(sql).ai
+        ((_, estimate),) = planner.executor.estimate(plan, (), planner.settings)
+        _, (work,) = rows_and_work(planner, sql)
+        assert estimate.work.prompts == work.metrics.prompts
+        for guess, actual in [(estimate.work.input_tokens, work.metrics.input_tokens),
+                              (estimate.work.fresh_tokens, work.metrics.fresh_tokens)]:
+            assert actual / 1.5 <= guess <= actual * 1.5, (sql, guess, actual)
