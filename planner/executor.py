@@ -13,8 +13,11 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    over the rows where it stands, every answered condition applied); the engine answers one
    prompt per candidate not answered before (the answer store, keyed by model and exact prompt,
    serves repeats across statements unless `heron.reuse_answers` is off). Pairs are asked
-   grouped by anchor. Under a goal (a LIMIT, optionally in ORDER BY order) candidates are asked
-   in growing batches — whole anchor groups for pairs — until enough passed.
+   grouped by anchor, around the anchor chosen on the candidates with only the calls the
+   operator requires applied (so its prompts do not depend on the order). Under a goal (a
+   LIMIT, optionally in ORDER BY order) a conjunct's candidates are asked in growing batches —
+   whole anchor groups for pairs — until enough passed; a value under LIMIT is asked only for
+   the rows that can be returned (under a bare LIMIT the statement is then kept to those).
 4. The answers become a lookup function registered in DuckDB that replaces the operator's
    marker, so later operators and the final statement see them as ordinary values (NULL for
    NULL prompt values and candidates never asked).
