@@ -291,24 +291,58 @@ def expected_asked(candidates: float, selectivity: float, goal_rows: int) -> flo
 
 
 def _limited_top(tree: exp.Expression, marker: str) -> tuple[exp.Select | None, int | None]:
-    """The statement's top SELECT when it holds `marker` directly and is bounded by a literal
-    LIMIT (+ OFFSET) with nothing combining rows; else (None, None)."""
+    """The SELECT holding `marker` when a literal LIMIT (+ OFFSET) bounds the rows it returns to
+    the statement, with nothing combining rows: the statement's top SELECT, or a derived table
+    (a view) that a top SELECT only passes through (`SELECT ... FROM (...) s LIMIT n`: no other
+    FROM item, no WHERE, ORDER BY or grouping there); else (None, None)."""
     query = tree.expression if isinstance(tree, exp.Create | exp.Insert) else tree
     if not isinstance(query, exp.Select):
         return None, None
-    place = _place(tree, marker)
-    if scopes.enclosing_scope(place) is not query:
+    bound = _bound(query)
+    target = scopes.enclosing_scope(_place(tree, marker))
+    while bound is not None and _keeps_rows(query) and query is not target:
+        inner = _passed_through(query)
+        if inner is None:
+            return None, None
+        own = _bound(inner)
+        query, bound = inner, min(bound, own) if own is not None else bound
+        if inner.args.get("limit") is not None and own is None:
+            return None, None  # a LIMIT that is no literal
+    if bound is None or not _keeps_rows(query) or query is not target:
         return None, None
+    return query, bound
+
+
+def _bound(query: exp.Select) -> int | None:
+    """LIMIT + OFFSET when both are literal integers; None without a LIMIT."""
     limit, offset = query.args.get("limit"), query.args.get("offset")
-    if limit is None or scopes.is_grouped(query) or any(
-            query.args.get(k) for k in ("distinct", "qualify")):
-        return None, None
-    if any(scopes.enclosing_scope(w) is query for w in query.find_all(exp.Window)):
-        return None, None
+    if limit is None:
+        return None
     bounds = [limit.expression] + ([offset.expression] if offset is not None else [])
     if not all(isinstance(b, exp.Literal) and b.is_int for b in bounds):
-        return None, None
-    return query, sum(int(b.name) for b in bounds)
+        return None
+    return sum(int(b.name) for b in bounds)
+
+
+def _keeps_rows(query: exp.Select) -> bool:
+    """Whether each row the scope passes on is one of its FROM rows (no grouping, DISTINCT,
+    QUALIFY or window functions)."""
+    return not scopes.is_grouped(query) and not any(
+        query.args.get(k) for k in ("distinct", "qualify")) and not any(
+        scopes.enclosing_scope(w) is query for w in query.find_all(exp.Window))
+
+
+def _passed_through(query: exp.Select) -> exp.Select | None:
+    """The derived table a SELECT only passes rows of, unordered and unfiltered."""
+    from_ = query.args.get("from_")
+    if from_ is None or query.args.get("joins") or any(
+            query.args.get(k) for k in ("where", "order")):
+        return None
+    item = from_.this
+    if not isinstance(item, exp.Subquery) or not isinstance(item.this, exp.Select):
+        return None
+    inner = item.this
+    return None if inner.args.get("order") else inner
 
 
 def _place(tree: exp.Expression, marker: str) -> exp.Column:

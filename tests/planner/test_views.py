@@ -80,3 +80,15 @@ def test_a_bad_view_is_refused_and_not_stored(database):
     assert info.value.sqlstate == "42703"
     assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'bad'"
                        ).fetchone() == (0,)
+
+
+def test_a_limit_over_a_view_asks_only_what_it_returns(database):
+    engine = HashEngine()
+    planner = Planner(database.connect(), engine)
+    planner.execute(planner.prepare(
+        "CREATE VIEW summaries AS SELECT id, AI_COMPLETE(('Summarize: ', body), 4) AS summary "
+        f"FROM reviews WHERE {POSITIVE}"))
+    got, work = rows(planner, "SELECT * FROM summaries LIMIT 3")
+    assert len(got) == 3 and all(summary for _, summary in got)
+    complete = next(w for w in work if w.operator.label == "AI Complete")
+    assert complete.metrics.prompts == 3  # not one per positive review

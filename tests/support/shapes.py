@@ -184,6 +184,9 @@ SHAPES: list[tuple[str, Compare]] = [
      "AS l FROM reviews WHERE stars > 2 LIMIT 4", LIMITED),
     ("SELECT id, AI.SCORE(('How positive is it? ', body)) AS s FROM reviews ORDER BY stars, "
      "id DESC LIMIT 3 OFFSET 2", ORDERED),
+    ("SELECT * FROM (SELECT id, AI_COMPLETE(('Summarize: ', body), 8) AS s FROM reviews "
+     "WHERE stars > 1) v LIMIT 4", LIMITED),
+    (f"SELECT s.id FROM (SELECT id, body FROM reviews WHERE {ai_if()}) s LIMIT 3", LIMITED),
     # Calls inside calls, constants.
     ("SELECT id, AI.IF(('Is this summary positive? ', AI_COMPLETE(('Summarize: ', body), 4))) "
      "AS p FROM reviews WHERE id < 12 ORDER BY id", ORDERED),
