@@ -80,3 +80,27 @@ def test_malformed_calls_are_refused_with_a_sqlstate(sql: str, sqlstate: str) ->
     with pytest.raises(SqlError) as info:
         template_of(sql)
     assert info.value.sqlstate == sqlstate
+
+
+def test_every_layout_starts_with_the_same_document_prefix() -> None:
+    """A filter, a join anchored on the document, a classification and a completion of the same
+    document share its prefix (the join's extends it), so its KV serves them all."""
+    doc = "The ending is perfect."
+    filter_ = prompting.render(template_of("SELECT AI.IF(('Is it good? ', body)) FROM t"),
+                               spec_of("SELECT AI.IF(('Is it good? ', body)) FROM t"), [0], [],
+                               [doc])
+    for sql, partner in [
+            ("SELECT 1 FROM r JOIN a ON AI_FILTER(PROMPT('Does {0} discuss {1}?', r.body, "
+             "a.aspect))", [1]),
+            ("SELECT AI.CLASSIFY(body, ['good', 'bad']) FROM t", []),
+            ("SELECT AI_COMPLETE(('Summarize ', body), 5) FROM t", []),
+            ("SELECT AI.SCORE(('How good? ', body)) FROM t", [])]:
+        prompt = prompting.render(template_of(sql), spec_of(sql), [0], partner,
+                                  [doc, "the ending"][:1 + len(partner)])
+        assert prompt.prefix.startswith(filter_.prefix), sql
+        assert prompt.prefix == filter_.prefix or partner, sql
+
+
+def spec_of(sql: str):
+    (node,) = dialect.parse(sql).find_all(AIFunction)
+    return functions.lookup(node).spec(node)

@@ -26,9 +26,11 @@ def rows(planner: Planner, sql: str):
 
 
 def test_a_view_reads_like_its_query(database):
-    planner = Planner(database.connect(), HashEngine())
+    engine = HashEngine()
+    planner = Planner(database.connect(), engine)
     planner.execute(planner.prepare(
         f"CREATE VIEW positive AS SELECT id, body, {POSITIVE} AS p FROM reviews"))
+    assert engine.prompts == 0  # creating a view asks nothing
     through_view, _ = rows(planner, "SELECT id FROM positive WHERE p AND id > 3 ORDER BY id")
     inline, _ = rows(planner, f"SELECT id FROM (SELECT id, body, {POSITIVE} AS p FROM reviews) "
                               "positive WHERE p AND id > 3 ORDER BY id")
