@@ -4,7 +4,7 @@ Contract: `plan_lines(plan, planned, settings)` describes the operators of an `A
 order they would run — question, prompt values, tables, anchor, LIMIT goal — each with the
 optimizer's estimates (candidates, prompts, selectivity and where it comes from, input / fresh /
 cached tokens, seconds), then the relational part DuckDB runs, each AI answer shown as
-`ai_answer_N`. `analyze_lines(plan, planned, work, rows, seconds, settings)` shows the operators
+`ai_answer_N`. `analyze_lines(planned, work, rows, seconds, settings)` shows the operators
 in the order they ran with the same estimates and the actual work side by side. Nothing here runs
 anything. `summary(work)` is the one-line NOTICE an AI statement sends per operator.
 """
@@ -39,9 +39,8 @@ def plan_lines(plan: AiPlan, planned: Sequence[tuple[AiOperator, Estimate]],
     return lines
 
 
-def analyze_lines(plan: AiPlan, planned: Sequence[tuple[AiOperator, Estimate]],
-                  work: Sequence[OperatorWork], rows: int, seconds: float, settings: Settings
-                  ) -> list[str]:
+def analyze_lines(planned: Sequence[tuple[AiOperator, Estimate]], work: Sequence[OperatorWork],
+                  rows: int, seconds: float, settings: Settings) -> list[str]:
     estimates = {op.marker: estimate for op, estimate in planned}
     lines = [f"AI operators in the order they ran (heron.order = {settings.order.value}):"]
     for index, w in enumerate(work):

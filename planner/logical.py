@@ -472,7 +472,7 @@ class _Binder:
     def _resolve(self, column: exp.Column) -> Source:
         current: exp.Expression = column
         while (scope := scopes.enclosing_scope(current)) is not None:
-            items = self._items(scope, current)
+            items = self._items(scope)
             number = scope.meta.get(SCOPE_KEY, -1)
             if column.table:
                 alias = column.table.lower()
@@ -501,9 +501,8 @@ class _Binder:
                            f'missing FROM-clause entry for table "{column.table}"')
         raise SqlError(SqlState.UNDEFINED_COLUMN, f'column "{column.name}" does not exist')
 
-    def _items(self, scope: Scope, below: exp.Expression
-               ) -> dict[str, tuple[set[str], str | None]]:
-        """alias -> (column names, relation name) of the FROM items `below` can see."""
+    def _items(self, scope: Scope) -> dict[str, tuple[set[str], str | None]]:
+        """alias -> (column names, relation name) of the scope's FROM items."""
         if id(scope) not in self.columns:
             items = {}
             for item in from_items(scope):

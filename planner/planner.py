@@ -134,7 +134,7 @@ class Planner:
         result = self.executor.run(stmt, params, settings)
         if plan.explain is Explain.ANALYZE:
             rows = result.table.num_rows if result.table is not None else 0
-            lines = explain.analyze_lines(plan, planned, result.work, rows,
+            lines = explain.analyze_lines(planned, result.work, rows,
                                           time.perf_counter() - started, settings)
             return explain.result(lines, result.work)
         return dataclasses.replace(result, notices=tuple(explain.summary(w) for w in result.work))

@@ -44,8 +44,7 @@ def oracle_sql(con: duckdb.DuckDBPyConnection, sql: str, anchors: Mapping[str, S
     functions: dict[str, str | None] = {}  # marker -> its function (one for every place)
     for node, call in reversed(placed):  # innermost first, as the planner replaces them
         if call.marker not in functions:
-            functions[call.marker] = _register(con, call, node, anchors.get(call.marker),
-                                               true_rate)
+            functions[call.marker] = _register(con, call, anchors.get(call.marker), true_rate)
         node.replace(_call(call, node, functions[call.marker], anchors.get(call.marker),
                            true_rate))
     return tree.sql(dialect="duckdb"), [n for n in functions.values() if n]
@@ -60,8 +59,8 @@ def _answer(call: AiCall, values: tuple[str | None, ...], anchor: Source | None,
     return answer_of(spec.kind, prompt, spec.labels, spec.max_tokens, true_rate)[0]
 
 
-def _register(con: duckdb.DuckDBPyConnection, call: AiCall, node: AIFunction,
-              anchor: Source | None, true_rate: float) -> str | None:
+def _register(con: duckdb.DuckDBPyConnection, call: AiCall, anchor: Source | None,
+              true_rate: float) -> str | None:
     if not call.template.fields:
         return None
     name = f"oracle_{uuid.uuid4().hex[:8]}"
