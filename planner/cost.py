@@ -4,12 +4,12 @@ Contract: `Work` is what an operator makes the engine do — prompts, input toke
 (run through the model), cached tokens (served from resident KV), attention pairs (query-key
 products of the fresh tokens), the KV bytes its documents keep resident and the tokens a
 completion generates. `CostModel.work` prices a batch of prompts that share prefixes (a
-filter's documents, a join's anchors) from mean token counts, knowing whether those prefixes are
-resident already. `CostModel.seconds(work)` prices work on the configured model and device with
-a roofline: the larger of compute time (2 FLOPs per parameter per token plus the attention
-products) and memory time (the weights once per chunk and per decode step, plus the KV written
-and read), times the measured speed factor (`catalog.statistics`), so that estimates follow the
-machine. Pure arithmetic; nothing runs.
+filter's documents, a join's anchors) from mean token counts, knowing how much of each prefix is
+resident already (all of it, its document part, or nothing). `CostModel.seconds(work)` prices
+work on the configured model and device with a roofline: the larger of compute time (2 FLOPs per
+parameter per token plus the attention products) and memory time (the weights once per chunk
+and per decode step, plus the KV written and read), times the measured speed factor
+(`catalog.statistics`), so that estimates follow the machine. Pure arithmetic; nothing runs.
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ class Work:
                     self.decode_tokens + other.decode_tokens)
 
 
-def _prompt(prefix: float, suffix: float, prefix_fresh: bool) -> tuple[float, float]:
-    """(fresh tokens, attention pairs) of one prompt: a fresh prefix attends causally to
-    itself; the suffix attends to the whole prefix and causally to itself."""
-    suffix_pairs = suffix * (prefix + suffix / 2)
-    if prefix_fresh:
-        return prefix + suffix, prefix * prefix / 2 + suffix_pairs
-    return suffix, suffix_pairs
+def _prompt(prefix: float, suffix: float, resident: float) -> tuple[float, float]:
+    """(fresh tokens, attention pairs) of one prompt whose prefix's first `resident` tokens
+    have KV already: the rest of the prefix attends causally to all before it; the suffix
+    attends to the whole prefix and causally to itself."""
+    resident = min(resident, prefix)
+    return (prefix - resident + suffix,
+            (prefix * prefix - resident * resident) / 2 + suffix * (prefix + suffix / 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +100,14 @@ class CostModel:
         return 2 * self.layers * self.hidden * KV_WIDTH_SHARE * self.bytes_per_param
 
     def work(self, prompts: float, prefixes: float, prefix_tokens: float,
-             suffix_tokens: float, resident: bool) -> Work:
+             suffix_tokens: float, resident_tokens: float = 0) -> Work:
         """`prompts` prompts sharing `prefixes` distinct prefixes of `prefix_tokens` each
         (a filter's documents, or a join's anchors with the question), each with its suffix
-        (a filter's question, a join partner's document); the prefixes run once unless they
-        are `resident` already."""
-        first = _prompt(prefix_tokens, suffix_tokens, not resident)
-        rest = _prompt(prefix_tokens, suffix_tokens, False)
+        (a filter's question, a join partner's document); each prefix runs once, but for its
+        first `resident_tokens`, whose KV is resident already (a document another operator
+        read: the engine matches prefixes token by token)."""
+        first = _prompt(prefix_tokens, suffix_tokens, resident_tokens)
+        rest = _prompt(prefix_tokens, suffix_tokens, prefix_tokens)
         others = max(prompts - prefixes, 0)
         return Work(prompts, prompts * (prefix_tokens + suffix_tokens),
                     prefixes * first[0] + others * rest[0],

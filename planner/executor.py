@@ -330,9 +330,10 @@ class _Execution:
             self._keep_rows_asked(op, set(rows))
         self.answered(op, asked.values)
         self.done.add(op.marker)
-        if op.pairs is False and len(call.tables) == 1 and call.spec.kind in (
-                AnswerKind.BOOLEAN, AnswerKind.SCORE, AnswerKind.LABEL):
+        if asked.metrics.prompts and len(call.tables) == 1:
             self.resident |= frozenset(call.tables)
+        elif asked.metrics.prompts and anchor is not None:
+            self.resident |= frozenset({anchor})
         answered = [asked.values[r] for r in rows if r in asked.values]
         passed = sum(1 for v in answered if v is True)
         if call.spec.kind is AnswerKind.BOOLEAN:
@@ -470,6 +471,12 @@ class _Execution:
         prefix_tokens = dict(zip([p.prefix for p in rendered], counts[:len(rendered)],
                                  strict=True))
         suffix_tokens = counts[len(rendered):]
+        document_tokens = sum(prefix_tokens.values()) / len(prefix_tokens)
+        if op.pairs and anchor is not None:  # the anchor's document alone, as a filter reads it
+            fields = call.fields_of(anchor)
+            documents = {prompting.row_prompt(call.template, fields, row).prefix for row in sample}
+            counted = self.executor.count_tokens(sorted(documents))
+            document_tokens = sum(counted) / len(counted)
         if anchor is None:
             prefixes = total
         else:
@@ -481,7 +488,7 @@ class _Execution:
             label_tokens = sum(self.executor.count_tokens([" " + x for x in call.spec.labels]))
             suffix_tokens = [n + label_tokens for n in suffix_tokens]
         return Layout(anchor, prefixes, sum(prefix_tokens.values()) / len(prefix_tokens),
-                      sum(suffix_tokens) / len(suffix_tokens))
+                      sum(suffix_tokens) / len(suffix_tokens), document_tokens)
 
     def _selectivity(self, op: AiOperator) -> tuple[float, Evidence]:
         if op.call.spec.kind is not AnswerKind.BOOLEAN or op.tier is not Tier.PREDICATE:

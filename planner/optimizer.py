@@ -62,6 +62,10 @@ class Layout:
     prefixes: int  # distinct prefixes among the candidates
     prefix_tokens: float  # mean tokens of a prefix
     suffix_tokens: float  # mean tokens of a suffix (question, or partner document)
+    # Mean tokens of the prefix's leading document part, the part every layout over the same
+    # document shares (the whole prefix of a filter; a join anchor's document before the
+    # question).
+    document_tokens: float = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +114,7 @@ def estimate(shape: Shape, model: CostModel, resident: frozenset[Source] = froze
         prefixes = min(prefixes, asked) if len(shape.tables) < 2 else (
             prefixes * asked / candidates if candidates else 0)
         work = model.work(asked, prefixes, layout.prefix_tokens, layout.suffix_tokens,
-                          resident=layout.anchor in resident and len(shape.tables) == 1)
+                          layout.document_tokens if layout.anchor in resident else 0)
         if shape.decode_tokens:
             work = replace(work, decode_tokens=asked * shape.decode_tokens)
         seconds = model.seconds(work)
@@ -206,9 +210,13 @@ def _greedy(shapes: Sequence[Shape], model: CostModel, resident: frozenset[Sourc
 
 
 def left_resident(shape: Shape, cost: Estimate) -> frozenset[Source]:
-    """Tables whose one-document prefixes an operator leaves in the KV cache."""
-    return frozenset(shape.tables) if len(shape.tables) == 1 and cost.work.prompts else (
-        frozenset())
+    """Tables whose documents' KV an operator leaves in the engine's cache: a one-table
+    operator's, a pair's anchor's."""
+    if not cost.work.prompts:
+        return frozenset()
+    if len(shape.tables) == 1:
+        return frozenset(shape.tables)
+    return frozenset({cost.anchor}) if cost.anchor is not None else frozenset()
 
 
 # -- goals ---------------------------------------------------------------------------------

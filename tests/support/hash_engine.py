@@ -3,9 +3,10 @@
 `HashEngine` implements the `engine.api.Engine` protocol for every answer kind without a model,
 so statement shapes run in milliseconds: the same prompt always gets the same answer, different
 prompts get independent ones (TRUE with probability `true_rate`). Its token accounting follows
-the real engine's rules — whitespace-and-punctuation tokens, prompts grouped by exact prefix, a
-prefix's tokens fresh only the first time it is seen (its KV then stays cached across calls) —
-so the planner's estimates can be checked against it. `rates` plants answer rates per question:
+the real engine's rules — whitespace-and-punctuation tokens; a prefix's tokens are fresh except
+its longest leading run of tokens some earlier prefix had (the engine matches prefixes token by
+token in its radix tree, and keeps their KV across calls); every suffix fresh — so the
+planner's estimates can be checked against it. `rates` plants answer rates per question:
 a prompt whose text holds a key (pick keys only questions hold) is TRUE with that
 key's rate.
 `answer_of(kind, prompt, ...)` is the pure answer function an oracle uses. Imported as
@@ -23,6 +24,7 @@ from heron.engine.api import AnswerKind, Answers, Metrics, ModelInfo, Request
 from heron.engine.prompts import Prompt
 
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
+_MODULUS = (1 << 61) - 1
 INFO = ModelInfo(name="hash-engine", architecture="hash", num_layers=2, hidden_size=64,
                  vocab_size=1000, num_params=1_000_000, dtype="float32", device="cpu")
 
@@ -60,7 +62,7 @@ class HashEngine:
         self.info = INFO
         self.true_rate = true_rate
         self.rates = dict(rates or {})
-        self.cached: set[str] = set()  # prefixes whose KV is resident
+        self.cached: set[int] = set()  # rolling hashes of every token run prefixes began with
         self.requests: list[Request] = []
         self._lock = threading.Lock()
 
@@ -74,15 +76,24 @@ class HashEngine:
                                          request.max_tokens, self.true_rate, self.rates)
                 values.append(value)
                 scores.append(score)
-                prefix, suffix = count(prompt.prefix), count(prompt.suffix)
+                prefix = _TOKEN.findall(prompt.prefix)
+                suffix = count(prompt.suffix)
                 labels = sum(count(" " + label) for label in request.labels)
-                total += prefix + suffix + labels
-                fresh += suffix + labels
-                if prompt.prefix not in self.cached:
-                    self.cached.add(prompt.prefix)
-                    fresh += prefix
+                total += len(prefix) + suffix + labels
+                fresh += len(prefix) - self._resident(prefix) + suffix + labels
             metrics = Metrics(len(request.prompts), total, fresh, total - fresh, 0.0)
             return Answers(request.kind, tuple(values), tuple(scores), metrics)
+
+    def _resident(self, tokens: list[str]) -> int:
+        """How many leading tokens already have KV; then they all do."""
+        resident, running = 0, 0
+        for index, token in enumerate(tokens):
+            running = (running * 1_000_003 + hash(token)) % _MODULUS
+            if running in self.cached:
+                resident = index + 1 if resident == index else resident
+            else:
+                self.cached.add(running)
+        return resident
 
     @property
     def prompts(self) -> int:
