@@ -12,9 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-import duckdb
 import pytest
-from support import shapes
 from support.ai_oracle import oracle_sql, unregister
 from support.hash_engine import HashEngine, answer_of
 from support.shapes import LABELS, LIMITED, SHAPES, Compare, ai_if, random_statement
@@ -22,14 +20,6 @@ from support.shapes import LABELS, LIMITED, SHAPES, Compare, ai_if, random_state
 from heron.engine.api import AnswerKind
 from heron.engine.prompts import filter_prompt
 from heron.planner import Planner
-
-
-@pytest.fixture(scope="module")
-def con():
-    con = duckdb.connect()
-    shapes.load(con)
-    yield con
-    con.close()
 
 
 def planner_rows(planner: Planner, sql: str, params=()):

@@ -1,21 +1,11 @@
 """EXPLAIN on every statement shape without asking the model; EXPLAIN ANALYZE with estimates
 and actual work side by side; refusals that say what to write instead."""
 
-import duckdb
 import pytest
-from support import shapes
 from support.hash_engine import HashEngine
 from support.shapes import SHAPES
 
 from heron.planner import Planner, SqlError
-
-
-@pytest.fixture(scope="module")
-def con():
-    con = duckdb.connect()
-    shapes.load(con)
-    yield con
-    con.close()
 
 
 def explain(planner: Planner, sql: str) -> list[str]:
