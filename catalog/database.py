@@ -11,7 +11,10 @@ and rows, indexes, views with `main.` qualifiers rewritten); objects the migrati
 (macros, types) stay in `main`, which is then on the search path after `public`. Each client
 session gets its own DuckDB connection from `connect()`: connections share the catalog and data
 but have their own transaction. The DuckDB catalog is named `heron` (after the file,
-`catalog_name`), which matches the database name clients connect to.
+`catalog_name`), which matches the database name clients connect to. It also holds what the
+planner learns and keeps for every session of the server: `statistics` (observed AI
+selectivities, saved in `statistics.json` when the database closes) and `answers` (the answer
+store).
 """
 
 from __future__ import annotations
@@ -24,10 +27,13 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.catalog import demo
+from heron.catalog.answers import AnswerStore
 from heron.catalog.roles import Predefined, Roles
+from heron.catalog.statistics import Statistics
 from heron.planner import pg_catalog
 
 DATABASE_FILE = "heron.duckdb"
+STATISTICS_FILE = "statistics.json"
 DEFAULT_SCHEMA = "public"
 LEGACY_SCHEMA = "main"  # DuckDB's default schema, where Heron before `public` kept user tables
 
@@ -49,6 +55,8 @@ class Database:
             migrate_main_to_public(self._root)
         if first_start and load_demo:
             demo.load(self._root)
+        self.statistics = Statistics.load(self.data_dir / STATISTICS_FILE)
+        self.answers = AnswerStore()
 
     def _role_rows(self) -> list[pg_catalog.RoleRow]:
         """The roles as pg_roles shows them: PostgreSQL's predefined ones, then ours."""
@@ -73,6 +81,7 @@ class Database:
     def close(self) -> None:
         # CHECKPOINT folds the write-ahead log into the file so the next start opens quickly.
         self._root.execute("CHECKPOINT")
+        self.statistics.save(self.data_dir / STATISTICS_FILE)
         self._root.close()
 
     def __enter__(self) -> Database:

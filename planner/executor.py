@@ -1,27 +1,36 @@
 """Running an AI plan: candidates from DuckDB, answers from the engine, the rewritten statement.
 
-Contract: an `Executor` serves one session's DuckDB connection and engine. For each operator of an
-`AiPlan`, in the plan's order:
+Contract: an `Executor` serves one session's DuckDB connection and engine, with the server's
+`Statistics` and `AnswerStore`. `run(stmt, params, settings)` executes an `AiPlan`:
 
-1. DuckDB computes the operator's candidates: the distinct values of its prompt fields over the
-   statement's FROM/JOIN with every ordinary predicate applied (pushed below the AI operator) and
-   the predicates of operators not yet run left out — a superset of the rows it can be asked
-   about, never a subset. Rows where a field is NULL get a NULL answer.
-2. The engine answers one document-first prompt per candidate (filter layout for one table, join
-   layout around the anchor `optimizer.choose_anchor` picks for two). Under a goal (LIMIT),
-   candidates are asked in growing batches until enough passed; the others are never asked.
-3. The answers become an Arrow table and the operator's marker is replaced by a lookup into it,
-   so later operators see earlier ones as ordinary predicates (a cascade).
+1. Volatile inputs are evaluated once: a table read with TABLESAMPLE, and a derived table whose
+   rows change between evaluations (random(), ...), is materialized before anything reads it,
+   so the prompts and the final statement see the same rows.
+2. Operators run one at a time, each once every operator it requires has; `planner.optimizer`
+   picks the next (under `heron.order = cost`: a scope's conjuncts in the cheapest order, their
+   selectivities from the catalog or, when unknown, measured on a sample of their candidates).
+3. An operator's candidates come from DuckDB (`planner.candidates`: the distinct prompt values
+   over the rows where it stands, every answered condition applied); the engine answers one
+   prompt per candidate not answered before (the answer store, keyed by model and exact prompt,
+   serves repeats across statements unless `heron.reuse_answers` is off). Pairs are asked
+   grouped by anchor, around the anchor chosen on the candidates with only the calls the
+   operator requires applied (so its prompts do not depend on the order). Under a goal (a
+   LIMIT, optionally in ORDER BY order) a conjunct's candidates are asked in growing batches —
+   whole anchor groups for pairs — until enough passed; a value under LIMIT is asked only for
+   the rows that can be returned (under a bare LIMIT the statement is then kept to those).
+4. The answers become a lookup function registered in DuckDB that replaces the operator's
+   marker, so later operators and the final statement see them as ordinary values (NULL for
+   NULL prompt values and candidates never asked).
 
-`run` then executes the rewritten statement in DuckDB (GROUP BY, ORDER BY, LIMIT, aggregates and
-windows work around the answers) and returns its `Result` with one `OperatorWork` per operator.
-`describe` binds the rewritten statement against empty answer tables (nothing runs); `estimate`
-counts candidates and tokens for EXPLAIN without the model. Engine failures become SQLSTATE
-58000, a cancelled statement 57014.
+The rewritten statement then runs in DuckDB, and the `Result` carries one `OperatorWork` per
+operator in the order they ran. `describe` binds the rewritten statement with empty lookups
+(nothing runs); `estimate` prices the plan for EXPLAIN without the model. Engine failures become
+SQLSTATE 58000, a cancelled statement 57014. Everything registered is removed afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import decimal
@@ -37,98 +46,92 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from heron.catalog.answers import AnswerKey, AnswerStore
+from heron.catalog.statistics import Statistics
 from heron.engine.api import (
     AnswerKind,
-    Answers,
     Engine,
     EngineCancelled,
     EngineError,
     Metrics,
     Request,
 )
-from heron.engine.prompts import Prompt
-from heron.planner import prompting, statement
+from heron.engine.prompts import TEMPLATE_VERSION, Prompt
+from heron.planner import candidates, optimizer, prompting, scopes, statement
+from heron.planner.cost import CostModel, Work
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.logical import AiCall, AiOperator, AiPlan, OperatorWork, is_marker, select_of
-from heron.planner.optimizer import choose_anchor
+from heron.planner.logical import (
+    SCOPE_KEY,
+    AiCall,
+    AiOperator,
+    AiPlan,
+    OperatorWork,
+    Source,
+    Tier,
+    is_marker,
+    visible_ctes,
+)
+from heron.planner.optimizer import Estimate, Evidence, Goal, Layout, Order, Shape
+from heron.planner.settings import Settings
 from heron.planner.statement import Column, Result, Statement
 
-MIN_LIMIT_BATCH = 32  # first batch of candidates asked under a LIMIT
-ESTIMATE_SAMPLE_ROWS = 64  # candidates tokenized to estimate an operator's tokens
-ARG = "__heron_arg"
-ANSWER = "__heron_answer"
-LOOKUP_ALIAS = "__heron_ai"
+SAMPLE_SIZE = 8  # candidates asked to measure an unknown selectivity
+SAMPLE_ANCHORS = 2  # pairs sampled around at most this many anchors
+TOKEN_SAMPLE = 32  # candidates rendered and tokenized to estimate an operator's tokens
+LOOKUP = "__heron_lookup_"
+MATERIALIZED = "__heron_rows_"
 
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """What EXPLAIN expects an operator to cost, without running the model."""
-
-    candidates: int
-    input_tokens: int = 0
-    fresh_tokens: int = 0
-    anchor: str | None = None
+Key = tuple[str | None, ...]  # one candidate: its prompt values as text
 
 
 class Executor:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None,
-                 cancel: threading.Event) -> None:
+                 cancel: threading.Event, statistics: Statistics, answers: AnswerStore) -> None:
         self.con = con
         self.engine = engine
         self.cancel = cancel  # set by another thread: the engine stops between chunks
+        self.statistics = statistics
+        self.answers = answers
 
-    def run(self, stmt: Statement, params: Sequence[Any]) -> Result:
+    def cost_model(self) -> CostModel:
+        info = self.engine.info if self.engine is not None else None
+        return CostModel.of(info, self.statistics.speed_factor())
+
+    def run(self, stmt: Statement, params: Sequence[Any], settings: Settings) -> Result:
         assert stmt.ai is not None
         if self.engine is None:
             raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
                            "AI functions need a model; start heron serve with --model")
         self.cancel.clear()
-        with self._execution(stmt.ai, params) as execution:
-            work = tuple(execution.run_operator(position, op)
-                         for position, op in enumerate(stmt.ai.operators))
+        with self._execution(stmt.ai, params, settings) as execution:
+            work = execution.run_all()
             result = statement.run(self.con, stmt, sql=execution.final_sql())
         return dataclasses.replace(result, work=work)
 
     def describe(self, stmt: Statement, params: Sequence[Any] | None
                  ) -> tuple[Column, ...] | None:
         assert stmt.ai is not None
-        with self._execution(stmt.ai, params) as execution:
+        with self._execution(stmt.ai, params, Settings()) as execution:
             for op in stmt.ai.operators:
-                execution.answered(op, _empty_answers(op.call))
+                execution.answered(op, {})
             return statement.describe(self.con, stmt, sql=execution.final_sql(),
                                       params=None if params is None else ())
 
-    def estimate(self, plan: AiPlan, params: Sequence[Any]) -> tuple[Estimate, ...]:
-        with self._execution(plan, params) as execution:
-            return tuple(execution.estimate(op) for op in plan.operators)
+    def estimate(self, plan: AiPlan, params: Sequence[Any], settings: Settings
+                 ) -> list[tuple[AiOperator, Estimate]]:
+        """Each operator with what it is expected to cost, in the order it would run; nothing
+        asks the model."""
+        with self._execution(plan, params, settings) as execution:
+            return execution.plan_all()
 
     @contextmanager
-    def _execution(self, plan: AiPlan, params: Sequence[Any] | None) -> Iterator[_Execution]:
-        execution = _Execution(self, plan, params)
+    def _execution(self, plan: AiPlan, params: Sequence[Any] | None, settings: Settings
+                   ) -> Iterator[_Execution]:
+        execution = _Execution(self, plan, params, settings)
         try:
             yield execution
         finally:
-            for name in execution.registered:
-                self.con.unregister(name)
-
-    def ask(self, prompts: list[Prompt], metrics: Metrics) -> Answers:
-        assert self.engine is not None
-        started = time.perf_counter()
-        try:
-            answers = self.engine.answer(Request(AnswerKind.BOOLEAN, tuple(prompts)),
-                                         cancel=self.cancel)
-        except EngineCancelled as exc:
-            raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
-        except EngineError as exc:
-            raise SqlError(SqlState.SYSTEM_ERROR, f"the inference engine failed: {exc}") from None
-        metrics.merge(dataclasses.replace(answers.metrics,
-                                          seconds=time.perf_counter() - started))
-        return answers
-
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        if self.engine is None:
-            return [max(1, len(t) // 4) for t in texts]  # no tokenizer: ~4 characters a token
-        return self.engine.count_tokens(texts)
+            execution.close()
 
     def fetch(self, query: exp.Expression) -> pa.Table:
         try:
@@ -136,157 +139,555 @@ class Executor:
         except duckdb.Error as exc:
             raise from_duckdb(exc) from None
 
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        if self.engine is None:
+            return [max(1, len(t) // 4) for t in texts]  # no tokenizer: ~4 characters a token
+        return self.engine.count_tokens(texts)
+
+    def ask(self, call: AiCall, prompts: list[Prompt], settings: Settings, metrics: Metrics
+            ) -> tuple[list[Any], int]:
+        """The answers to `prompts` (in order) and how many came from the answer store."""
+        assert self.engine is not None
+        spec = call.spec
+        keys = [AnswerKey.of(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
+                             spec.labels, spec.max_tokens, p.prefix, p.suffix) for p in prompts]
+        stored = [self.answers.get(k) if settings.reuse_answers else None for k in keys]
+        missing = [i for i, s in enumerate(stored) if s is None]
+        if missing:
+            started = time.perf_counter()
+            request = Request(spec.kind, tuple(prompts[i] for i in missing), spec.labels,
+                              spec.max_tokens)
+            try:
+                answers = self.engine.answer(request, cancel=self.cancel)
+            except EngineCancelled as exc:
+                raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
+            except EngineError as exc:
+                raise SqlError(SqlState.SYSTEM_ERROR,
+                               f"the inference engine failed: {exc}") from None
+            metrics.merge(dataclasses.replace(answers.metrics,
+                                              seconds=time.perf_counter() - started))
+            for i, value, score in zip(missing, answers.values, answers.scores, strict=True):
+                stored[i] = (value, score)
+                if settings.reuse_answers:
+                    self.answers.put(keys[i], (value, score))
+        return [s[0] for s in stored if s is not None], len(prompts) - len(missing)
+
+
+@dataclass
+class _Asked:
+    """One operator's answers so far in one execution, and the work they took."""
+
+    values: dict[Key, Any] = dataclasses.field(default_factory=dict)
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    reused: int = 0
+    sampled: int = 0
+
 
 class _Execution:
     """One execution's working copy of a plan: the statement with the parameters bound, and the
-    answer tables registered in DuckDB so far."""
+    lookups and materialized rows registered in DuckDB so far."""
 
-    def __init__(self, executor: Executor, plan: AiPlan, params: Sequence[Any] | None) -> None:
+    def __init__(self, executor: Executor, plan: AiPlan, params: Sequence[Any] | None,
+                 settings: Settings) -> None:
         self.executor = executor
+        self.con = executor.con
         self.plan = plan
+        self.settings = settings
         self.tree = plan.tree.copy()
-        fields = {op.call.marker: [f.copy() for f in op.call.template.fields]
+        fields = {op.marker: [f.copy() for f in op.call.template.fields]
                   for op in plan.operators}
         if params is not None:
             self.tree = bind(self.tree, params)
             fields = {m: [bind(f, params) for f in fs] for m, fs in fields.items()}
         self.fields = fields  # per operator marker: its prompt values, parameters bound
-        self.query = select_of(self.tree)
-        self.registered: list[str] = []
+        self.functions: list[str] = []
+        self.tables: list[str] = []
+        self.asked: dict[str, _Asked] = {op.marker: _Asked() for op in plan.operators}
+        self.done: set[str] = set()  # operators run (or, for EXPLAIN, planned)
+        self.answered_markers: set[str] = set()  # operators whose markers became lookups
+        self.resident: frozenset[Source] = frozenset()  # tables whose document KV is warm
+        self.measure = True  # whether shapes may ask a sample (never for EXPLAIN)
+        self.applied: list[Shape] = []  # EXPLAIN: the shapes planned so far
+        self._shapes: dict[str, Shape] = {}  # EXPLAIN: nothing changes, so shapes are kept
+        self._anchors: dict[str, Source | None] = {}
+        self.lookups: dict[str, str] = {}  # marker -> the function standing for its answers
+        self._correlated: dict[Any, bool] = {}
 
-    def run_operator(self, position: int, op: AiOperator) -> OperatorWork:
+    # -- the loop ------------------------------------------------------------------------
+
+    def run_all(self) -> tuple[OperatorWork, ...]:
+        work = []
+        self._materialize_volatile()
+        while (choice := self._next()) is not None:
+            work.append(self.run_operator(choice[0]))
+            self._materialize_volatile()
+        return tuple(work)
+
+    def plan_all(self) -> list[tuple[AiOperator, Estimate]]:
+        """The order and estimates EXPLAIN shows: operators chosen as `run_all` would, each
+        priced after those planned before it; nothing is asked and no marker answered, so
+        every candidate count is taken with all AI conditions left out and reduced by the
+        selectivities of the operators planned earlier."""
+        self.measure = False
+        planned = []
+        model = self.executor.cost_model()
+        while (choice := self._next()) is not None:
+            op, chosen = choice
+            shape = self.shape(op)
+            goal = self._goal(op, self._pending())
+            cost = optimizer.estimate(shape, model, self.resident, self.applied, goal) if (
+                goal is not None or chosen is None) else chosen
+            planned.append((op, cost))
+            self.applied.append(shape)
+            self.resident |= optimizer.left_resident(shape, cost)
+            self._stand_in(op)
+            self.done.add(op.marker)
+        return planned
+
+    def _stand_in(self, op: AiOperator) -> None:
+        """EXPLAIN: replace a planned operator's marker by SQL that stands for its answers
+        without asking (TRUE for TRUE/FALSE, so later candidates are counted with it left out;
+        a value per distinct prompt for the rest), so later operators can be counted."""
+        fields = [exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]]
+        key = exp.Array(expressions=[f.copy() for f in fields])
+        spec = op.call.spec
+        hashed = exp.Anonymous(this="hash", expressions=[key.copy()])
+        if spec.kind is AnswerKind.BOOLEAN:
+            value: exp.Expression = exp.true()
+        elif spec.kind is AnswerKind.SCORE:
+            value = exp.Div(this=hashed, expression=exp.Literal.number(2.0**64))
+        elif spec.kind is AnswerKind.LABEL:
+            labels = exp.Array(expressions=[exp.Literal.string(x) for x in spec.labels])
+            value = exp.Bracket(this=labels, expressions=[exp.Add(
+                this=exp.Mod(this=hashed, expression=exp.Literal.number(len(spec.labels))),
+                expression=exp.Literal.number(1))])
+        else:
+            value = exp.cast(key, "VARCHAR")
+        nulls = [exp.Is(this=f, expression=exp.null()) for f in fields]
+        self._replace(op.marker, exp.Case(ifs=[exp.If(this=exp.or_(*nulls), true=exp.null())],
+                                          default=value) if nulls else value)
+        self.answered_markers.add(op.marker)
+
+    def _pending(self) -> frozenset[str]:
+        """Markers not answered yet (still markers in the working tree)."""
+        return frozenset(op.marker for op in self.plan.operators
+                         if op.marker not in self.answered_markers)
+
+    def _base_unknown(self, op: AiOperator) -> frozenset[str]:
+        """What to leave out for the candidates `op` has whatever order the others run in:
+        every call but those it requires (which always run before it)."""
+        required = self.plan.required(op.marker)
+        return self._pending() | frozenset(
+            name for marker, name in self.lookups.items() if marker not in required)
+
+    def _next(self) -> tuple[AiOperator, Estimate | None] | None:
+        """The operator to run next and, when the optimizer chose it among others of its
+        scope, its estimate."""
+        ready = [op for op in self.plan.operators
+                 if op.marker not in self.done and op.requires <= self.done]
+        if not ready:
+            return None
+        if self.settings.order is Order.AS_WRITTEN:
+            return ready[0], None
+        first = min(ready, key=lambda op: op.tier)
+        group = [op for op in ready if op.tier is Tier.PREDICATE and first.tier is Tier.PREDICATE
+                 and op.call.scope == first.call.scope]
+        if len(group) < 2:
+            return first, None
+        shapes = [self.shape(op, sample=self.measure) for op in group]
+        steps = optimizer.order(shapes, self.executor.cost_model(), self.resident, self.applied)
+        return self.plan.operator(steps[0].marker), steps[0].estimate
+
+    # -- one operator -------------------------------------------------------------------
+
+    def run_operator(self, op: AiOperator) -> OperatorWork:
         call = op.call
-        metrics = Metrics()
-        if not call.template.fields:  # a constant question: one prompt, the answer inlined
-            answer = self.executor.ask([prompting.row_prompt(call.template, (), ())], metrics)
-            self._replace(call.marker, exp.true() if answer.values[0] else exp.false())
-            return OperatorWork(op, 1, int(answer.values[0]), metrics)
-        pending = frozenset(o.call.marker for o in self.plan.operators[position:])
-        candidates = self.executor.fetch(self._candidates_query(op, pending))
-        rows = _rows(candidates)
-        anchor = choose_anchor(call, rows)[0] if len(call.tables) == 2 else None
-        # Without a goal, one engine call over every candidate. With one (LIMIT), growing batches
-        # until enough candidates passed: candidates never asked get NULL, which WHERE drops.
-        goal = op.goal
-        batch = max(2 * goal, MIN_LIMIT_BATCH) if goal else len(rows)
-        answers: list[bool] = []
-        while len(answers) < len(rows) and not (goal and sum(answers) >= goal):
-            chunk = rows[len(answers):len(answers) + batch]
-            answers += self.executor.ask(prompts(call, chunk, anchor), metrics).values
+        asked = self.asked[op.marker]
+        if not call.template.fields:  # a constant question: one prompt, its answer inlined
+            values, reused = self.executor.ask(
+                call, [prompting.render(call.template, call.spec, (), (), ())], self.settings,
+                asked.metrics)
+            self._replace(op.marker, _literal(values[0]))
+            self.answered_markers.add(op.marker)
+            self.done.add(op.marker)
+            passed = int(values[0] is True)
+            return OperatorWork(op, 1, passed, asked.metrics, reused=reused)
+        pending = self._pending()
+        goal = self._goal(op, pending)
+        table = self.executor.fetch(self._candidate_query(
+            op, pending, ranked=goal.keys if goal else (), top=goal.rows if goal and goal.top
+            else None))
+        rows = _rows(table)
+        anchor = self._anchor(op)
+        ordered = rows
+        if op.pairs and anchor is not None and not (goal and goal.keys):
+            ordered = _by_anchor(rows, op.call.fields_of(anchor))
+        if goal is not None and not goal.top:
+            self._ask_until(op, ordered, anchor, goal.rows)
+        else:
+            self._ask(op, [row for row in ordered if row not in asked.values], anchor)
+        if goal is not None and goal.top and not goal.keys:
+            self._keep_rows_asked(op, set(rows))
+        self.answered(op, asked.values)
+        self.done.add(op.marker)
+        if asked.metrics.prompts and len(call.tables) == 1:
+            self.resident |= frozenset(call.tables)
+        elif asked.metrics.prompts and anchor is not None:
+            self.resident |= frozenset({anchor})
+        answered = [asked.values[r] for r in rows if r in asked.values]
+        passed = sum(1 for v in answered if v is True)
+        if call.spec.kind is AnswerKind.BOOLEAN:
+            self.executor.statistics.observe(statistics_key(call), len(answered), passed)
+        self._observe_speed(asked)
+        return OperatorWork(op, len(rows), passed, asked.metrics, anchor, asked.reused,
+                            asked.sampled, goal.rows if goal is not None and not goal.top
+                            else None)
+
+    def _goal(self, op: AiOperator, pending: frozenset[str]) -> Goal | None:
+        if op.place != op.marker:  # asked for another call's prompt values
+            return None
+        if op.tier is Tier.PREDICATE and op.call.spec.kind is AnswerKind.BOOLEAN:
+            return optimizer.row_goal(self.tree, op.marker, pending)
+        if op.tier is Tier.VALUE:
+            return optimizer.value_rows(self.tree, op.marker, pending)
+        return None
+
+    def _ask(self, op: AiOperator, rows: list[Key], anchor: Source | None) -> None:
+        if not rows:
+            return
+        asked = self.asked[op.marker]
+        values, reused = self.executor.ask(op.call, prompts(op.call, rows, anchor),
+                                           self.settings, asked.metrics)
+        asked.values.update(zip(rows, values, strict=True))
+        asked.reused += reused
+
+    def _ask_until(self, op: AiOperator, rows: list[Key], anchor: Source | None,
+                   goal: int) -> None:
+        """Ask the candidates in their order, in growing batches (whole anchor groups for
+        pairs), until `goal` of a prefix of them passed: the rows after it need no answer
+        (they get NULL, which the conjunct drops), whether a LIMIT takes any rows or the
+        first ones in ORDER BY order."""
+        values = self.asked[op.marker].values
+        batch = optimizer.first_batch(goal)
+        anchor_fields = op.call.fields_of(anchor) if anchor is not None else ()
+        position = passed = 0  # rows[:position] are answered; `passed` of them TRUE
+        while position < len(rows) and passed < goal:
+            todo, end = [], position
+            while end < len(rows) and (len(todo) < batch or (
+                    anchor_fields and todo  # finish the anchor group: its prefix runs anyway
+                    and _part(rows[end], anchor_fields) == _part(todo[-1], anchor_fields))):
+                if rows[end] not in values:
+                    todo.append(rows[end])
+                end += 1
+            self._ask(op, todo, anchor)
+            passed += sum(1 for r in rows[position:end] if values.get(r) is True)
+            position = end
             batch *= 2
-        asked = candidates.slice(0, len(answers))
-        self.answered(op, asked.append_column(ANSWER, pa.array(answers, pa.bool_())))
-        return OperatorWork(op, len(rows), sum(answers), metrics, anchor)
 
-    def answered(self, op: AiOperator, answers: pa.Table) -> None:
-        """Register an operator's answers and replace its marker by a lookup into them."""
-        name = f"__heron_ai_{uuid.uuid4().hex[:12]}"
-        self.executor.con.register(name, answers)
-        self.registered.append(name)
-        self._replace(op.call.marker, _lookup(name, self.fields[op.call.marker]))
+    def _keep_rows_asked(self, op: AiOperator, asked: set[Key]) -> None:
+        """Under a bare LIMIT only some rows' values were asked: keep the statement to rows
+        whose values were asked (or are NULL, which needs no asking), of which there are
+        enough. Later values of the same select list are asked for those rows only."""
+        name = f"{LOOKUP}{uuid.uuid4().hex[:12]}"
 
-    def estimate(self, op: AiOperator) -> Estimate:
-        """Candidate count from DuckDB, tokens from the tokenizer on a sample (no model); every
-        operator's predicate is left out, as none has run."""
+        def kept(keys: pa.Array) -> pa.Array:
+            return pa.array([tuple(k) in asked for k in keys.to_pylist()], pa.bool_())
+
+        self._register(name, kept, "BOOLEAN")
+        fields = [exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]]
+        condition = exp.or_(*[exp.Is(this=f.copy(), expression=exp.null()) for f in fields],
+                            exp.Anonymous(this=name, expressions=[exp.Array(expressions=fields)]))
+        scope = scopes.position(self._place(op)).scope
+        assert isinstance(scope, exp.Select)
+        scope.where(exp.Paren(this=condition), copy=False)
+
+    def _place(self, op: AiOperator) -> exp.Column:
+        return next(c for c in self.tree.find_all(exp.Column) if is_marker(c, (op.place,)))
+
+    def _register(self, name: str, function: Any, sql_type: str) -> None:
+        try:
+            self.con.create_function(name, function,
+                                     [duckdb.list_type(duckdb.sqltype("VARCHAR"))],
+                                     duckdb.sqltype(sql_type), type="arrow",
+                                     null_handling="special", side_effects=False)
+        except duckdb.Error as exc:
+            raise from_duckdb(exc) from None
+        self.functions.append(name)
+
+    def answered(self, op: AiOperator, values: dict[Key, Any]) -> None:
+        """Register an operator's answers as a lookup function of the list of its prompt
+        values (as text); its marker becomes a call of it."""
+        name = f"{LOOKUP}{uuid.uuid4().hex[:12]}"
+        self.lookups[op.marker] = name
+        result_type = op.call.function.result_type
+
+        def lookup(keys: pa.Array) -> pa.Array:
+            return pa.array([values.get(tuple(k)) for k in keys.to_pylist()], result_type)
+
+        self._register(name, lookup, op.call.function.sql_type)
+        self.answered_markers.add(op.marker)
+        key = exp.Array(expressions=[exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]])
+        self._replace(op.marker, exp.Anonymous(this=name, expressions=[key]))
+
+    # -- what the optimizer needs ---------------------------------------------------------
+
+    def shape(self, op: AiOperator, sample: bool = False) -> Shape:
+        """What is known of `op` now: candidates, layouts, selectivity (measured on a sample
+        first when `sample` and nothing is known)."""
+        if not self.measure and op.marker in self._shapes:
+            return self._shapes[op.marker]
+        shape = self._shape(op, sample)
+        if not self.measure:
+            self._shapes[op.marker] = shape
+        return shape
+
+    def _shape(self, op: AiOperator, sample: bool) -> Shape:
         call = op.call
         if not call.template.fields:
-            return Estimate(candidates=1)
-        pending = frozenset(o.call.marker for o in self.plan.operators)
-        query = self._candidates_query(op, pending).subquery("c")
+            return Shape(op.marker, (), 1, (Layout(None, 1, 0, 8),),
+                         *self._selectivity(op))
+        query = self._candidate_query(op, self._pending()).subquery("c")
         fetch = self.executor.fetch
-        sample = _rows(fetch(exp.select("*").from_(query.copy()).limit(ESTIMATE_SAMPLE_ROWS)))
-        total = int(fetch(exp.select(exp.Count(this=exp.Star())).from_(query)).column(0)[0]
-                    .as_py())
-        anchor = choose_anchor(call, sample)[0] if len(call.tables) == 2 and sample else None
+        total = int(fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
+                    .column(0)[0].as_py())
+        rows = _rows(fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+        if sample and self._selectivity(op)[1] is Evidence.ASSUMED and total > SAMPLE_SIZE:
+            self._sample(op, rows)
+        anchor = self._anchor(op) if op.pairs else (
+            call.tables[0] if len(call.tables) == 1 else None)
+        layout = self._layout(op, query, rows, anchor, total)
+        selectivity, evidence = self._selectivity(op)
+        return Shape(op.marker, call.tables, total, (layout,), selectivity, evidence,
+                     call.spec.max_tokens)
+
+    def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
+                anchor: Source | None, total: int) -> Layout:
+        call = op.call
         if not sample:
-            return Estimate(total, anchor=anchor)
-        rendered = prompts(call, sample, anchor)
+            return Layout(anchor, 0, 0, 0)
+        rendered = prompts(call, sample, anchor if op.pairs else None)
         counts = self.executor.count_tokens([p.prefix for p in rendered]
                                             + [p.suffix for p in rendered])
-        prefix_tokens, suffix_tokens = counts[:len(rendered)], counts[len(rendered):]
-        distinct_prefixes = {p.prefix: n for p, n in zip(rendered, prefix_tokens, strict=True)}
-        scale = total / len(sample)
-        return Estimate(
-            candidates=total,
-            input_tokens=round(scale * (sum(prefix_tokens) + sum(suffix_tokens))),
-            fresh_tokens=round(scale * (sum(distinct_prefixes.values()) + sum(suffix_tokens))),
-            anchor=anchor)
+        prefix_tokens = dict(zip([p.prefix for p in rendered], counts[:len(rendered)],
+                                 strict=True))
+        suffix_tokens = counts[len(rendered):]
+        document_tokens = sum(prefix_tokens.values()) / len(prefix_tokens)
+        if op.pairs and anchor is not None:  # the anchor's document alone, as a filter reads it
+            fields = call.fields_of(anchor)
+            documents = {prompting.row_prompt(call.template, fields, row).prefix for row in sample}
+            counted = self.executor.count_tokens(sorted(documents))
+            document_tokens = sum(counted) / len(counted)
+        if anchor is None:
+            prefixes = total
+        else:
+            fields = [candidates.arg(i) for i in call.fields_of(anchor)]
+            distinct = exp.select(exp.Count(this=exp.Distinct(expressions=[
+                exp.column(f) for f in fields]))).from_(query.copy())
+            prefixes = int(self.executor.fetch(distinct).column(0)[0].as_py())
+        if call.spec.kind is AnswerKind.LABEL:  # each label runs as a suffix of its own
+            label_tokens = sum(self.executor.count_tokens([" " + x for x in call.spec.labels]))
+            suffix_tokens = [n + label_tokens for n in suffix_tokens]
+        return Layout(anchor, prefixes, sum(prefix_tokens.values()) / len(prefix_tokens),
+                      sum(suffix_tokens) / len(suffix_tokens), document_tokens)
+
+    def _selectivity(self, op: AiOperator) -> tuple[float, Evidence]:
+        if op.call.spec.kind is not AnswerKind.BOOLEAN or op.tier is not Tier.PREDICATE:
+            return optimizer.ASSUMED_SELECTIVITY, Evidence.NONE
+        asked = self.asked[op.marker]
+        if asked.sampled:
+            answers = list(asked.values.values())
+            return (sum(1 for v in answers if v is True) + 0.5) / (len(answers) + 1), (
+                Evidence.SAMPLE)
+        known = self.executor.statistics.selectivity(statistics_key(op.call))
+        if known is not None:
+            return known.fraction, Evidence.CATALOG
+        return optimizer.ASSUMED_SELECTIVITY, Evidence.ASSUMED
+
+    def _sample(self, op: AiOperator, rows: list[Key]) -> None:
+        """Ask a few candidates (pairs around few anchors) to measure the selectivity; the
+        answers are kept, so the operator does not ask them again."""
+        if self.executor.engine is None:
+            return
+        chosen = rows
+        anchor = self._anchor(op) if op.pairs else None
+        if anchor is not None:
+            fields = op.call.fields_of(anchor)
+            anchors = list(dict.fromkeys(_part(r, fields) for r in rows))[:SAMPLE_ANCHORS]
+            chosen = [r for r in rows if _part(r, fields) in anchors]
+        chosen = chosen[:SAMPLE_SIZE]
+        self._ask(op, chosen, anchor)
+        self.asked[op.marker].sampled = len(chosen)
+
+    def _anchor(self, op: AiOperator) -> Source | None:
+        """The anchor of a pair operator: the side whose documents make the cheaper shared
+        prefixes, judged on its candidates with only the calls it requires applied, so that
+        the prompts — and the answers — do not depend on the order the others ran in."""
+        if not op.pairs:
+            return None
+        if op.marker not in self._anchors:
+            query = self._candidate_query(op, self._base_unknown(op)).subquery("c")
+            total = int(self.executor.fetch(exp.select(exp.Count(this=exp.Star())).from_(
+                query.copy())).column(0)[0].as_py())
+            rows = _rows(self.executor.fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+            layouts = tuple(self._layout(op, query, rows, side, total)
+                            for side in op.call.tables)
+            shape = Shape(op.marker, op.call.tables, total, layouts)
+            self._anchors[op.marker] = optimizer.estimate(
+                shape, self.executor.cost_model()).anchor
+        return self._anchors[op.marker]
+
+    def _hash_ordered(self, op: AiOperator, query: exp.Expression) -> exp.Select:
+        """The candidates in a fixed pseudo-random order (samples that do not depend on how
+        DuckDB happens to produce them)."""
+        return exp.select("*").from_(query.copy()).order_by(exp.Anonymous(
+            this="hash", expressions=[exp.column(candidates.arg(i))
+                                      for i in range(len(op.call.template.fields))]))
+
+    def _observe_speed(self, asked: _Asked) -> None:
+        """Tell the statistics how long the engine took for work the cost model priced."""
+        metrics = asked.metrics
+        if metrics.prompts and metrics.seconds > 0:
+            model = dataclasses.replace(self.executor.cost_model(), speed_factor=1.0)
+            self.executor.statistics.observe_speed(
+                model.seconds(Work.of(metrics.prompts, metrics.input_tokens,
+                                      metrics.fresh_tokens)), metrics.seconds)
+
+    # -- queries --------------------------------------------------------------------------
+
+    def _candidate_query(self, op: AiOperator, unknown: frozenset[str], *,
+                         ranked: Sequence[exp.Ordered] = (), top: int | None = None
+                         ) -> exp.Select:
+        return candidates.candidate_query(self.tree, op.place, self.fields[op.marker],
+                                          unknown, self._is_correlated, ranked=ranked, top=top)
+
+    def _is_correlated(self, scope: scopes.Scope) -> bool:
+        """Whether a subquery reads columns of the scopes around it: DuckDB cannot bind it
+        alone."""
+        key = scope.meta.get(SCOPE_KEY, id(scope))
+        if key not in self._correlated:
+            probe = exp.select("*").from_(self._bindable(scope).subquery("p")).limit(0)
+            ctes = visible_ctes(scope)
+            if ctes:
+                probe.set("with_", exp.With(expressions=[self._bindable(c) for c in ctes]))
+            try:
+                self.con.sql(probe.sql(dialect="duckdb"))
+                self._correlated[key] = False
+            except duckdb.Error:
+                self._correlated[key] = True
+        return self._correlated[key]
+
+    def _bindable(self, node: exp.Expression) -> exp.Expression:
+        """A copy DuckDB can bind: each pending marker becomes the list of its prompt values
+        (so the columns they read are bound too)."""
+        copy = node.copy()
+        for column in list(copy.find_all(exp.Column)):
+            if is_marker(column):
+                column.replace(exp.Array(expressions=[
+                    exp.cast(f.copy(), "VARCHAR") for f in self.fields[column.name]]))
+        return copy
+
+    def _materialize_volatile(self) -> None:
+        """Evaluate once each FROM item whose rows change between evaluations (TABLESAMPLE, a
+        derived table using random(), ...) once it holds no pending call."""
+        pending = self._pending()
+        for item in list(self.tree.find_all(exp.Table, exp.Subquery)):
+            holder = item.parent
+            if not (isinstance(holder, exp.From | exp.Join) and item.arg_key == "this"):
+                continue
+            volatile = item.args.get("sample") is not None if isinstance(item, exp.Table) else (
+                scopes.is_volatile(item))
+            if not volatile or any(is_marker(c, pending) for c in item.find_all(exp.Column)):
+                continue
+            scope = scopes.enclosing_scope(item)
+            probe = exp.select("*").from_(item.copy())
+            ctes = visible_ctes(scope) if scope is not None else []
+            if ctes:
+                probe.set("with_", exp.With(expressions=ctes))
+            rows = self.executor.fetch(probe)
+            name = f"{MATERIALIZED}{uuid.uuid4().hex[:12]}"
+            self.con.register(name, rows)
+            self.tables.append(name)
+            alias = item.alias_or_name
+            item.replace(exp.Table(this=exp.to_identifier(name),
+                                   alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
     def final_sql(self) -> str:
         return self.tree.sql(dialect="duckdb")
 
     def _replace(self, marker: str, node: exp.Expression) -> None:
-        markers = frozenset({marker})
+        """Replace a marker in the tree and in the prompt values of calls nested around it."""
         for column in list(self.tree.find_all(exp.Column)):
-            if is_marker(column, markers):
+            if is_marker(column, (marker,)):
                 column.replace(node.copy())
+        for values in self.fields.values():
+            for index, value in enumerate(values):
+                if is_marker(value, (marker,)):
+                    values[index] = node.copy()
+                    continue
+                for column in list(value.find_all(exp.Column)):
+                    if is_marker(column, (marker,)):
+                        column.replace(node.copy())
 
-    def _candidates_query(self, op: AiOperator, pending: frozenset[str]) -> exp.Select:
-        """Distinct field values over the statement's FROM/JOIN/WHERE, the conjuncts that hold
-        a pending operator left out."""
-        fields = self.fields[op.call.marker]
-        query = exp.select(*[exp.cast(f.copy(), "VARCHAR").as_(f"{ARG}{i}")
-                             for i, f in enumerate(fields)]).distinct()
-        source = self.query
-        for key in ("with", "from_", "from"):
-            if source.args.get(key) is not None:
-                query.set(key, source.args[key].copy())
-        joins = []
-        for join in source.args.get("joins") or []:
-            copy = join.copy()
-            if join.args.get("on") is not None:
-                kept = _kept_conjuncts(join.args["on"], pending)
-                copy.set("on", exp.and_(*kept) if kept else exp.true())
-            joins.append(copy)
-        if joins:
-            query.set("joins", joins)
-        where = source.args.get("where")
-        kept = _kept_conjuncts(where.this, pending) if where is not None else []
-        kept += [exp.Not(this=exp.Is(this=f.copy(), expression=exp.null())) for f in fields]
-        return query.where(exp.and_(*kept)) if kept else query
+    def close(self) -> None:
+        for name in self.functions:
+            with contextlib.suppress(duckdb.Error):  # a failed transaction may have dropped it
+                self.con.remove_function(name)
+        for name in self.tables:
+            self.con.unregister(name)
 
 
-def prompts(call: AiCall, rows: Sequence[tuple[str, ...]], anchor: str | None) -> list[Prompt]:
-    """The engine's prompts for candidate rows: the filter layout for one table, the join layout
-    around `anchor` for two."""
-    template = call.template
-    by_table = {t: [i for i, s in enumerate(call.sources) if s == t] for t in call.tables}
-    if anchor is None:
-        fields = by_table[call.tables[0]] if call.tables else []
-        return [prompting.row_prompt(template, fields, row) for row in rows]
-    partner = next(t for t in call.tables if t != anchor)
-    return [prompting.pair_prompt(template, by_table[anchor], by_table[partner], row)
-            for row in rows]
+def statistics_key(call: AiCall) -> tuple[str, ...]:
+    """What a question's selectivity is remembered under: the question and the columns it
+    reads (by table name, not alias, so later statements find it)."""
+    documents = []
+    for value, source in zip(call.template.fields, call.sources, strict=True):
+        if source is not None:
+            name = source.relation or source.alias
+            column = value.copy()
+            for c in column.find_all(exp.Column):
+                c.set("table", None)
+            documents.append(f"{name}:{column.sql()}")
+    return (call.spec.kind.value, call.question(), *sorted(documents))
 
 
-def _rows(table: pa.Table) -> list[tuple[str, ...]]:
-    return list(zip(*[table.column(i).to_pylist() for i in range(table.num_columns)],
-                    strict=True))
+def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Prompt]:
+    """The engine's prompts for candidate rows: the pair layout around `anchor` for two FROM
+    items, else the layout of the call's answer kind over all its documents."""
+    template, spec = call.template, call.spec
+    if anchor is not None:
+        partner = next(t for t in call.tables if t != anchor)
+        anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
+    else:
+        anchor_fields = tuple(i for i, s in enumerate(call.sources) if s is not None)
+        partner_fields = ()
+    return [prompting.render(template, spec, anchor_fields, partner_fields, row) for row in rows]
 
 
-def _kept_conjuncts(condition: exp.Expression, pending: frozenset[str]) -> list[exp.Expression]:
-    """Copies of the conjuncts of `condition` that hold none of the `pending` markers."""
-    conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
-    return [c.copy() for c in conjuncts
-            if not any(is_marker(node, pending) for node in c.find_all(exp.Column))]
+def _rows(table: pa.Table) -> list[Key]:
+    names = [n for n in table.column_names if n.startswith(candidates.ARG)]
+    return list(zip(*[table.column(n).to_pylist() for n in names], strict=True))
 
 
-def _lookup(table: str, fields: Sequence[exp.Expression]) -> exp.Expression:
-    """`(SELECT answer FROM table WHERE arg0 = CAST(field0 AS VARCHAR) AND ...)`: NULL when a
-    field is NULL, because no candidate row matches."""
-    condition = exp.and_(*[
-        exp.EQ(this=exp.column(f"{ARG}{i}", table=LOOKUP_ALIAS),
-               expression=exp.cast(f.copy(), "VARCHAR"))
-        for i, f in enumerate(fields)])
-    select = exp.select(exp.column(ANSWER, table=LOOKUP_ALIAS)).from_(
-        exp.to_table(table).as_(LOOKUP_ALIAS)).where(condition)
-    return exp.Subquery(this=select)
+def _part(row: Key, fields: Sequence[int]) -> Key:
+    return tuple(row[i] for i in fields)
 
 
-def _empty_answers(call: AiCall) -> pa.Table:
-    return pa.table({f"{ARG}{i}": pa.array([], pa.string())
-                     for i in range(len(call.template.fields))}
-                    | {ANSWER: pa.array([], call.function.result_type)})
+def _by_anchor(rows: list[Key], fields: Sequence[int]) -> list[Key]:
+    """Rows grouped by their anchor document, groups in order of first appearance."""
+    groups: dict[Key, list[Key]] = {}
+    for row in rows:
+        groups.setdefault(_part(row, fields), []).append(row)
+    return [row for group in groups.values() for row in group]
+
+
+def _literal(value: Any) -> exp.Expression:
+    if value is None:
+        return exp.null()
+    if isinstance(value, bool):
+        return exp.true() if value else exp.false()
+    if isinstance(value, float):
+        return exp.cast(exp.Literal.number(repr(value)), "DOUBLE")
+    return exp.Literal.string(str(value))
 
 
 def bind(tree: exp.Expression, params: Sequence[Any]) -> exp.Expression:
@@ -294,14 +695,14 @@ def bind(tree: exp.Expression, params: Sequence[Any]) -> exp.Expression:
     for node in list(tree.find_all(exp.Parameter, exp.Placeholder)):
         if not isinstance(node, exp.Parameter):
             raise SqlError(SqlState.SYNTAX_ERROR, "use $1, $2, ... for parameters in AI statements")
-        literal = _literal(params[int(node.name) - 1])
+        literal = _parameter(params[int(node.name) - 1])
         if node is tree:
             return literal
         node.replace(literal)
     return tree
 
 
-def _literal(value: Any) -> exp.Expression:
+def _parameter(value: Any) -> exp.Expression:
     if value is None:
         return exp.null()
     if isinstance(value, bool):

@@ -1,18 +1,20 @@
 """The planner facade: what the server's session calls for every statement.
 
 Contract: a `Planner` serves one client session over one DuckDB connection (the per-connection
-`pg_catalog` shim is installed on it) and an optional engine. `prepare(sql)` classifies and plans
+`pg_catalog` shim is installed on it), an optional engine, and the server's `Statistics` and
+`AnswerStore` (fresh ones when none are given). `prepare(sql)` classifies and plans
 one statement (`classify`, then `plan`) — a statement calling AI functions gets its `AiPlan` here,
 once, and is refused here if it cannot run — and returns the frozen `Statement`; nothing runs.
 `describe` gives its result columns without running it; `execute` runs it: statements without AI
 functions go to DuckDB (after `pg_semantics.rewrite`, streamed when asked), AI statements through
 the `Executor` (EXPLAIN renders the plan
 without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI statement's
-`Result` carries its work per operator plus one summary NOTICE each. `begin`, `commit` and
-`rollback` are the transaction verbs of the connection; `bind_columns`, `insert_rows`,
-`insert_many` and `column_defaults` serve COPY, batched INSERTs and savepoint replay;
-`interrupt` cancels the running statement from another thread. Errors are `SqlError`s with
-PostgreSQL SQLSTATEs.
+`Result` carries its work per operator plus one summary NOTICE each. `publish_settings` receives
+the session's settings: `heron.order` and `heron.reuse_answers` (`planner.settings`) steer the
+AI statements that run after it. `begin`, `commit` and `rollback` are the transaction verbs of
+the connection; `bind_columns`, `insert_rows`, `insert_many` and `column_defaults` serve COPY,
+batched INSERTs and savepoint replay; `interrupt` cancels the running statement from another
+thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations
@@ -27,38 +29,41 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
+from heron.catalog.answers import AnswerStore
+from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
-from heron.planner import (
-    dialect,
-    explain,
-    logical,
-    optimizer,
-    pg_catalog,
-    pg_semantics,
-    statement,
-)
+from heron.planner import dialect, explain, logical, pg_catalog, pg_semantics, statement, views
+from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
+from heron.planner.settings import Settings
 from heron.planner.statement import Column, Kind, Result, Statement
 
 # Cheap test before parsing: statements that cannot contain AI calls skip sqlglot entirely.
 MAYBE_AI = re.compile(r"\bAI(?:\s*\.\s*|_)\w+\s*\(", re.IGNORECASE)
-# Statements that cannot call AI functions (session and transaction commands).
-_NO_AI_KINDS = frozenset({Kind.EMPTY, Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.TRANSACTION,
-                          Kind.SET, Kind.RESET, Kind.SHOW, Kind.DEALLOCATE})
+# Statements that may call AI functions or read AI views; the others (session, transaction,
+# cursor and COPY-protocol commands) are never planned, so no catalog read runs for them (which
+# a failed transaction block would refuse).
+_AI_KINDS = frozenset({Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE, Kind.DELETE,
+                       Kind.MERGE, Kind.CREATE, Kind.OTHER})
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
 
 
 class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None = None, *,
+                 statistics: Statistics | None = None, answers: AnswerStore | None = None,
                  user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
         pg_catalog.install(con, user, server_version)
+        views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
-        self.executor = Executor(con, engine, self.cancelled)
+        self.settings = Settings()
+        self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
+                                 answers if answers is not None else AnswerStore())
         self.prepared = statement.PreparedStatements()
 
     @property
@@ -78,20 +83,33 @@ class Planner:
         return statement.classify(self.con, pg_semantics.rewrite(pg_catalog.rewrite(sql)))
 
     def plan(self, stmt: Statement) -> Statement:
-        """The statement with its AI plan, when it calls AI functions; refuses those it cannot
-        run. Nothing runs (binding reads the catalog)."""
-        if stmt.kind in _NO_AI_KINDS or not MAYBE_AI.search(stmt.sql):
+        """The statement with its AI plan, when it calls AI functions (or reads a view that
+        does); refuses those it cannot run. A CREATE VIEW calling AI functions is checked and
+        stored with its calls encoded (`planner.views`). Nothing runs (binding reads the
+        catalog)."""
+        if stmt.kind not in _AI_KINDS:
+            return stmt
+        calls_ai = MAYBE_AI.search(stmt.sql) is not None
+        if not calls_ai and not views.may_read_ai_views(self.con, stmt.sql):
             return stmt
         match = _EXPLAIN.match(stmt.sql)
         mode = Explain.NONE if match is None else (
             Explain.ANALYZE if match["analyze"] else Explain.PLAN)
         tree = dialect.parse(stmt.sql[match.end():] if match else stmt.sql)
+        if isinstance(tree, exp.Create) and (tree.kind or "").upper() == "VIEW":
+            if match is None and logical.build(self.con, tree.copy()) is not None:
+                return dataclasses.replace(stmt, sql=views.encode(tree))
+            return stmt  # a view over AI views is stored as written
+        if not isinstance(tree, exp.Query | exp.Create | exp.Insert | exp.Update | exp.Delete
+                          ) and tree.find(AIFunction) is None:
+            return stmt  # e.g. DROP VIEW of an AI view
+        views.expand(self.con, tree)
         plan = logical.build(self.con, tree, mode)
         if plan is None:
             return stmt
         if mode is not Explain.NONE:  # the plan's rows replace the statement's
             stmt = dataclasses.replace(stmt, returns_rows=True, bindable=False)
-        return dataclasses.replace(stmt, ai=optimizer.optimize(plan))
+        return dataclasses.replace(stmt, ai=plan)
 
     def describe(self, stmt: Statement, params: Sequence[Any] | None = None
                  ) -> tuple[Column, ...] | None:
@@ -115,13 +133,18 @@ class Planner:
         plan = stmt.ai
         if plan is None:
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
+        settings = self.settings
         if plan.explain is Explain.PLAN:
-            return explain.result(explain.plan_lines(plan, self.executor.estimate(plan, params)))
+            planned = self.executor.estimate(plan, params, settings)
+            return explain.result(explain.plan_lines(plan, planned, settings))
+        planned = self.executor.estimate(plan, params, settings) if (
+            plan.explain is Explain.ANALYZE) else []
         started = time.perf_counter()
-        result = self.executor.run(stmt, params)
+        result = self.executor.run(stmt, params, settings)
         if plan.explain is Explain.ANALYZE:
             rows = result.rows.read_all().num_rows if result.rows is not None else 0
-            lines = explain.analyze_lines(plan, result.work, rows, time.perf_counter() - started)
+            lines = explain.analyze_lines(planned, result.work, rows,
+                                          time.perf_counter() - started, settings)
             return explain.result(lines, result.work)
         return dataclasses.replace(result, notices=tuple(explain.summary(w) for w in result.work))
 
@@ -170,8 +193,10 @@ class Planner:
     # -- session ---------------------------------------------------------------------------
 
     def publish_settings(self, settings: Mapping[str, str]) -> None:
-        """The session's run-time settings, as current_setting() should answer them."""
+        """The session's run-time settings, as current_setting() should answer them; the
+        planner's own (`planner.settings`) steer the AI statements that follow."""
         pg_catalog.publish_settings(self.con, settings)
+        self.settings = Settings.of(settings)
 
     def interrupt(self) -> None:
         """Cancel the running statement (called from another thread)."""

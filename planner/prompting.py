@@ -7,10 +7,14 @@ pieces and field references. The three spellings of a prompt normalize to the sa
     ('Is this about cats? ', body)
     'Is this about cats? ' || body
 
-For one candidate (the text values of a template's fields), `row_prompt` renders the filter layout
-and `pair_prompt` the join layout of `engine.prompts`. The document holds the field values; the
-question is the user's text with each field reference replaced by a name for the document (user
-text written before the first reference therefore moves after the document):
+For one candidate (the text values of a template's fields), `render` builds the engine prompt of
+a call's answer kind: the filter layout of `engine.prompts` for TRUE/FALSE and scores over one
+row, the join layout for a pair of rows (around the anchor), the classify layout (the labels
+listed, with their descriptions) and the completion layout; `row_prompt` and `pair_prompt` are
+the first two. Every layout puts the same document text first, so one document prefix serves
+the filters, joins, classifications and completions asked about it. The document holds the
+field values; the question is the user's text with each field reference replaced by a name for
+the document (user text written before the first reference therefore moves after the document):
 
 - one row, one field: references become "DOCUMENT"; a reference at either end of the template is
   just the slot the document came from and is dropped: ('Is it about cats? ', body) asks
@@ -20,8 +24,10 @@ text written before the first reference therefore moves after the document):
 - a pair of rows: references become "DOCUMENT 0" (the anchor, whose KV is reused) and
   "DOCUMENT 1" (the partner); each side's fields form its document as above.
 
-Fields reading no table (constants, inlined parameters) are rendered inline in the question.
-Malformed prompts raise `SqlError` (42883 for a bad PROMPT template, 22023 for no question).
+Fields reading no table (constants, inlined parameters) are rendered inline in the question. A
+classification or completion may omit the question (`AI.CLASSIFY(body, [...])`); a TRUE/FALSE
+question may not. Malformed prompts raise `SqlError` (42883 for a bad PROMPT template, 22023 for
+no question).
 """
 
 from __future__ import annotations
@@ -32,9 +38,17 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from heron.engine.prompts import Prompt, filter_prompt, join_prompt
+from heron.engine.api import AnswerKind
+from heron.engine.prompts import (
+    Prompt,
+    classify_prompt,
+    completion_prompt,
+    filter_prompt,
+    join_prompt,
+)
 from heron.planner.dialect import Prompt as PromptCall
 from heron.planner.errors import SqlError, SqlState
+from heron.planner.functions import AnswerSpec
 
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
@@ -51,8 +65,13 @@ class Template:
         return tuple(f.sql(dialect="duckdb") for f in self.fields)
 
 
-def template(function: str, prompt: exp.Expression) -> Template:
-    """The normalized template of `prompt`, the prompt argument of a call to `function`."""
+# What a classification asks when its input is only the document.
+DEFAULT_CLASSIFY_QUESTION = "Which category describes the document best?"
+
+
+def template(function: str, prompt: exp.Expression, *, needs_question: bool = True) -> Template:
+    """The normalized template of `prompt`, the prompt argument of a call to `function`;
+    `needs_question`: refuse a prompt that is only documents (TRUE/FALSE questions)."""
     fields: list[exp.Expression] = []
     normalized: list[str | int] = []
     for part in _pieces(prompt):
@@ -70,7 +89,7 @@ def template(function: str, prompt: exp.Expression) -> Template:
         normalized.append(index)
     has_text = any(isinstance(p, str) and p.strip() for p in normalized)
     # A value reading no column (a parameter not bound yet) is question text, not a document.
-    if not has_text and all(f.find(exp.Column) is not None for f in fields):
+    if needs_question and not has_text and all(f.find(exp.Column) is not None for f in fields):
         raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"{function} needs a question",
                        hint=f"For example {function}(('Is this review positive? ', body)).")
     return Template(tuple(normalized), tuple(fields))
@@ -116,8 +135,13 @@ def _prompt_function(call: PromptCall) -> list[str | exp.Expression]:
 
 
 def field_label(template: Template, index: int) -> str:
+    """A field's name in a document of several fields: its column name, or its SQL when
+    another field has the same name."""
     field = template.fields[index]
-    return field.alias_or_name or field.sql()
+    name = field.alias_or_name
+    if not name or sum(f.alias_or_name == name for f in template.fields) > 1:
+        return field.sql()
+    return name
 
 
 def document(template: Template, indexes: Sequence[int], values: Sequence[str]) -> str:
@@ -150,12 +174,40 @@ def _only_references(parts: Sequence[str | int], names: dict[int, str]) -> bool:
                for p in parts)
 
 
-def row_prompt(template: Template, doc_fields: Sequence[int], values: Sequence[str]) -> Prompt:
+def render(template: Template, spec: AnswerSpec, anchor_fields: Sequence[int],
+           partner_fields: Sequence[int], values: Sequence[str]) -> Prompt:
+    """The engine prompt of one candidate: `anchor_fields` form the document (the reusable
+    prefix); `partner_fields`, when any, a TRUE/FALSE pair's second document."""
+    if spec.kind in (AnswerKind.BOOLEAN, AnswerKind.SCORE):
+        if partner_fields:
+            return pair_prompt(template, anchor_fields, partner_fields, values)
+        return row_prompt(template, anchor_fields, values)
+    fields = sorted([*anchor_fields, *partner_fields])
+    text = question(template, _document_names(template, fields), values,
+                    drop_edges=len(fields) == 1)
+    doc = document(template, fields, values) if fields else ""
+    if spec.kind is AnswerKind.TEXT:
+        return completion_prompt(doc, text)
+    return classify_prompt(doc, _classify_question(text, spec), spec.labels)
+
+
+def _classify_question(text: str, spec: AnswerSpec) -> str:
+    text = " ".join(part for part in (spec.task, text) if part) or DEFAULT_CLASSIFY_QUESTION
+    described = [f"- {label}: {description}"
+                 for label, description in zip(spec.labels, spec.descriptions, strict=True)
+                 if description]
+    return text + ("\n\nWhat the categories mean:\n" + "\n".join(described) if described else "")
+
+
+def _document_names(template: Template, doc_fields: Sequence[int]) -> dict[int, str]:
     if len(doc_fields) == 1:
-        names = {doc_fields[0]: "DOCUMENT"}
-    else:
-        names = {i: field_label(template, i) for i in doc_fields}
-    text = question(template, names, values, drop_edges=len(doc_fields) == 1)
+        return {doc_fields[0]: "DOCUMENT"}
+    return {i: field_label(template, i) for i in doc_fields}
+
+
+def row_prompt(template: Template, doc_fields: Sequence[int], values: Sequence[str]) -> Prompt:
+    text = question(template, _document_names(template, doc_fields), values,
+                    drop_edges=len(doc_fields) == 1)
     return filter_prompt(document(template, doc_fields, values) if doc_fields else "", text)
 
 

@@ -36,6 +36,7 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement, pg_semantics
+from heron.planner import settings as planner_settings
 from heron.planner.access import check as check_privileges
 from heron.planner.commands import (
     CloseCommand,
@@ -94,6 +95,7 @@ OTHER_DEFAULTS = {
     "default_transaction_deferrable": "off",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
+    **planner_settings.DEFAULTS,
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
              "in_hot_standby", "is_superuser", "max_identifier_length", "session_authorization"}
@@ -153,7 +155,9 @@ class Session:
             self._set(name, value)
         con = self.database.connect()
         pg_semantics.configure(con)
-        self.planner = Planner(con, self.engine, user=self.user, server_version=SERVER_VERSION)
+        self.planner = Planner(con, self.engine, statistics=self.database.statistics,
+                               answers=self.database.answers, user=self.user,
+                               server_version=SERVER_VERSION)
         self.transaction = Transaction(self.planner)
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
@@ -219,6 +223,7 @@ class Session:
             raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
                            f"client encoding {value!r} is not supported; use UTF8")
         canonical = self._settings.get(key, (name, ""))[0]
+        value = planner_settings.check(key, value)
         if key == "client_encoding":
             value = "UTF8"
         elif key in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"):
@@ -251,6 +256,7 @@ class Session:
             statement = self.cached(sql)
             if statement is None:
                 generation = self.generation.value
+                self._free_connection()  # planning may query DuckDB (the catalog, AI views)
                 statement = self.planner.plan(self.planner.classify(sql))
                 if statement.ai is None:  # AI plans bind to the catalog: planned every time
                     self._classified[sql] = (generation, statement)

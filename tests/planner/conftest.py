@@ -1,4 +1,6 @@
+import duckdb
 import pytest
+from support import shapes
 
 from heron import engine
 
@@ -20,3 +22,12 @@ def tiny_engine(tiny_qwen3):
     instance = LocalEngine(engine.EngineConfig(model=str(tiny_qwen3[0])))
     yield instance
     instance.close()
+
+
+@pytest.fixture(scope="module")
+def con():
+    """An in-memory DuckDB with the tables of the statement shapes (`support.shapes`)."""
+    con = duckdb.connect()
+    shapes.load(con)
+    yield con
+    con.close()

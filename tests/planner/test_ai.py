@@ -9,7 +9,7 @@ from support.engine_reference import boolean
 
 from heron.catalog import Database
 from heron.engine.prompts import filter_prompt, join_prompt
-from heron.planner import Planner, SqlError, executor
+from heron.planner import Planner, SqlError, optimizer
 
 QUESTION = "Does this review discuss the ending?"
 
@@ -102,7 +102,7 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
            "GROUP BY 1 ORDER BY 1")
     got, (work,) = rows_and_work(planner, sql)
     assert work.operator.label == "AI Join"
-    assert work.anchor == "r"  # reviews are longer than aspect names
+    assert work.anchor.name == "r"  # reviews are longer than aspect names
     pairs = planner.con.sql("SELECT r.body, a.aspect, a.name FROM reviews r, aspects a "
                             "WHERE r.stars >= 3 AND r.body IS NOT NULL").fetchall()
     distinct = sorted({(b, asp) for b, asp, _ in pairs})
@@ -121,7 +121,7 @@ def test_ai_join_with_an_equality_condition(planner, smollm2):
 
 
 def test_limit_stops_engine_work_once_enough_rows_passed(planner, tiny_engine, monkeypatch):
-    monkeypatch.setattr(executor, "MIN_LIMIT_BATCH", 1)
+    monkeypatch.setattr(optimizer, "MIN_LIMIT_BATCH", 1)
     planner = Planner(planner.con, tiny_engine)  # answers TRUE to about 3 in 4 of these
     planner.con.execute("CREATE TABLE many AS SELECT i AS id, 'Review ' || i || ': ' || "
                         "CASE WHEN i % 2 = 0 THEN 'The ending is perfect.' ELSE 'Dull acting.' "
@@ -132,14 +132,22 @@ def test_limit_stops_engine_work_once_enough_rows_passed(planner, tiny_engine, m
         planner, f"SELECT id, body FROM many WHERE AI.IF(('{QUESTION} ', body)) LIMIT 3")
     assert len(got) == min(3, len(passing))
     assert all(body in passing for _, body in got)
-    assert work.operator.goal == 3 and work.candidates == 40
+    assert work.goal == 3 and work.candidates == 40
     assert len(passing) >= 20
     assert work.metrics.prompts < work.candidates  # batches of 6, 12, ... stopped early
-    # Ordered or aggregated statements need every answer.
+    # Under ORDER BY the candidates are asked in that order: the first three that pass.
+    got, (work,) = rows_and_work(
+        planner, f"SELECT id FROM many WHERE AI.IF(('{QUESTION} ', body)) ORDER BY id DESC "
+                 "LIMIT 3")
+    ids = [i for (i, body) in planner.con.sql("SELECT id, body FROM many ORDER BY id DESC")
+           .fetchall() if body in passing]
+    assert got == [(i,) for i in ids[:3]]
+    assert work.goal == 3 and work.metrics.prompts + work.reused < work.candidates
+    # Aggregated statements need every answer.
     _, (work,) = rows_and_work(
-        planner, f"SELECT id FROM many WHERE AI.IF(('{QUESTION} ', body)) ORDER BY id LIMIT 3")
-    assert work.operator.goal is None
-    assert work.metrics.prompts == 40
+        planner, f"SELECT count(*) FROM many WHERE AI.IF(('{QUESTION} ', body)) LIMIT 3")
+    assert work.goal is None
+    assert work.metrics.prompts + work.reused == 40
 
 
 def test_filters_cascade(planner):
@@ -169,7 +177,7 @@ class CountingEngine:
     """The real engine, with a count of the prompts it was asked (to prove none were)."""
 
     def __init__(self, inner):
-        self.inner, self.prompts = inner, 0
+        self.inner, self.prompts, self.info = inner, 0, inner.info
 
     def answer(self, request, cancel=None):
         self.prompts += len(request.prompts)
@@ -185,8 +193,9 @@ def test_explain_estimates_without_running_the_engine(planner):
                                          f"AI.IF(('{QUESTION} ', body))")]
     text = "\n".join(lines)
     assert "AI Filter #1" in text and f"Question: {QUESTION}" in text
-    assert "Estimate: prompts<=3" in text  # three distinct documents pass stars > 1
-    assert "input_tokens~" in text and "Relational part (DuckDB)" in text
+    # Three distinct documents pass stars > 1.
+    assert any(line.split() == ["candidates", "3"] for line in lines)
+    assert "input tokens" in text and "Relational part (DuckDB)" in text
     assert planner.engine.prompts == 0
 
 
@@ -194,7 +203,9 @@ def test_explain_analyze_reports_actual_work(planner):
     lines = [r[0] for r in rows(planner, f"EXPLAIN ANALYZE SELECT id FROM reviews WHERE "
                                          f"AI.IF(('{QUESTION} ', body))")]
     text = "\n".join(lines)
-    assert "Actual: prompts=4" in text and "fresh_tokens=" in text
+    prompts = next(line.split() for line in lines if line.split()[0] == "prompts")
+    assert prompts[1:] == ["4", "4"]  # estimated and actual, side by side
+    assert "fresh tokens" in text
     assert text.splitlines()[-1].startswith("Result:")
 
 
@@ -229,13 +240,33 @@ def test_ai_answers_can_be_stored(planner):
     [
         ("SELECT AI.IF(('x ', nope)) FROM reviews", "42703"),
         ("SELECT AI.IF(('x ', q.body)) FROM reviews", "42P01"),
-        ("SELECT (SELECT AI.IF(('x ', body))) FROM reviews", "0A000"),
+        ("SELECT AI.IF(('x ', body || random())) FROM reviews", "0A000"),
         ("SELECT AI.IF(('x ', upper(r.body || a.aspect))) FROM reviews r, aspects a", "0A000"),
         ("SELECT AI.IF(('x ', name)) FROM aspects a1, aspects a2", "42702"),
-        ("UPDATE reviews SET stars = 0 WHERE AI.IF(('x ', body))", "0A000"),
+        ("ALTER TABLE reviews ADD COLUMN x BOOLEAN DEFAULT AI.IF(('x ', 'y'))", "0A000"),
     ],
 )
 def test_bad_ai_statements_fail_with_a_sqlstate(planner, sql, sqlstate):
     with pytest.raises(SqlError) as info:
         run(planner, sql)
     assert info.value.sqlstate == sqlstate
+
+
+def test_estimates_follow_the_real_engines_accounting(planner, tiny_engine):
+    """EXPLAIN's prompts and tokens against what the engine reports, on documents it has
+    never seen (its tokenizer, its prefix cache)."""
+    planner = Planner(planner.con, tiny_engine)
+    planner.publish_settings({"heron.reuse_answers": "off"})
+    planner.con.execute("CREATE TABLE notes AS SELECT i AS id, 'Note ' || i || ': ' || "
+                        "repeat('a film about trains and rivers ', 1 + i % 5) || i AS body "
+                        "FROM range(24) t(i)")
+    for sql in ["SELECT id FROM notes WHERE AI.IF(('Is it about trains? ', body))",
+                "SELECT n.id, a.name FROM notes n JOIN aspects a ON AI_FILTER(PROMPT("
+                "'Does note {0} mention {1}?', n.body, a.aspect))"]:
+        plan = planner.prepare(sql).ai
+        ((_, estimate),) = planner.executor.estimate(plan, (), planner.settings)
+        _, (work,) = rows_and_work(planner, sql)
+        assert estimate.work.prompts == work.metrics.prompts
+        for guess, actual in [(estimate.work.input_tokens, work.metrics.input_tokens),
+                              (estimate.work.fresh_tokens, work.metrics.fresh_tokens)]:
+            assert actual / 1.5 <= guess <= actual * 1.5, (sql, guess, actual)

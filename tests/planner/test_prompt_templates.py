@@ -11,8 +11,9 @@ from heron.planner.errors import SqlError
 def template_of(sql: str) -> prompting.Template:
     """The template of the statement's only AI call, as the planner builds it."""
     (node,) = dialect.parse(sql).find_all(AIFunction)
-    functions.lookup(node)
-    return prompting.template(node.spelling, node.arguments[0])
+    spec = functions.lookup(node).spec(node)
+    return prompting.template(node.spelling, node.arguments[0],
+                              needs_question=spec.kind.value in ("boolean", "score"))
 
 
 SPELLINGS = [
@@ -68,10 +69,38 @@ def test_repeated_column_is_one_field() -> None:
         ("SELECT AI.IF(PROMPT('{1}', body)) FROM t", "42883"),
         ("SELECT AI.IF(PROMPT(body, body)) FROM t", "42883"),
         ("SELECT AI.IF(('a', body), ('b', body)) FROM t", "42883"),
-        ("SELECT AI.CLASSIFY(body, ['a', 'b']) FROM t", "0A000"),
+        ("SELECT AI_SENTIMENT(body) FROM t", "0A000"),
+        ("SELECT AI.CLASSIFY(body, ['a']) FROM t", "22023"),
+        ("SELECT AI.CLASSIFY(body, body) FROM t", "22023"),
+        ("SELECT AI_COMPLETE(('Sum up ', body), 0) FROM t", "22023"),
+        ("SELECT AI.CLASSIFY(body, ['a', 'b'], {'output_mode': 'multi'}) FROM t", "0A000"),
     ],
 )
 def test_malformed_calls_are_refused_with_a_sqlstate(sql: str, sqlstate: str) -> None:
     with pytest.raises(SqlError) as info:
         template_of(sql)
     assert info.value.sqlstate == sqlstate
+
+
+def test_every_layout_starts_with_the_same_document_prefix() -> None:
+    """A filter, a join anchored on the document, a classification and a completion of the same
+    document share its prefix (the join's extends it), so its KV serves them all."""
+    doc = "The ending is perfect."
+    filter_ = prompting.render(template_of("SELECT AI.IF(('Is it good? ', body)) FROM t"),
+                               spec_of("SELECT AI.IF(('Is it good? ', body)) FROM t"), [0], [],
+                               [doc])
+    for sql, partner in [
+            ("SELECT 1 FROM r JOIN a ON AI_FILTER(PROMPT('Does {0} discuss {1}?', r.body, "
+             "a.aspect))", [1]),
+            ("SELECT AI.CLASSIFY(body, ['good', 'bad']) FROM t", []),
+            ("SELECT AI_COMPLETE(('Summarize ', body), 5) FROM t", []),
+            ("SELECT AI.SCORE(('How good? ', body)) FROM t", [])]:
+        prompt = prompting.render(template_of(sql), spec_of(sql), [0], partner,
+                                  [doc, "the ending"][:1 + len(partner)])
+        assert prompt.prefix.startswith(filter_.prefix), sql
+        assert prompt.prefix == filter_.prefix or partner, sql
+
+
+def spec_of(sql: str):
+    (node,) = dialect.parse(sql).find_all(AIFunction)
+    return functions.lookup(node).spec(node)

@@ -1,0 +1,77 @@
+"""The answer store: answers the engine gave, reused by later statements asking the same prompt.
+
+Contract: one `AnswerStore` per server (the `Database` holds it), shared by every session and
+safe to use from several threads. An answer is keyed by `AnswerKey.of(...)`: the model, the
+prompt layout's version, the answer kind with its labels or token budget, and the exact prompt
+text (prefix and suffix) — a digest, so the store never holds the prompts themselves. For the
+same key the engine gives the same answer, so a stored one replaces asking it: results do not
+change. `get` returns the stored `(value, score)` or None; `put` stores one. Bounded: past
+`max_bytes` (keys plus values, approximately) the least recently used answers are forgotten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DEFAULT_MAX_BYTES = 64 << 20
+_ENTRY_OVERHEAD = 120  # bytes per entry beyond its key and value (dict slot, tuple, floats)
+
+Answer = tuple[bool | float | str, float]  # (value, score), as `engine.api.Answers` gives them
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerKey:
+    digest: bytes
+
+    @staticmethod
+    def of(model: str, layout_version: int, kind: str, labels: Sequence[str], max_tokens: int,
+           prefix: str, suffix: str) -> AnswerKey:
+        h = hashlib.blake2b(digest_size=20)
+        for part in (model, str(layout_version), kind, "\x1f".join(labels), str(max_tokens),
+                     prefix, suffix):
+            data = part.encode("utf-8", "surrogatepass")
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        return AnswerKey(h.digest())
+
+
+class AnswerStore:
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[bytes, Answer] = OrderedDict()
+        self._bytes = 0
+        self.max_bytes = max_bytes
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, key: AnswerKey) -> Answer | None:
+        with self._lock:
+            answer = self._answers.get(key.digest)
+            if answer is not None:
+                self._answers.move_to_end(key.digest)
+            return answer
+
+    def put(self, key: AnswerKey, answer: Answer) -> None:
+        size = _size(answer)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._answers.pop(key.digest, None)
+            if old is not None:
+                self._bytes -= _size(old)
+            self._answers[key.digest] = answer
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, evicted = self._answers.popitem(last=False)
+                self._bytes -= _size(evicted)
+
+
+def _size(answer: Answer) -> int:
+    value = answer[0]
+    return _ENTRY_OVERHEAD + 20 + (sys.getsizeof(value) if isinstance(value, str) else 0)
