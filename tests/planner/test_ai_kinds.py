@@ -1,16 +1,13 @@
 """Every answer kind through the planner with a real engine (a tiny random-weight Qwen3): the
 values equal the engine's own answers to the prompts the planner should have built, and one
 document prefix serves the filter and the classification of the same document.
-
-LABEL and TEXT answers arrive with the engine's scheduler; until the engine serves them these
-tests skip (one probe decides), and the SCORE test runs today.
 """
 
 import pytest
 from support.engine_reference import boolean
 
 from heron.catalog import Database
-from heron.engine.api import AnswerKind, EngineError, Request
+from heron.engine.api import AnswerKind, Request
 from heron.engine.prompts import classify_prompt, completion_prompt, filter_prompt
 from heron.planner import Planner
 
@@ -28,24 +25,6 @@ def planner(tmp_path, tiny_engine):
     database.close()
 
 
-@pytest.fixture(scope="module")
-def serves_labels_and_text(tiny_engine):
-    """Whether the engine answers LABEL and TEXT requests yet (probed once)."""
-    try:
-        tiny_engine.answer(Request(AnswerKind.LABEL, (filter_prompt("x", "y"),), ("a", "b")))
-        tiny_engine.answer(Request(AnswerKind.TEXT, (filter_prompt("x", "y"),), max_tokens=1))
-    except EngineError as exc:
-        return str(exc)
-    return None
-
-
-@pytest.fixture
-def kinds(serves_labels_and_text):
-    if serves_labels_and_text is not None:
-        pytest.skip(f"the engine does not serve LABEL/TEXT answers yet "
-                    f"({serves_labels_and_text}); they arrive with the scheduler")
-
-
 def rows(planner, sql):
     result = planner.execute(planner.prepare(sql))
     return [tuple(r.values()) for r in result.rows.read_all().to_pylist()], result.work
@@ -57,18 +36,17 @@ def test_score_is_the_engines_probability_of_true(planner, tiny_engine):
     docs = [d for d in DOCS if d is not None]
     request = Request(AnswerKind.SCORE, tuple(filter_prompt(d, "Is it positive?") for d in docs))
     scores = dict(zip(docs, tiny_engine.answer(request).values, strict=True))
-    # (Equal up to float rounding: on main the engine's numerics still depend on whether a
-    # prefix came from its cache.)
+    # Exactly equal: the engine's answers do not depend on what else it ran, or its cache.
     assert [i for i, _ in got] == list(range(len(DOCS)))
     for (_, score), doc in zip(got, DOCS, strict=True):
-        assert score == (None if doc is None else pytest.approx(scores[doc], abs=1e-5))
+        assert score == (None if doc is None else scores[doc])
     assert work.operator.label == "AI Score" and work.metrics.prompts == len(docs)
     # The boolean and the score of the same question agree.
     truth = tiny_engine.answer(boolean([filter_prompt(d, "Is it positive?") for d in docs]))
     assert [s > 0.5 for s in scores.values()] == list(truth.values)
 
 
-def test_classify_answers_the_engines_label(planner, tiny_engine, kinds):
+def test_classify_answers_the_engines_label(planner, tiny_engine):
     got, (work,) = rows(planner, f"SELECT id, AI.CLASSIFY(body, {list(LABELS)}) FROM reviews "
                                  "ORDER BY id")
     docs = [d for d in DOCS if d is not None]
@@ -80,7 +58,7 @@ def test_classify_answers_the_engines_label(planner, tiny_engine, kinds):
     assert work.operator.label == "AI Classify"
 
 
-def test_complete_answers_the_engines_text(planner, tiny_engine, kinds):
+def test_complete_answers_the_engines_text(planner, tiny_engine):
     got, _ = rows(planner, "SELECT id, AI_COMPLETE(('Summarize: ', body), 5) FROM reviews "
                            "ORDER BY id")
     docs = [d for d in DOCS if d is not None]
@@ -90,7 +68,7 @@ def test_complete_answers_the_engines_text(planner, tiny_engine, kinds):
     assert got == [(i, texts.get(d)) for i, d in enumerate(DOCS)]
 
 
-def test_a_filter_and_a_classification_share_the_document_prefix(planner, kinds):
+def test_a_filter_and_a_classification_share_the_document_prefix(planner):
     _, (first, second) = rows(planner, "SELECT id FROM reviews WHERE AI.IF(('Is it long? ', "
                                        f"body)) OR AI.CLASSIFY(body, {list(LABELS)}) = 'mixed'")
     # The second operator found every document's KV resident: only its question ran.
