@@ -393,6 +393,7 @@ class Scheduler:
         self.chunk_tokens = chunk_tokens
         self.jobs: list[Job] = []
         self.steps = 0  # chunks run
+        self.busy_since: float | None = None  # see ``run``
         self.discarded = 0  # chunks prepared ahead, then chosen again (their host work wasted)
         self._inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._wake = threading.Event()
@@ -432,10 +433,15 @@ class Scheduler:
                 return
 
     def run(self, stop: threading.Event) -> None:
-        """Step until ``stop`` is set (the engine thread's body)."""
+        """Step until ``stop`` is set (the engine thread's body); ``busy_since`` says since when
+        (``time.monotonic``) the current step runs, None between steps (a supervisor's measure
+        of a step loop that hangs)."""
         with torch.inference_mode():
             while not stop.is_set():
-                if not self.step():
+                self.busy_since = time.monotonic()
+                worked = self.step()
+                self.busy_since = None
+                if not worked:
                     self._wake.wait(_IDLE_SECONDS)
                     self._wake.clear()
 

@@ -16,7 +16,6 @@ from support.pgwire import (
     describe,
     execute,
     kinds,
-    message,
     parse,
     query,
     startup_packet,
