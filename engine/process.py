@@ -137,10 +137,8 @@ class _Done:
 @dataclass(frozen=True)
 class _Failed:
     call: int
-    message: str
+    error: EngineError  # raised in the caller as it is (EngineCancelled, PromptTooLong, ...)
     detail: str  # the child's traceback, for logs
-    cancelled: bool = False
-    died: bool = False  # the child exited before answering
 
 _Reply = _Started | _Progress | _Done | _Failed
 
@@ -182,10 +180,10 @@ def _serve(conn: Connection, config: EngineConfig, parent: int) -> None:
         try:
             reply: _Reply = _Done(message.call, engine.answer(
                 message.request, cancel, progress if message.progress else None))
-        except EngineCancelled as exc:
-            reply = _Failed(message.call, str(exc), "", cancelled=True)
+        except EngineError as exc:
+            reply = _Failed(message.call, exc, traceback.format_exc())
         except Exception as exc:  # noqa: BLE001 - report, keep serving
-            reply = _Failed(message.call, _message(exc), traceback.format_exc())
+            reply = _Failed(message.call, EngineError(_message(exc)), traceback.format_exc())
         cancels.pop(message.call, None)
         send(reply)
 
@@ -359,9 +357,9 @@ class EngineProcess:
                         raise
                 continue
             if isinstance(reply, _Failed):
-                if reply.died:
-                    raise EngineDied(reply.message, started)
-                raise (EngineCancelled if reply.cancelled else EngineError)(reply.message)
+                if isinstance(reply.error, EngineDied):
+                    raise EngineDied(str(reply.error), started)
+                raise reply.error
             return reply.value
 
     def _send_quietly(self, message: _Cancel) -> None:
@@ -407,9 +405,8 @@ class EngineProcess:
     def _fail_waiting(self) -> None:
         with self._sending:
             waiting, self._waiting = self._waiting, {}
-        died = isinstance(self._failure, EngineDied)
         for call, replies in waiting.items():
-            replies.put(_Failed(call, str(self._failure), "", died=died))
+            replies.put(_Failed(call, type(self._failure)(str(self._failure)), ""))
 
     def _startup_reply(self, deadline: float) -> Any:
         while not self._conn.poll(_POLL_SECONDS):

@@ -20,13 +20,14 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 
-from heron.engine.api import AnswerKind, Answers, Metrics, ModelInfo, Request
+from heron.engine.api import AnswerKind, Answers, Metrics, ModelInfo, ProgressCallback, Request
 from heron.engine.prompts import Prompt
 
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
 _MODULUS = (1 << 61) - 1
 INFO = ModelInfo(name="hash-engine", architecture="hash", num_layers=2, hidden_size=64,
-                 vocab_size=1000, num_params=1_000_000, dtype="float32", device="cpu")
+                 vocab_size=1000, num_params=1_000_000, dtype="float32", device="cpu",
+                 context_tokens=1 << 20)
 
 
 def _unit(*parts: str) -> float:
@@ -66,7 +67,9 @@ class HashEngine:
         self.requests: list[Request] = []
         self._lock = threading.Lock()
 
-    def answer(self, request: Request, cancel: object = None) -> Answers:
+    def answer(self, request: Request, cancel: object = None,
+               progress: ProgressCallback | None = None) -> Answers:
+        """The answers, all at once (`progress` hears of them once, as of one chunk)."""
         with self._lock:
             self.requests.append(request)
             values, scores = [], []
@@ -82,7 +85,9 @@ class HashEngine:
                 total += len(prefix) + suffix + labels
                 fresh += len(prefix) - self._resident(prefix) + suffix + labels
             metrics = Metrics(len(request.prompts), total, fresh, total - fresh, 0.0)
-            return Answers(request.kind, tuple(values), tuple(scores), metrics)
+        if progress is not None and request.prompts:
+            progress(metrics)
+        return Answers(request.kind, tuple(values), tuple(scores), metrics)
 
     def _resident(self, tokens: list[str]) -> int:
         """How many leading tokens already have KV; then they all do."""
