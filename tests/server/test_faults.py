@@ -9,6 +9,7 @@ refused with 53300.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import struct
@@ -218,3 +219,49 @@ def test_connections_past_max_connections_are_refused_53300(spawn_heron, tmp_pat
     finally:
         for conn in held:
             conn.close()
+
+
+# -- clients that wait -----------------------------------------------------------------------
+
+
+def test_70_sessions_blocked_reading_a_fifo_do_not_stall_the_others(spawn_heron, tmp_path):
+    """More sessions than any thread pool the server would have had (64) wait on a read that
+    never comes: `SELECT 1` of another session and new connections still answer at once."""
+    server = spawn_heron(tmp_path / "data")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    conns = [psycopg.connect(server.dsn, autocommit=True) for _ in range(70)]
+    done: list[BaseException | None] = []
+
+    def read(conn: psycopg.Connection) -> None:
+        try:
+            conn.execute(f"SELECT * FROM read_csv('{fifo}')").fetchall()
+            done.append(None)
+        except psycopg.Error as exc:  # an empty file: any answer will do
+            done.append(exc)
+
+    readers = [threading.Thread(target=read, args=(conn,)) for conn in conns]
+    for reader in readers:
+        reader.start()
+    try:
+        time.sleep(1.0)
+        assert not done  # they all wait
+        with psycopg.connect(server.dsn, autocommit=True) as probe:
+            latencies = []
+            for _ in range(20):
+                started = time.perf_counter()
+                assert probe.execute("SELECT 1").fetchone() == (1,)
+                latencies.append(time.perf_counter() - started)
+        assert max(latencies) < 0.1
+    finally:
+        # Writers that open and close the FIFO give each waiting reader an end of file.
+        deadline = time.monotonic() + 30
+        while any(r.is_alive() for r in readers) and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):  # ENXIO: no reader has it open right now
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            time.sleep(0.01)
+        for reader in readers:
+            reader.join(5)
+        for conn in conns:
+            conn.close()
+    assert len(done) == 70
