@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.engine_reference import boolean
+from support.processes import alive, wait_for
 
 from heron.engine.api import EngineCancelled, EngineError
 from heron.engine.config import EngineConfig
@@ -36,33 +37,33 @@ def _long_request() -> object:
     return boolean([filter_prompt(d, "Long?") for d in documents])
 
 
+def _long_request_in_background(engine: EngineSupervisor
+                                ) -> tuple[threading.Thread, list[BaseException]]:
+    """A thread running `_long_request()`, and the `EngineError` it ends with (once it ends)."""
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            engine.answer(_long_request())
+        except EngineError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    return thread, errors
+
+
 def _config(folder: Path) -> EngineConfig:
     return EngineConfig(model=str(folder), chunk_tokens=64, prefix_block_tokens=8)
 
 
-def _wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.mark.timeout(120)
 def test_an_engine_killed_mid_statement_fails_that_call_and_is_restarted(tiny_qwen3):
     with EngineSupervisor(_config(tiny_qwen3[0]), FAST) as engine:
         expected = engine.answer(boolean(PROMPTS))
-        errors: list[BaseException] = []
-
-        def doomed() -> None:
-            try:
-                engine.answer(_long_request())
-            except EngineError as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=doomed)
-        thread.start()
+        thread, errors = _long_request_in_background(engine)
         time.sleep(1.0)
         killed = engine.pid
         assert killed is not None
@@ -87,7 +88,7 @@ def test_an_engine_killed_while_idle_is_back_for_the_next_call(tiny_qwen3):
         for restarts in (1, 2):  # twice: the back-off does not stop it
             killed = engine.pid
             os.kill(killed, signal.SIGKILL)
-            assert _wait_for(lambda: not _alive(killed), 5)  # noqa: B023 - used at once
+            assert wait_for(lambda: not alive(killed), 5)  # noqa: B023 - used at once
             assert engine.answer(boolean(PROMPTS)).values == expected
             assert engine.restarts == restarts
 
@@ -96,16 +97,7 @@ def test_an_engine_killed_while_idle_is_back_for_the_next_call(tiny_qwen3):
 def test_an_engine_that_stops_answering_is_killed_and_restarted(tiny_qwen3):
     with EngineSupervisor(_config(tiny_qwen3[0]), FAST) as engine:
         expected = engine.answer(boolean(PROMPTS)).values
-        errors: list[BaseException] = []
-
-        def serving() -> None:
-            try:
-                engine.answer(_long_request())
-            except EngineError as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=serving)
-        thread.start()
+        thread, errors = _long_request_in_background(engine)
         time.sleep(1.0)
         stopped = engine.pid
         os.kill(stopped, signal.SIGSTOP)  # alive, but never answers again
@@ -115,7 +107,7 @@ def test_an_engine_that_stops_answering_is_killed_and_restarted(tiny_qwen3):
         assert time.monotonic() - started > FAST.unresponsive_s
         thread.join(30)
         assert len(errors) == 1 and "did not answer for 2 s" in str(errors[0])
-        assert not _alive(stopped) and engine.restarts == 1
+        assert not alive(stopped) and engine.restarts == 1
 
 
 @pytest.mark.timeout(120)
@@ -126,11 +118,11 @@ def test_a_failed_restart_is_retried_with_back_off_and_calls_fail_fast(tiny_qwen
         expected = engine.answer(boolean(PROMPTS)).values
         folder.rename(tmp_path / "gone")
         os.kill(engine.pid, signal.SIGKILL)
-        assert _wait_for(lambda: _fails_fast(engine), 30)
+        assert wait_for(lambda: _fails_fast(engine), 30)
         with pytest.raises(EngineError, match="could not be restarted.*next attempt"):
             engine.answer(boolean(PROMPTS))
         (tmp_path / "gone").rename(folder)
-        assert _wait_for(lambda: engine.pid is not None, 30)
+        assert wait_for(lambda: engine.pid is not None, 30)
         assert engine.answer(boolean(PROMPTS)).values == expected
 
 
@@ -150,7 +142,7 @@ def test_a_call_waiting_for_a_restart_can_be_cancelled(tiny_qwen3, tmp_path):
     slow = Supervision(heartbeat_s=0.2, first_restart_delay_s=30.0)
     with EngineSupervisor(_config(folder), slow) as engine:
         os.kill(engine.pid, signal.SIGKILL)
-        assert _wait_for(lambda: engine.pid is None, 10)
+        assert wait_for(lambda: engine.pid is None, 10)
         cancel = threading.Event()
         threading.Timer(0.3, cancel.set).start()
         started = time.monotonic()
@@ -176,21 +168,13 @@ def test_the_engine_exits_when_its_server_is_killed(tiny_qwen3, tmp_path):
                               stdout=subprocess.PIPE, text=True)
     try:
         child = int(server.stdout.readline())
-        assert _alive(child)
+        assert alive(child)
         server.kill()
         server.wait()
         started = time.monotonic()
-        assert _wait_for(lambda: not _alive(child), 5)
+        assert wait_for(lambda: not alive(child), 5)
         assert time.monotonic() - started < 1.5
     finally:
         server.kill()
         server.stdout.close()
 
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, dead but not yet reaped, counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
