@@ -44,9 +44,10 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
-from heron.catalog.answers import AnswerKey, AnswerStore
+from heron.catalog.answers import AnswerKeys, AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import (
     AnswerKind,
@@ -149,8 +150,9 @@ class Executor:
         """The answers to `prompts` (in order) and how many came from the answer store."""
         assert self.engine is not None
         spec = call.spec
-        keys = [AnswerKey.of(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
-                             spec.labels, spec.max_tokens, p.prefix, p.suffix) for p in prompts]
+        question = AnswerKeys(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
+                              spec.labels, spec.max_tokens)
+        keys = [question.of(p.prefix, p.suffix) for p in prompts]
         stored = [self.answers.get(k) if settings.reuse_answers else None for k in keys]
         missing = [i for i, s in enumerate(stored) if s is None]
         if missing:
@@ -421,8 +423,12 @@ class _Execution:
         self.lookups[op.marker] = name
         result_type = op.call.function.result_type
 
+        width = len(self.fields[op.marker])
+
         def lookup(keys: pa.Array) -> pa.Array:
-            return pa.array([values.get(tuple(k)) for k in keys.to_pylist()], result_type)
+            texts = _texts(pc.list_flatten(keys))  # lists never NULL, each `width` long
+            return pa.array([values.get(tuple(texts[i:i + width]))
+                             for i in range(0, len(texts), width)], result_type)
 
         self._register(name, lookup, op.call.function.sql_type)
         self.answered_markers.add(op.marker)
@@ -654,18 +660,37 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
     """The engine's prompts for candidate rows: the pair layout around `anchor` for two FROM
     items, else the layout of the call's answer kind over all its documents."""
     template, spec = call.template, call.spec
-    if anchor is not None:
-        partner = next(t for t in call.tables if t != anchor)
-        anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
-    else:
+    if anchor is None:
         anchor_fields = tuple(i for i, s in enumerate(call.sources) if s is not None)
-        partner_fields = ()
-    return [prompting.render(template, spec, anchor_fields, partner_fields, row) for row in rows]
+        return [prompting.render(template, spec, anchor_fields, (), row) for row in rows]
+    partner = next(t for t in call.tables if t != anchor)
+    anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
+    # A pair's prefix reads every value but the partner's: the pairs of one anchor share one
+    # prefix string, which the answer keys, the request and the tokenizer then hash once.
+    prefixes: dict[Key, str] = {}
+    shared = []
+    for row in rows:
+        prompt = prompting.render(template, spec, anchor_fields, partner_fields, row)
+        key = tuple(v for i, v in enumerate(row) if i not in partner_fields)
+        shared.append(Prompt(prefixes.setdefault(key, prompt.prefix), prompt.suffix))
+    return shared
 
 
 def _rows(table: pa.Table) -> list[Key]:
     names = [n for n in table.column_names if n.startswith(candidates.ARG)]
-    return list(zip(*[table.column(n).to_pylist() for n in names], strict=True))
+    return list(zip(*[_texts(table.column(n)) for n in names], strict=True))
+
+
+def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:
+    """Text values as Python strings, equal values one shared object: a join's anchor document
+    repeats in thousands of candidates, and is then decoded once and hashed once."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    texts: list[str | None] = []
+    for chunk in chunks:
+        encoded = pc.dictionary_encode(chunk)
+        distinct = encoded.dictionary.to_pylist()
+        texts += [None if i is None else distinct[i] for i in encoded.indices.to_pylist()]
+    return texts
 
 
 def _part(row: Key, fields: Sequence[int]) -> Key:
