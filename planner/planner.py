@@ -43,7 +43,7 @@ class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None = None, *,
                  user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
-        pg_catalog.install(con, user, server_version)
+        self.catalog = pg_catalog.Catalog(con, user, server_version)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.executor = Executor(con, engine, self.cancelled)
@@ -98,6 +98,7 @@ class Planner:
             raise bind_count_mismatch(len(params), stmt.param_count)
         plan = stmt.ai
         if plan is None:
+            self.catalog.refresh(stmt.sql)
             return statement.run(self.con, stmt, params)
         if plan.explain is Explain.PLAN:
             return explain.result(explain.plan_lines(plan, self.executor.estimate(plan, params)))

@@ -47,6 +47,7 @@ from heron.planner.pg_types import (
     INTERVAL,
     JSON,
     NUMERIC,
+    OID,
     TEXT,
     TIME,
     TIMESTAMP,
@@ -96,7 +97,9 @@ def pg_type(t: pa.DataType) -> PgType:
         return INT2
     if t in (pa.int32(), pa.uint16()):
         return INT4
-    if t in (pa.int64(), pa.uint32()):
+    if t == pa.uint32():  # DuckDB's UINTEGER: unsigned 4 bytes, like PostgreSQL's oid
+        return OID
+    if t == pa.int64():
         return INT8
     if t == pa.uint64() or pa.types.is_decimal(t):
         return NUMERIC  # uint64 does not fit int8
@@ -351,8 +354,8 @@ def _binary(a: pa.Array) -> Wire:
     pg = pg_type(t)
     if pg is BOOL:
         return [None if v is None else (b"\x01" if v else b"\x00") for v in a.to_pylist()]
-    if pg in (INT2, INT4, INT8, FLOAT4, FLOAT8):
-        return _fixed_width(a, {INT2: ">i2", INT4: ">i4", INT8: ">i8", FLOAT4: ">f4",
+    if pg in (INT2, INT4, INT8, OID, FLOAT4, FLOAT8):
+        return _fixed_width(a, {INT2: ">i2", INT4: ">i4", INT8: ">i8", OID: ">u4", FLOAT4: ">f4",
                                 FLOAT8: ">f8"}[pg])
     if pg is NUMERIC:
         return [None if v is None else numeric_binary(Decimal(v)) for v in a.to_pylist()]

@@ -27,10 +27,7 @@ CALLS = {
 }
 EXPECTED_FAILURES = {
     "get_table_names": "the demo schema is on the search path, so its tables are visible too",
-    "get_pk_constraint": "SQLAlchemy's constraint query: 'Referenced table pg_index not found'",
     "get_indexes": "pg_opclass is missing",
-    "get_unique_constraints": "SQLAlchemy's constraint query: 'Referenced table pg_index "
-                              "not found'",
     "get_schema_names": "Heron has the demo schema",
     "get_columns": "VARCHAR(200) reflects as TEXT: DuckDB keeps no VARCHAR length",
 }

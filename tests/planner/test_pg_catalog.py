@@ -9,19 +9,24 @@ from heron.planner import pg_catalog
 
 
 @pytest.fixture
-def con():
+def catalog():
     con = duckdb.connect()
-    pg_catalog.install(con, "alice", "16.4 (Heron 0.1.0)")
+    catalog = pg_catalog.Catalog(con, "alice", "16.4 (Heron 0.1.0)")
     pg_catalog.publish_settings(con, {"jit": "off", "TimeZone": "UTC"})
-    yield con
+    yield catalog
     con.close()
+
+
+def query(catalog: pg_catalog.Catalog, sql: str) -> list[tuple]:
+    """`sql` as the planner runs it: rewritten, on fresh snapshots of the catalog."""
+    sql = pg_catalog.rewrite(sql)
+    catalog.refresh(sql)
+    return catalog.con.sql(sql).fetchall()
 
 
 def test_ordinary_statements_are_untouched():
     sql = "SELECT a ~ 'x', b::text FROM t  -- pg_class"
     assert pg_catalog.rewrite(sql) == sql
-    assert pg_catalog.rewrite("SELECT * FROM information_schema.tables") == (
-        "SELECT * FROM information_schema.tables")
 
 
 def test_rewrites():
@@ -32,20 +37,21 @@ def test_rewrites():
     assert "pg_catalog" not in out and "COLLATE" not in out
     assert "REGEXP_MATCHES(c.relname, '^(t)$')" in out
     assert "HERON_REGCLASS_NAME(c.oid)" in out
+    assert pg_catalog.rewrite("SELECT table_name FROM information_schema.tables") == (
+        "SELECT table_name FROM heron_information_schema_tables AS tables")
 
 
-def test_macros(con):
+def test_macros(catalog):
+    con = catalog.con
     con.execute("CREATE SCHEMA s; CREATE TABLE s.t (a DECIMAL(12,3), b VARCHAR, c INTEGER[])")
     assert con.sql("SELECT version()").fetchall()[0][0].startswith("PostgreSQL 16.4 (Heron")
     assert con.sql("SELECT current_setting('JIT'), current_setting('timezone')").fetchall() == [
         ("off", "UTC")]
     with pytest.raises(duckdb.Error, match="unrecognized configuration parameter"):
         con.sql("SELECT current_setting('nope')").fetchall()
-    sql = pg_catalog.rewrite(
-        "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), pg_get_userbyid(10)"
-        " FROM pg_catalog.pg_attribute a WHERE a.attrelid = 's.t'::regclass ORDER BY attnum")
-    assert con.sql(sql).fetchall() == [("numeric(12,3)", "alice"), ("text", "alice"),
-                                       ("integer[]", "alice")]
-    visible = pg_catalog.rewrite("SELECT pg_catalog.pg_table_is_visible(oid) FROM pg_class"
-                                 " WHERE relname = 't'")
-    assert con.sql(visible).fetchall() == [(False,)]  # s is not on the search path
+    assert query(catalog, "SELECT pg_catalog.format_type(a.atttypid, a.atttypmod), "
+                      "pg_get_userbyid(10) FROM pg_catalog.pg_attribute a "
+                      "WHERE a.attrelid = 's.t'::regclass ORDER BY attnum") == [
+        ("numeric(12,3)", "alice"), ("text", "alice"), ("integer[]", "alice")]
+    assert query(catalog, "SELECT pg_catalog.pg_table_is_visible(oid) FROM pg_catalog.pg_class"
+                      " WHERE relname = 't'") == [(False,)]  # s is not on the search path

@@ -76,7 +76,8 @@ def test_describe_postgres_type_names(catalog_server):
 
 def test_dn_l_df(catalog_server):
     schemas = rows(psql(catalog_server, r"\dn"))
-    assert ["demo", "heron"] in schemas and ["public", "heron"] in schemas
+    # As in PostgreSQL 15, pg_database_owner owns `public`.
+    assert ["demo", "heron"] in schemas and ["public", "pg_database_owner"] in schemas
     databases = rows(psql(catalog_server, r"\l"))
     assert databases[0][:3] == ["heron", "heron", "UTF8"]
     assert "List of functions" in psql(catalog_server, r"\df")
