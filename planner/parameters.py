@@ -2,10 +2,10 @@
 
 Contract: `cast_parameter_types(sql)` maps parameter numbers ($1 is 1) to the type OID
 (`heron.planner.pg_types`) the statement's text implies for them. Today that is the parameters
-cast explicitly to a scalar type, `$1::int` or `CAST($2 AS date)`, as PostgreSQL infers them;
-casts to arrays and to type names outside the table stay unknown, and the first cast of a
-parameter wins. Clients like asyncpg encode their arguments by the types the server reports, so
-these fill the OIDs a Parse message left open (0).
+cast explicitly to a type or an array of it, `$1::int`, `CAST($2 AS date)`, `$3::oid[]`, as
+PostgreSQL infers them; casts to type names outside the table stay unknown, and the first cast
+of a parameter wins. Clients like asyncpg encode their arguments by the types the server
+reports, so these fill the OIDs a Parse message left open (0).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from heron.planner.pg_types import (
     JSON,
     JSONB,
     NUMERIC,
+    OID,
     TEXT,
     TIME,
     TIMESTAMP,
@@ -43,15 +44,14 @@ _TYPE_NAMES = {
     "string": TEXT, "bytea": BYTEA, "blob": BYTEA, "date": DATE, "time": TIME,
     "timestamp": TIMESTAMP, "timestamp without time zone": TIMESTAMP, "timestamptz": TIMESTAMPTZ,
     "timestamp with time zone": TIMESTAMPTZ, "interval": INTERVAL, "uuid": UUID, "json": JSON,
-    "jsonb": JSONB,
+    "jsonb": JSONB, "oid": OID, "uinteger": OID,
 }
 # Longest names first, so "timestamp with time zone" is not read as "timestamp".
 _TYPE_PATTERN = "|".join(sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _TYPE_NAMES),
                                 key=len, reverse=True))
-# `(?!\s*\[)`: a cast to an array type (`$1::int[]`) is not a cast to its element type.
-_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?!\s*\[)|"
-                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b(?!\s*\[)",
-                   re.IGNORECASE)
+_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?P<a1>\s*\[\s*\])?|"
+                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b"
+                   rf"(?P<a2>\s*\[\s*\])?", re.IGNORECASE)
 
 
 def cast_parameter_types(sql: str) -> dict[int, int]:
@@ -59,6 +59,8 @@ def cast_parameter_types(sql: str) -> dict[int, int]:
     date)`), as PostgreSQL infers them; clients like asyncpg encode arguments by these types."""
     found: dict[int, int] = {}
     for m in _CAST.finditer(sql):
-        number, name = (m["n1"], m["t1"]) if m["n1"] else (m["n2"], m["t2"])
-        found.setdefault(int(number), _TYPE_NAMES[" ".join(name.lower().split())].oid)
+        number, name, array = (m["n1"], m["t1"], m["a1"]) if m["n1"] else (
+            m["n2"], m["t2"], m["a2"])
+        pg_type = _TYPE_NAMES[" ".join(name.lower().split())]
+        found.setdefault(int(number), pg_type.array_oid if array else pg_type.oid)
     return found

@@ -105,10 +105,14 @@ _OID_CASTS = {
     "regclass": ("heron_regclass_oid", "heron_regclass_name"),
     "regtype": ("heron_regtype_oid", "heron_regtype_name"),
     "regnamespace": ("heron_regnamespace_oid", "heron_regnamespace_name"),
-    "regproc": ("heron_regproc_oid", "heron_regproc_name"),
-    "regprocedure": ("heron_regproc_oid", "heron_regproc_name"),
+    "regproc": ("heron_regproc", "heron_regproc_name"),  # the catalog holds functions' names
+    "regprocedure": ("heron_regproc", "heron_regproc_name"),
     "regrole": ("heron_regrole_oid", "heron_regrole_name"),
 }
+# The look-up of a name -> the macro giving that object's name back, and its type's name.
+_NAME_OF = {by_name: by_oid for by_name, by_oid in _OID_CASTS.values()
+            if by_name.endswith("_oid")}
+_TYPE_OF = {by_name: cast for cast, (by_name, _) in reversed(_OID_CASTS.items())}
 # Functions whose result is text: a cast of their result to regclass looks a name up.
 _TEXT_FUNCTIONS = {"format", "concat", "quote_ident", "lower", "upper", "replace", "trim",
                    "btrim", "ltrim", "rtrim", "substring", "substr"}
@@ -158,7 +162,37 @@ def rewrite(sql: str) -> str:
                 tree = new
             else:
                 node.replace(new)
+    if _returned_as_text(tree):
+        changed = True
     return tree.sql(dialect="duckdb") if changed else sql
+
+
+def _returned_as_text(tree: exp.Expression) -> bool:
+    """Values of the statement's result columns sent in their PostgreSQL text form, the way
+    clients read them; inside the statement they keep the form comparisons need. An
+    int2vector/oidvector column is its numbers separated by spaces (SQLAlchemy splits indoption
+    at spaces), a name cast to regclass (or another reg* type) the object's name. Whether any
+    column was."""
+    selects = [tree] if isinstance(tree, exp.Select) else (
+        [s for s in tree.find_all(exp.Select) if s.parent_select is None]
+        if isinstance(tree, exp.SetOperation) else [])
+    changed = False
+    for select in selects:
+        for item in select.expressions:
+            value = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(value, exp.Column) and value.name.lower() in _VECTOR_COLUMNS:
+                text: exp.Expression = exp.Anonymous(
+                    this="array_to_string", expressions=[value.copy(), exp.Literal.string(" ")])
+                name = item.alias_or_name
+            elif isinstance(value, exp.Anonymous) and value.name.lower() in _NAME_OF:
+                text = exp.Anonymous(this=_NAME_OF[value.name.lower()],
+                                     expressions=[value.copy()])
+                name = item.alias if isinstance(item, exp.Alias) else _TYPE_OF[value.name.lower()]
+            else:
+                continue
+            item.replace(exp.alias_(text, name))
+            changed = True
+    return changed
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from heron.planner.pg_catalog_relations import VIEWDEF_FUNCTION
+from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION
 from heron.planner.pg_catalog_types import TYPE_NAMES
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
@@ -63,10 +63,15 @@ def _case(arg: str, rows: Mapping[object, object], default: str = "NULL") -> str
     return f"CASE {arg} {whens} ELSE {default} END"
 
 
-def lookup(source: str, key: str, value: str, arg: str) -> str:
-    """The `value` of the first row of `source` whose `key` equals `arg`."""
-    return (f"list_filter((SELECT list({{'k': {key}, 'v': {value}}}) FROM {source}), "
-            f"lambda heron_x: heron_x.k = {arg})[1].v")
+def lookup(source: str, key: str, value: str, arg: str, aggregate: str = "first") -> str:
+    """The `value` of a row of `source` whose `key` equals `arg` (or the `aggregate` of the
+    values of all such rows), through a map of `source` built once per statement. Keys compare
+    as text (an OID matches whatever integer type it comes as). `arg` appears in no lambda:
+    DuckDB cannot bind a subquery inside a lambda, and an argument that is itself a look-up is
+    one."""
+    return (f"(SELECT map_from_entries(list({{'key': heron_k, 'value': heron_v}})) "
+            f"FROM (SELECT ({key})::VARCHAR AS heron_k, {aggregate}({value}) AS heron_v "
+            f"FROM {source} WHERE {key} IS NOT NULL GROUP BY ALL))[({arg})::VARCHAR]")
 
 
 def _quote_ident(arg: str) -> str:
@@ -107,6 +112,9 @@ def session_macros(user: str, server_version: str) -> Macros:
         "session_user": (("", current_user),),
         "current_role": (("", current_user),),
         "quote_ident": (("name_arg", _quote_ident("name_arg")),),
+        "heron_search_path": (("", f"['{TEMP_NAMESPACE}', 'pg_catalog'] || CASE WHEN "
+                                   "len(current_schemas(false)) = 0 THEN [current_schema()] "
+                                   "ELSE current_schemas(false) END"),),
         "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
@@ -142,9 +150,9 @@ def session_macros(user: str, server_version: str) -> Macros:
         "array_lower": (("arr_arg, dim_arg",
                          "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN 1 END"),),
         # information_schema._pg_expandarray: one row (x, n) per element, n counting from 1.
-        "_pg_expandarray": (("arr_arg", "unnest(list_transform(range(1, len(arr_arg) + 1), "
-                                        "lambda heron_i: {'x': arr_arg[heron_i], "
-                                        "'n': heron_i}))"),),
+        "_pg_expandarray": (("arr_arg", "unnest(list_transform(list_zip(arr_arg, range(1, "
+                                        "len(arr_arg) + 1)), lambda heron_z: "
+                                        "{'x': heron_z[1], 'n': heron_z[2]}))"),),
         # Every role may use every object (Heron's privileges are its server privileges).
         **{name: (("object_arg, privilege_arg", "true"),
                   ("role_arg, object_arg, privilege_arg", "true"))
@@ -158,8 +166,9 @@ def session_macros(user: str, server_version: str) -> Macros:
 
 
 _CLASSES = "pg_class heron_c LEFT JOIN pg_namespace heron_n ON heron_n.oid = heron_c.relnamespace"
-# The schemas an unqualified name is looked up in, in order: pg_catalog, then the search path.
-_SEARCH_PATH = "list_prepend('pg_catalog', current_schemas(false))"
+# The schemas an unqualified name is looked up in, in order: the session's temporary schema,
+# pg_catalog, then the search path (DuckDB's default schema when the search path is empty).
+_SEARCH_PATH = "heron_search_path()"
 
 
 def _format_type() -> str:
@@ -180,22 +189,21 @@ def _format_type() -> str:
 
 def _regclass_oid() -> str:
     """A relation's OID from its (possibly qualified, possibly quoted) name, looked up in the
-    search path like PostgreSQL; an unknown name is an error."""
-    entries = f"""(SELECT list({{'schema': heron_n.nspname, 'name': heron_c.relname,
-                                 'oid': heron_c.oid}}) FROM {_CLASSES})"""
+    search path like PostgreSQL, or from its number; an unknown name is an error."""
     parts = ("list_transform(regexp_extract_all(name_arg, '\"((?:[^\"]|\"\")*)\"|([^.\"]+)'), "
              "lambda heron_p: CASE WHEN starts_with(heron_p, '\"') THEN "
              "replace(heron_p[2:-2], '\"\"', '\"') ELSE lower(heron_p) END)")
-    found = f"""list_filter({entries}, lambda heron_x:
-                  heron_x.name = {parts}[-1] AND (CASE WHEN len({parts}) > 1
-                    THEN heron_x.schema = {parts}[-2]
-                    ELSE list_contains({_SEARCH_PATH}, heron_x.schema) END))"""
-    # The first match along the search path (a qualified name matches once at most).
-    by_path = f"""list_sort(list_transform({found}, lambda heron_y: {{
-                    'position': coalesce(list_position({_SEARCH_PATH}, heron_y.schema), 0),
-                    'oid': heron_y.oid}}))[1].oid"""
+    qualified = lookup(_CLASSES, "heron_n.nspname || '.' || heron_c.relname", "heron_c.oid",
+                       f"{parts}[-2] || '.' || {parts}[-1]")
+    # An unqualified name: the first schema of the search path holding it.
+    candidates = lookup(_CLASSES, "heron_c.relname",
+                        "{'schema': heron_n.nspname, 'oid': heron_c.oid}", f"{parts}[-1]", "list")
+    unqualified = f"""list_sort(list_filter(list_transform({candidates}, lambda heron_y: {{
+                        'position': coalesce(list_position({_SEARCH_PATH}, heron_y.schema), 0),
+                        'oid': heron_y.oid}}), lambda heron_z: heron_z.position > 0))[1].oid"""
+    found = f"CASE WHEN len({parts}) > 1 THEN {qualified} ELSE {unqualified} END"
     return (f"CASE WHEN regexp_matches(name_arg, '^\\s*\\d+\\s*$') THEN trim(name_arg)::UINTEGER "
-            f"ELSE coalesce({by_path}, error('relation \"' || name_arg || '\" does not exist'))"
+            f"ELSE coalesce({found}, error('relation \"' || name_arg || '\" does not exist'))"
             f"::UINTEGER END")
 
 
@@ -245,16 +253,17 @@ _CATALOG_OIDS = {"pg_class": 1259, "pg_type": 1247, "pg_namespace": 2615, "pg_co
 
 
 def _description(objoid: str, classoid: str, objsubid: str) -> str:
-    return (f"list_filter((SELECT list({{'o': objoid, 'c': classoid, 's': objsubid, "
-            f"'d': description}}) FROM pg_description), lambda heron_x: heron_x.o = {objoid} "
-            f"AND heron_x.c = {classoid} AND heron_x.s = {objsubid})[1].d")
+    return lookup("pg_description", "objoid || '/' || classoid || '/' || objsubid",
+                  "description", f"{objoid} || '/' || {classoid} || '/' || {objsubid}")
 
 
 def _has_role(user: str) -> str:
     """pg_has_role: superusers have every role; others their own and those granted them."""
-    def role(arg: str) -> str:
-        return (f"list_filter((SELECT list(heron_r) FROM heron_roles heron_r), lambda heron_x: "
-                f"heron_x.name = {arg}::VARCHAR OR heron_x.oid::VARCHAR = {arg}::VARCHAR)[1]")
+    def role(arg: str) -> str:  # a role by name or OID
+        by_name = lookup("heron_roles heron_r", "heron_r.name", "heron_r", f"{arg}::VARCHAR")
+        by_oid = lookup("heron_roles heron_r", "heron_r.oid::VARCHAR", "heron_r",
+                        f"{arg}::VARCHAR")
+        return f"coalesce({by_name}, {by_oid})"
     return (f"coalesce(({role(user)}).superuser OR ({role(user)}).oid = ({role('role_arg')}).oid"
             f" OR list_contains(({role(user)}).member_of, ({role('role_arg')}).oid), false)")
 
@@ -272,8 +281,9 @@ CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
         "pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
     "heron_regnamespace_name": (("ns_arg", lookup(
         "pg_namespace heron_n", "heron_n.oid", "heron_n.nspname", "ns_arg")),),
-    "heron_regproc_oid": (("name_arg", lookup(
-        "pg_catalog.pg_proc heron_p", "heron_p.proname", "heron_p.oid", "name_arg")),),
+    # regproc columns (typinput, ...) hold a function's name: text casts to its bare name.
+    "heron_regproc": (("name_arg", "regexp_replace(regexp_replace(name_arg, "
+                                   "'^pg_catalog\\.', ''), '\\(.*\\)$', '')"),),
     "heron_regproc_name": (("proc_arg", lookup(
         "pg_catalog.pg_proc heron_p", "heron_p.oid", "heron_p.proname", "proc_arg")),),
     "heron_regrole_oid": (("name_arg", lookup("heron_roles heron_r", "heron_r.name",

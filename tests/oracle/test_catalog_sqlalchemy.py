@@ -7,6 +7,7 @@ EXPECTED_FAILURES with the reason, so the list measures progress.
 from __future__ import annotations
 
 import pytest
+from support.catalog_schema import VARCHAR_LENGTH
 
 sqlalchemy = pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg2")
@@ -26,10 +27,7 @@ CALLS = {
     "get_unique_constraints": lambda i: i.get_unique_constraints("cat_authors"),
 }
 EXPECTED_FAILURES = {
-    "get_table_names": "the demo schema is on the search path, so its tables are visible too",
-    "get_indexes": "pg_opclass is missing",
-    "get_schema_names": "Heron has the demo schema",
-    "get_columns": "VARCHAR(200) reflects as TEXT: DuckDB keeps no VARCHAR length",
+    "get_columns": VARCHAR_LENGTH,
 }
 
 
