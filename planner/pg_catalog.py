@@ -122,8 +122,13 @@ _TYPE_NAMES = {"name": "VARCHAR", "char": "VARCHAR", "\"char\"": "VARCHAR", "acl
                "oid": "UINTEGER", "xid": "BIGINT", "cid": "BIGINT", "tid": "VARCHAR",
                "regoper": "UINTEGER", "regoperator": "UINTEGER", "regconfig": "UINTEGER",
                "regdictionary": "UINTEGER", "regcollation": "UINTEGER"}
-# Spellings sqlglot cannot parse, fixed in the text first (sqlglot 30 fails on `oid[]`).
-_TEXT_FIXES = ((re.compile(r"\boid\s*\[\s*\]", re.IGNORECASE), "UINTEGER[]"),)
+# Spellings sqlglot cannot parse, fixed in the text first: `oid[]` (sqlglot 30 fails on it) and
+# keywords PostgreSQL takes as column labels after AS (Metabase's `... AS select,`).
+_TEXT_FIXES = (
+    (re.compile(r"\boid\s*\[\s*\]", re.IGNORECASE), "UINTEGER[]"),
+    (re.compile(r"\bAS\s+(select|insert|update|delete|table)(?=\s*(?:,|\bfrom\b|\)))",
+                re.IGNORECASE), r'AS "\1"'),
+)
 # A PostgreSQL array literal written as text, e.g. '{0}' (DuckDB spells lists '[0]').
 _ARRAY_TEXT = re.compile(r"^\{([\w\s,.-]*)\}$")
 # Catalog columns of type int2vector/oidvector: PostgreSQL subscripts them from zero.

@@ -92,6 +92,12 @@ def _size_pretty(arg: str) -> str:
             f"::VARCHAR || ' PB' END")
 
 
+# DuckDB's own current_setting (a TEMP macro of the name shadows it).
+_PATH_SCHEMAS = """coalesce(nullif(list_transform(list_filter(string_split(
+    system.main.current_setting('search_path'), ','), lambda heron_s: trim(heron_s) <> ''),
+    lambda heron_s: trim(split_part(heron_s, '.', -1))), []), [current_schema()])"""
+
+
 def session_macros(user: str, server_version: str) -> Macros:
     settings = f"getvariable('{SETTINGS_VARIABLE}')[lower(name_arg)]"
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
@@ -112,9 +118,11 @@ def session_macros(user: str, server_version: str) -> Macros:
         "session_user": (("", current_user),),
         "current_role": (("", current_user),),
         "quote_ident": (("name_arg", _quote_ident("name_arg")),),
-        "heron_search_path": (("", f"['{TEMP_NAMESPACE}', 'pg_catalog'] || CASE WHEN "
-                                   "len(current_schemas(false)) = 0 THEN [current_schema()] "
-                                   "ELSE current_schemas(false) END"),),
+        # PostgreSQL's current_schemas: the search path's schemas (DuckDB's default schema when
+        # it is empty), after pg_catalog when implicit ones are asked for.
+        "current_schemas": (("implicit_arg", "CASE WHEN implicit_arg THEN ['pg_catalog'] "
+                                             f"ELSE [] END || {_PATH_SCHEMAS}"),),
+        "heron_search_path": (("", f"['{TEMP_NAMESPACE}', 'pg_catalog'] || {_PATH_SCHEMAS}"),),
         "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
@@ -175,7 +183,7 @@ def _format_type() -> str:
     # typmod: numeric ((precision << 16) | scale) + 4; character types length + 4.
     fallback = lookup("pg_type heron_t", "heron_t.oid", "heron_t.typname", "type_arg")
     return f"""
-        CASE WHEN type_arg IS NULL THEN NULL ELSE
+        CASE WHEN type_arg IS NULL THEN NULL WHEN type_arg = 0 THEN '-' ELSE
           coalesce({_case("type_arg", TYPE_NAMES)}, {fallback}, '???')
           || CASE
                WHEN type_arg IN (1700, 1231) AND typmod_arg >= 4 THEN

@@ -292,6 +292,9 @@ def run(
 # Names DuckDB quotes when it prints them (`"version"()`) lose their quotes.
 _CALL_NAME = re.compile(r'^"?(?P<function>[A-Za-z_]\w*)"?\(.*\)$', re.DOTALL)
 _RENAMED_FUNCTIONS = {"count_star": "count"}
+# DuckDB names an unaliased constant or operator expression after its text ("1", "'a'",
+# "(a + 1)"); PostgreSQL names it "?column?" (and a boolean constant "bool").
+_UNNAMED = re.compile(r"^(?:-?\d+(?:\.\d+)?|'(?:[^']|'')*'|NULL|\(.*\))$", re.DOTALL)
 
 
 def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
@@ -300,6 +303,10 @@ def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
 
 
 def _pg_name(name: str) -> str:
+    if _UNNAMED.match(name):
+        return "?column?"
+    if name in ("true", "false"):
+        return "bool"
     m = _CALL_NAME.match(name)
     if m is None:
         return name

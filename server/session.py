@@ -119,6 +119,11 @@ class Session:
             raise SqlError(SqlState.UNDEFINED_OBJECT,
                            f'unrecognized configuration parameter "{name}"') from None
 
+    def _show_column(self, name: str) -> str:
+        """SHOW's result column: the setting's name as PostgreSQL spells it (TimeZone)."""
+        name = _SHOW_ALIASES.get(name.lower(), name)
+        return self._settings.get(name.lower(), (name.lower(), ""))[0]
+
     def _publish_settings(self) -> None:
         """Let current_setting() in SQL see the session's settings."""
         self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
@@ -173,7 +178,7 @@ class Session:
             return self.planner.describe(statement, params)
         if statement.kind is Kind.SHOW:
             assert statement.command is not None
-            return (Column(statement.command.name.lower(), pa.string()),)
+            return (Column(self._show_column(statement.command.name), pa.string()),)
         return None
 
     def execute(self, statement: Statement, params: Sequence[Any] = ()) -> Result:
@@ -199,8 +204,9 @@ class Session:
         assert command is not None
         if kind is Kind.SHOW:
             name = _SHOW_ALIASES.get(command.name.lower(), command.name)
-            table = pa.table({command.name.lower(): [self.setting(name)]})
-            return Result("SHOW", (Column(command.name.lower(), pa.string()),), table)
+            column = self._show_column(command.name)
+            table = pa.table({column: [self.setting(name)]})
+            return Result("SHOW", (Column(column, pa.string()),), table)
         if kind is Kind.SET and command.value is not None:
             self._set(command.name, command.value)
         else:  # RESET, or SET ... TO DEFAULT
