@@ -488,8 +488,8 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
     that outlives the others (the data directory's root connection)."""
     con.create_function(ROLES_FUNCTION, lambda: json.dumps([asdict(r) for r in roles()]), [],
                         "VARCHAR", side_effects=True)
-    con.create_function(VIEWDEF_FUNCTION, pg_viewdef.deparse, ["VARCHAR"], "VARCHAR",
-                        null_handling="special")
+    con.create_function(VIEWDEF_FUNCTION, pg_viewdef.deparse, ["VARCHAR", "VARCHAR", "BOOLEAN"],
+                        "VARCHAR", null_handling="special")
 
 
 _STAMP = "heron_snapshot_stamp"  # the fingerprint the registered snapshots were taken at

@@ -45,7 +45,7 @@ _KEYWORD_LIST = (
     "union unique user using values varchar variadic verbose when where window with "
     "xmlattributes xmlconcat xmlelement xmlexists xmlforest xmlnamespaces xmlparse xmlpi "
     "xmlroot xmlserialize xmltable")
-_KEYWORDS = _KEYWORD_LIST.split()
+KEYWORDS = frozenset(_KEYWORD_LIST.split())
 
 
 def quote(text: str) -> str:
@@ -75,7 +75,7 @@ def lookup(source: str, key: str, value: str, arg: str, aggregate: str = "first"
 
 
 def _quote_ident(arg: str) -> str:
-    keywords = ", ".join(quote(k) for k in _KEYWORDS)
+    keywords = ", ".join(quote(k) for k in sorted(KEYWORDS))
     return (f"CASE WHEN regexp_matches({arg}, '^[a-z_][a-z0-9_$]*$') AND {arg} NOT IN "
             f"({keywords}) THEN {arg} ELSE '\"' || replace({arg}, '\"', '\"\"') || '\"' END")
 
@@ -265,6 +265,12 @@ def _description(objoid: str, classoid: str, objsubid: str) -> str:
                   "description", f"{objoid} || '/' || {classoid} || '/' || {objsubid}")
 
 
+def _viewdef(pretty: str) -> str:
+    definition = lookup("heron_relations heron_v", "heron_v.oid", "heron_v.definition",
+                        "view_arg")
+    return f"{VIEWDEF_FUNCTION}({definition}, (SELECT types FROM heron_column_types), {pretty})"
+
+
 def _has_role(user: str) -> str:
     """pg_has_role: superusers have every role; others their own and those granted them."""
     def role(arg: str) -> str:  # a role by name or OID
@@ -312,10 +318,8 @@ CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
     "format_type": (("type_arg, typmod_arg", _format_type()),),
     "pg_get_expr": (("expr_arg, relation_arg", "expr_arg::VARCHAR"),
                     ("expr_arg, relation_arg, pretty_arg", "expr_arg::VARCHAR")),
-    "pg_get_viewdef": tuple(
-        (params, f"{VIEWDEF_FUNCTION}(" + lookup(
-            "heron_relations heron_v", "heron_v.oid", "heron_v.definition", "view_arg") + ")")
-        for params in ("view_arg", "view_arg, pretty_arg")),
+    "pg_get_viewdef": (("view_arg", _viewdef("false")),
+                       ("view_arg, pretty_arg", _viewdef("pretty_arg"))),
     "pg_get_indexdef": (("index_arg", _index_definition().replace("column_arg", "0")),
                         ("index_arg, column_arg, pretty_arg", _index_definition())),
     "pg_get_constraintdef": tuple((params, _constraint_definition())

@@ -39,6 +39,7 @@ from heron.planner.pg_catalog_types import (
     PG_CATALOG_NAMESPACE,
     PG_TYPE_COLUMNS,
     ROW_TYPE_OID_BASE,
+    TYPE_NAMES,
     pg_type_values,
     wire_oid_sql,
 )
@@ -139,6 +140,11 @@ _LENGTH_CHECK = r"^\(length\(.+\) <= (\d+)\)$"
 def _is_length_check(c: str) -> str:
     return (f"({c}.constraint_type = 'CHECK' AND len({c}.constraint_column_names) = 1 "
             f"AND regexp_matches({c}.expression, '{_LENGTH_CHECK}'))")
+
+
+def _type_name(type_oid: str) -> str:
+    whens = " ".join(f"WHEN {oid} THEN '{name}'" for oid, name in TYPE_NAMES.items())
+    return f"CASE {type_oid} {whens} ELSE 'unknown' END"
 
 
 _COLUMN_NAMES = """(SELECT table_oid, list(column_name ORDER BY column_index) AS names
@@ -272,6 +278,16 @@ _COLUMNS = """
                                     ('is_called', 3, 16)) s(name, num, type_oid)
     WHERE r.relkind = 'S'"""
 
+# Each relation's columns with their type names, for pg_get_viewdef (one JSON document).
+_COLUMN_TYPES = f"""
+    SELECT to_json(map_from_entries(list({{'key': relname, 'value': columns}}))) AS types
+    FROM (SELECT r.relname, map_from_entries(list({{'key': a.attname,
+                                                    'value': {_type_name('a.atttypid')}}}
+                                                  ORDER BY a.attnum)) AS columns
+          FROM heron_table_columns a JOIN heron_relations r ON r.oid = a.attrelid
+          WHERE r.oid IN (SELECT min(oid) FROM heron_relations GROUP BY relname)
+          GROUP BY r.relname)"""
+
 # The facts the relations are built from, in the order they are computed (each reads those
 # before it): snapshots of DuckDB's catalog taken whenever it changed (see pg_catalog.Catalog).
 SNAPSHOTS: dict[str, str] = {
@@ -281,6 +297,7 @@ SNAPSHOTS: dict[str, str] = {
     "heron_relations": _RELATIONS,
     "heron_table_columns": _TABLE_COLUMNS,
     "heron_columns": _COLUMNS,
+    "heron_column_types": _COLUMN_TYPES,
 }
 
 
@@ -540,7 +557,8 @@ RELATIONS: tuple[Relation, ...] = (
     Relation(
         "pg_views", "schemaname:name viewname:name viewowner:name definition:text",
         {"schemaname": "r.nspname", "viewname": "r.relname", "viewowner": "o.name",
-         "definition": f"{VIEWDEF_FUNCTION}(r.definition)"},
+         "definition": f"{VIEWDEF_FUNCTION}(r.definition, (SELECT types FROM "
+                       f"heron_column_types), false)"},
         f"heron_relations r JOIN heron_roles o ON o.oid = {BOOTSTRAP_SUPERUSER} "
         "WHERE r.relkind = 'v'"),
     Relation(

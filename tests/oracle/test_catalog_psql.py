@@ -32,7 +32,6 @@ EXPECTED_FAILURES = {
     r"\d cat_cheap_books": VARCHAR_LENGTH,
     r"\d+ cat_cheap_books": VARCHAR_LENGTH,
     r"\dt+ cat_books": "Heron knows no relation's size (DuckDB keeps none per table)",
-    r"\sv cat_cheap_books": "view definition printed by DuckDB, not PostgreSQL's deparser",
     r"\l": "Heron serves one database; PostgreSQL also lists postgres, template0, template1",
 }
 

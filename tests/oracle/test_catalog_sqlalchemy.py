@@ -18,6 +18,7 @@ CALLS = {
     "has_table": lambda i: i.has_table("cat_books"),
     "get_table_names": lambda i: sorted(i.get_table_names()),
     "get_view_names": lambda i: sorted(i.get_view_names()),
+    "get_view_definition": lambda i: i.get_view_definition("cat_cheap_books"),
     "get_schema_names": lambda i: sorted(i.get_schema_names()),
     "get_columns": lambda i: [(c["name"], str(c["type"]), c["nullable"])
                               for c in i.get_columns("cat_books")],
