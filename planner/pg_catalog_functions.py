@@ -103,7 +103,6 @@ def session_macros(user: str, server_version: str) -> Macros:
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
     current_user = quote(user)
     no_text = "NULL::VARCHAR"
-    unknown_size = "NULL::BIGINT"
     return {
         "version": (("", quote(VERSION.format(server_version=server_version))),),
         "current_setting": (
@@ -146,10 +145,6 @@ def session_macros(user: str, server_version: str) -> Macros:
         "pg_get_partition_constraintdef": (("rel_arg", no_text),),
         "pg_get_statisticsobjdef": (("stat_arg", no_text),),
         "pg_relation_is_publishable": (("rel_arg", "false"),),
-        "pg_table_size": (("rel_arg", unknown_size),),
-        "pg_total_relation_size": (("rel_arg", unknown_size),),
-        "pg_relation_size": (("rel_arg", unknown_size), ("rel_arg, fork_arg", unknown_size)),
-        "pg_indexes_size": (("rel_arg", unknown_size),),
         "pg_database_size": (("database_arg", "(SELECT total_blocks * block_size "
                                               "FROM pragma_database_size() "
                                               "WHERE database_name = current_database())"),),
@@ -282,6 +277,13 @@ def _has_role(user: str) -> str:
             f" OR list_contains(({role(user)}).member_of, ({role('role_arg')}).oid), false)")
 
 
+def _size() -> str:
+    """A relation's size in bytes: a view has none (0); DuckDB keeps no size per table or
+    index, so theirs are unknown (NULL)."""
+    kind = lookup("heron_relations heron_r", "heron_r.oid", "heron_r.relkind", "rel_arg")
+    return f"CASE WHEN {kind} = 'v' THEN 0 END::BIGINT"
+
+
 CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
     # ::regclass and friends (see the rewrite): text -> OID, OID -> display name.
     "heron_regclass_oid": (("name_arg", _regclass_oid()),),
@@ -304,6 +306,9 @@ CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
                                               "heron_r.oid", "name_arg")),),
     "heron_regrole_name": (("role_arg", lookup("heron_roles heron_r", "heron_r.oid",
                                                "heron_r.name", "role_arg")),),
+    **{name: (("rel_arg", _size()),) for name in (
+        "pg_table_size", "pg_total_relation_size", "pg_indexes_size")},
+    "pg_relation_size": (("rel_arg", _size()), ("rel_arg, fork_arg", _size())),
     "pg_get_userbyid": (("role_arg", "coalesce(" + lookup(
         "heron_roles heron_r", "heron_r.oid", "heron_r.name", "role_arg")
         + ", 'unknown (OID=' || role_arg || ')')"),),

@@ -341,8 +341,10 @@ _OWNER = "JOIN heron_roles o ON o.oid = c.relowner"
 RELATIONS: tuple[Relation, ...] = (
     Relation(
         "pg_namespace", "oid:oid nspname:name nspowner:oid nspacl:aclitem[]",
-        {"oid": "oid", "nspname": "nspname", "nspowner": "nspowner"},
-        "heron_namespaces", "r", 2615),
+        # PostgreSQL's default privileges: the owner may use and create, everyone may use.
+        {"oid": "n.oid", "nspname": "n.nspname", "nspowner": "n.nspowner",
+         "nspacl": "[o.name || '=UC/' || o.name, '=U/' || o.name]"},
+        "heron_namespaces n JOIN heron_roles o ON o.oid = n.nspowner", "r", 2615),
     Relation(
         "pg_class",
         "oid:oid relname:name relnamespace:oid reltype:oid reloftype:oid relowner:oid relam:oid "
@@ -478,9 +480,11 @@ RELATIONS: tuple[Relation, ...] = (
             UNION ALL
             SELECT attrelid, 1259, attnum, comment FROM heron_table_columns
             WHERE comment IS NOT NULL AND comment <> ''
-            UNION ALL
-            SELECT oid, 2615, 0, comment FROM heron_namespaces
-            WHERE comment IS NOT NULL AND comment <> '') d""", "r", 2609),
+            UNION ALL  -- PostgreSQL's comment on `public`, unless it was given another
+            SELECT oid, 2615, 0, CASE WHEN nspname = 'public' THEN
+                                   coalesce(nullif(comment, ''), 'standard public schema')
+                                 ELSE comment END
+            FROM heron_namespaces WHERE nspname = 'public' OR comment <> '') d""", "r", 2609),
     Relation(
         "pg_am", "oid:oid amname:name amhandler:regproc amtype:char",
         {"oid": "a.oid", "amname": "a.name", "amhandler": "a.handler", "amtype": "a.type"},

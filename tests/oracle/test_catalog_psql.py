@@ -22,17 +22,23 @@ pytestmark = [
 ]
 
 COMMANDS = [
-    r"\dt", r"\dt cat_*", r"\dt+ cat_books", r"\d cat_authors", r"\d cat_books",
-    r"\d+ cat_books", r"\d cat_cheap_books", r"\d+ cat_cheap_books", r"\dv", r"\di",
-    r"\dn", r"\du", r"\sv cat_cheap_books", r"\dT", r"\ds", r"\l",
+    r"\dt", r"\dt cat_*", r"\dt+ cat_books", r"\d cat_authors", r"\d+ cat_authors",
+    r"\d cat_books", r"\d+ cat_books", r"\d cat_cheap_books", r"\d+ cat_cheap_books",
+    r"\d cat_books_pkey", r"\d+ cat_books_title_idx", r"\dv", r"\dv+", r"\di", r"\di+",
+    r"\dn", r"\dn+", r"\du", r"\sv cat_cheap_books", r"\dT", r"\dT+", r"\ds", r"\df",
+    r"\dp", r"\dd", r"\dx", r"\l", r"\l+",
 ]
 EXPECTED_FAILURES = {
     r"\d cat_books": VARCHAR_LENGTH,
     r"\d+ cat_books": VARCHAR_LENGTH,
     r"\d cat_cheap_books": VARCHAR_LENGTH,
     r"\d+ cat_cheap_books": VARCHAR_LENGTH,
+    r"\d+ cat_books_title_idx": VARCHAR_LENGTH,
     r"\dt+ cat_books": "Heron knows no relation's size (DuckDB keeps none per table)",
+    r"\di+": "Heron knows no index's size (DuckDB keeps none per index)",
+    r"\dx": "Heron has no extensions; PostgreSQL lists plpgsql",
     r"\l": "Heron serves one database; PostgreSQL also lists postgres, template0, template1",
+    r"\l+": "Heron serves one database; PostgreSQL also lists postgres, template0, template1",
 }
 
 
