@@ -28,6 +28,7 @@ reports its own error.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,7 @@ from heron.planner.pg_catalog_relations import (
     VIEWDEF_FUNCTION,
 )
 
+BOOTSTRAP_USER = "heron"
 ROLES_FUNCTION = "heron_role_list"  # a Python function: the roles as JSON, read at each call
 _ROLE_JSON = ('[{"name": "VARCHAR", "oid": "UINTEGER", "superuser": "BOOLEAN", '
               '"login": "BOOLEAN", "member_of": "UINTEGER[]"}]')
@@ -370,7 +372,7 @@ def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression
     if name == "format" and args and isinstance(args[0], exp.Literal) and args[0].is_string:
         return _format(args[0].name, list(args[1:])) or node
     if name == "generate_subscripts" and args and _names_vector(args[0], vectors):
-        return exp.Sub(this=node, expression=exp.Literal.number(1))
+        return exp.Sub(this=node.copy(), expression=exp.Literal.number(1))
     if name in _RENAMED_FUNCTIONS:
         return exp.Anonymous(this=_RENAMED_FUNCTIONS[name], expressions=args)
     return node
@@ -470,6 +472,31 @@ def _settings() -> str:
               getvariable('{SETTINGS_VARIABLE}'), MAP {{}}::MAP(VARCHAR, VARCHAR)))) AS key))"""
 
 
+# The views the snapshots read besides DuckDB's metadata: what does change without DDL.
+_HELPERS = (("heron_system_relations", _system_relations()), ("heron_roles", _roles()),
+            ("heron_settings", _settings()))
+
+
+@functools.cache
+def _snapshot_schemas() -> dict[str, pa.Schema]:
+    """The snapshots' schemas, which depend on this code only: found once per process, on a
+    scratch connection (so a session's connection registers empty snapshots of the right shape
+    instead of taking one before its first catalog statement)."""
+    con = duckdb.connect()
+    try:
+        register(con, list)
+        _create_macros(con, session_macros(BOOTSTRAP_USER, ""))
+        for name, sql in _HELPERS:
+            con.execute(f"CREATE TEMP VIEW {name} AS {sql}")
+        schemas = {}
+        for name, sql in SNAPSHOTS.items():
+            schemas[name] = con.sql(sql).limit(0).to_arrow_table().schema
+            con.register(name, schemas[name].empty_table())
+        return schemas
+    finally:
+        con.close()
+
+
 def _views() -> list[tuple[str, str]]:
     """The shim's TEMP views, in creation order (a view is bound when created)."""
     return [(r.name, r.sql()) for r in pg_catalog_relations.RELATIONS]
@@ -520,7 +547,8 @@ class Catalog:
     def __init__(self, con: duckdb.DuckDBPyConnection, user: str = "heron",
                  server_version: str = "16.4") -> None:
         """Create the shim on `con` (once, outside a transaction). Without `register` on the
-        database before, `user` is the only role (a superuser)."""
+        database before, `user` is the only role (a superuser). The first snapshot is taken by
+        the first statement that reads the catalog."""
         self.con = con
         registered = con.execute("SELECT count(*) FROM duckdb_functions() "
                                  "WHERE function_name = ?", [ROLES_FUNCTION]).fetchall()[0][0]
@@ -529,18 +557,16 @@ class Catalog:
                                            login=True),))
         _create_macros(con, session_macros(user, server_version))
         self._stamp(None)
-        for name, sql in (("heron_system_relations", _system_relations()),
-                          ("heron_roles", _roles()), ("heron_settings", _settings()),
-                          *_views()):
-            if name == pg_catalog_relations.RELATIONS[0].name:
-                self._snapshot()  # the relations read the snapshots
+        for name, sql in _HELPERS:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+        for name, schema in _snapshot_schemas().items():  # the relations read them
+            con.register(name, schema.empty_table())
+        for name, sql in _views():
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
         _create_macros(con, CATALOG_MACROS)
         for relation in pg_information_schema.RELATIONS:  # they call the catalog macros
             con.execute(f"CREATE OR REPLACE TEMP VIEW "
                         f"{pg_information_schema.view_name(relation.name)} AS {relation.sql()}")
-        self._stamp(None)  # the first snapshot was taken before the catalog's own relations
-
 
     def refresh(self, sql: str) -> None:
         """Before running `sql`: if it reads the catalog and DuckDB's catalog changed since the
