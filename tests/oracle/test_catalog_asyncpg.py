@@ -15,6 +15,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from support.catalog_schema import with_expected_failures
 
 asyncpg = pytest.importorskip("asyncpg")
 from asyncpg import introspection  # noqa: E402
@@ -93,9 +94,7 @@ def _answer(server, call: str):
     return asyncio.run(main())
 
 
-@pytest.mark.parametrize("call", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[c], strict=True))
-    if c in EXPECTED_FAILURES else c for c in CALLS])
+@pytest.mark.parametrize("call", with_expected_failures(CALLS, EXPECTED_FAILURES))
 def test_asyncpg_answers_as_postgresql(servers, call):
     heron, postgres = servers
     assert _answer(heron, call) == _answer(postgres, call)

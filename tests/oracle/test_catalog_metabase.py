@@ -13,7 +13,7 @@ with the reason, so the list measures progress.
 from __future__ import annotations
 
 import pytest
-from support.catalog_schema import VARCHAR_LENGTH
+from support.catalog_schema import VARCHAR_LENGTH, with_expected_failures
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -160,9 +160,7 @@ def _answer(server, name: str) -> tuple[list[str], list[tuple]]:
         return [c.name for c in cursor.description], cursor.fetchall()
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[n], strict=True))
-    if n in EXPECTED_FAILURES else n for n in STATEMENTS])
+@pytest.mark.parametrize("name", with_expected_failures(STATEMENTS, EXPECTED_FAILURES))
 def test_metabase_sync_answers_as_postgresql(servers, name):
     heron, postgres = servers
     assert _answer(heron, name) == _answer(postgres, name)

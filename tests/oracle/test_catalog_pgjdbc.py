@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.catalog_schema import VARCHAR_LENGTH
+from support.catalog_schema import VARCHAR_LENGTH, with_expected_failures
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -80,9 +80,7 @@ def _type_name(line: str) -> str:
     return line.split("|")[0].removeprefix("TYPE_NAME=")
 
 
-@pytest.mark.parametrize("feature", [
-    pytest.param(f, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[f], strict=True))
-    if f in EXPECTED_FAILURES else f for f in FEATURES])
+@pytest.mark.parametrize("feature", with_expected_failures(FEATURES, EXPECTED_FAILURES))
 def test_metadata_answers_as_postgresql(answers, feature):
     heron, postgres = (a[feature] for a in answers)
     if feature == "getTypeInfo":

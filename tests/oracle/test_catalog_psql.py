@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 import pytest
-from support.catalog_schema import VARCHAR_LENGTH
+from support.catalog_schema import VARCHAR_LENGTH, with_expected_failures
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -55,9 +55,7 @@ def normalised(output: str) -> str:
     return re.sub(r"\d+ (?:bytes|kB|MB)", "<size>", output)
 
 
-@pytest.mark.parametrize("command", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[c], strict=True))
-    if c in EXPECTED_FAILURES else c for c in COMMANDS])
+@pytest.mark.parametrize("command", with_expected_failures(COMMANDS, EXPECTED_FAILURES))
 def test_meta_command_answers_as_postgresql(servers, command):
     heron, postgres = servers
     assert normalised(psql(heron, command)) == normalised(psql(postgres, command))

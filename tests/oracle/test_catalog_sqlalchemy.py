@@ -7,7 +7,7 @@ EXPECTED_FAILURES with the reason, so the list measures progress.
 from __future__ import annotations
 
 import pytest
-from support.catalog_schema import VARCHAR_LENGTH
+from support.catalog_schema import VARCHAR_LENGTH, with_expected_failures
 
 sqlalchemy = pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg2")
@@ -42,9 +42,7 @@ def _answer(server, call: str):
         engine.dispose()
 
 
-@pytest.mark.parametrize("call", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[c], strict=True))
-    if c in EXPECTED_FAILURES else c for c in CALLS])
+@pytest.mark.parametrize("call", with_expected_failures(CALLS, EXPECTED_FAILURES))
 def test_reflection_answers_as_postgresql(servers, call):
     heron, postgres = servers
     assert _answer(heron, call) == _answer(postgres, call)
