@@ -4,14 +4,16 @@ Contract: `register(con, roles)` registers, on a connection that outlives the se
 directory's root connection), the Python functions the catalog calls: the roles it lists
 (pg_roles, pg_user, pg_auth_members, pg_get_userbyid, ::regrole; `roles()` is asked at each
 statement) and PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`).
-`install(con, user)` creates, once per DuckDB connection and outside any transaction, the TEMP
+`Catalog(con, user)` creates, once per DuckDB connection and outside any transaction, the TEMP
 macros and views that answer PostgreSQL 15's catalog: the relations of `pg_catalog`
 (`heron.planner.pg_catalog_relations`) and `information_schema`
 (`heron.planner.pg_information_schema`) with PostgreSQL's columns, and its functions
 (`heron.planner.pg_catalog_functions`). TEMP objects are per connection and shadow the built-in
-ones of the same unqualified name. `publish_settings(con, settings)` makes the session's run-time
-settings visible to `current_setting()` and pg_settings (a DuckDB session variable, not
-transactional, like Heron's SET).
+ones of the same unqualified name. They read snapshots of DuckDB's catalog: `Catalog.refresh(sql)`,
+called before a statement runs, takes new ones when the statement reads the catalog and DuckDB's
+catalog changed since the last (a cheap fingerprint decides). `publish_settings(con,
+settings)` makes the session's run-time settings visible to `current_setting()` and pg_settings
+(a DuckDB session variable, not transactional, like Heron's SET).
 
 `rewrite(sql)` returns the statement DuckDB should run: statements that mention no catalog
 vocabulary (a cheap regex test) come back unchanged and unparsed; the others are parsed with
@@ -21,9 +23,13 @@ PostgreSQL folds them (so result columns are named as PostgreSQL names them), `C
 pg_catalog.default` dropped, `OPERATOR(pg_catalog.~)` made the operator, `::regclass` and
 friends made look-ups, casts to `oid` and PostgreSQL's catalog types made DuckDB's,
 `format('%I.%I', ...)` spelled out, subscripts of int2vector/oidvector columns (and of their
-aliases) shifted to PostgreSQL's zero-based ones — and printed for DuckDB; when no rule applied,
-the original text comes back. A statement sqlglot cannot parse comes back unchanged, so DuckDB
-reports its own error.
+aliases) shifted to PostgreSQL's zero-based ones, the system column `tableoid` of a catalog table
+made its OID, `pg_partition_ancestors(rel)` a relation's only ancestor (Heron has no
+partitions), keywords used as column labels quoted — and printed for DuckDB. The statement's
+own result columns keep PostgreSQL's text form: int2vector/oidvector values as space-separated
+numbers, a name cast to regclass (or another reg* type) as the object's name. When no rule
+applied, the original text comes back. A statement sqlglot cannot parse comes back unchanged, so
+DuckDB reports its own error.
 """
 
 from __future__ import annotations
@@ -42,18 +48,14 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from heron.planner import pg_catalog_relations, pg_information_schema, pg_viewdef
-from heron.planner.pg_catalog_functions import (
-    CATALOG_MACROS,
-    SETTINGS_VARIABLE,
-    quote,
-    session_macros,
-)
+from heron.planner.pg_catalog_functions import CATALOG_MACROS, SETTINGS_VARIABLE, session_macros
 from heron.planner.pg_catalog_relations import (
     BOOTSTRAP_SUPERUSER,
     DATABASE_OWNER_ROLE,
     SNAPSHOTS,
     VIEWDEF_FUNCTION,
 )
+from heron.planner.pg_catalog_types import literal, values
 
 BOOTSTRAP_USER = "heron"
 ROLES_FUNCTION = "heron_role_list"  # a Python function: the roles as JSON, read at each call
@@ -441,10 +443,7 @@ def _system_relations() -> str:
             for r in pg_catalog_relations.RELATIONS]
     rows += [(r.name, pg_information_schema.view_name(r.name), "information_schema", "v", None)
              for r in pg_information_schema.RELATIONS]
-    values = ", ".join(
-        f"({quote(name)}, {quote(view)}, {quote(schema)}, {quote(kind)}, "
-        f"{'NULL' if oid is None else oid})" for name, view, schema, kind, oid in rows)
-    return (f"SELECT * FROM (VALUES {values}) s(name, view_name, namespace, relkind, "
+    return (f"SELECT * FROM (VALUES {values(rows)}) s(name, view_name, namespace, relkind, "
             f"fixed_oid)")
 
 
@@ -457,9 +456,9 @@ def _roles() -> str:
 
 
 def _settings() -> str:
-    server = ", ".join(f"({quote(n)}, {quote(v)}, {quote(c)}, {quote(t)})"
-                       for n, v, c, t in _SERVER_SETTINGS)
-    canonical = " ".join(f"WHEN {quote(k)} THEN {quote(v)}" for k, v in _CANONICAL_NAMES.items())
+    server = values(_SERVER_SETTINGS)
+    canonical = " ".join(f"WHEN {literal(k)} THEN {literal(v)}"
+                         for k, v in _CANONICAL_NAMES.items())
     return f"""
         SELECT CASE s.key {canonical} ELSE s.key END AS name, s.value AS setting,
                'user' AS context, 'string' AS vartype
@@ -591,8 +590,8 @@ class Catalog:
 def publish_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str, str]) -> None:
     """Make `settings` (lower-case name -> value) what current_setting() answers; merges with
     the values published before."""
-    keys = ", ".join(quote(k.lower()) for k in settings)
-    values = ", ".join(quote(str(v)) for v in settings.values())
+    keys = ", ".join(literal(k.lower()) for k in settings)
+    values = ", ".join(literal(str(v)) for v in settings.values())
     merged = f"map_concat(coalesce(getvariable('{SETTINGS_VARIABLE}'), MAP {{}}::MAP(VARCHAR, " \
              f"VARCHAR)), MAP([{keys}]::VARCHAR[], [{values}]::VARCHAR[]))"
     con.execute(f"SET VARIABLE {SETTINGS_VARIABLE} = {merged}")

@@ -1,6 +1,6 @@
 """PostgreSQL's catalog functions as DuckDB macros.
 
-Contract: `SESSION_MACROS(user, server_version)` are the macros that read no catalog view
+Contract: `session_macros(user, server_version)` are the macros that read no catalog view
 (version, current_setting, current_user, quote_ident, pg_size_pretty, ...) and `CATALOG_MACROS`
 those answered from the catalog views of `heron.planner.pg_catalog_relations` (pg_get_userbyid,
 pg_table_is_visible, format_type, pg_get_indexdef, pg_get_constraintdef, pg_get_viewdef,
@@ -9,12 +9,14 @@ macro name to its overloads, `(parameters, body)`; the shim creates the first gr
 views and the second after them (DuckDB binds a view or macro when it is created).
 
 Each behaves as PostgreSQL 15's function of that name for the objects Heron has, with these
-limits: relation sizes are unknown (NULL), the privilege functions answer from Heron's model
+limits: a view's size is 0, a table's or index's unknown (NULL: DuckDB keeps none per relation),
+the privilege functions answer from Heron's model
 (every role may use every relation, schema and database; pg_has_role follows role membership),
 pg_get_expr gives DuckDB's text of a default, and pg_get_viewdef PostgreSQL's layout of the view's
-query (`heron.planner.pg_viewdef`). Look-ups read each catalog view once per statement: a macro's
-subquery never mentions its arguments (DuckDB substitutes arguments textually, so a correlated
-subquery could capture a caller's column of the same name).
+query (`heron.planner.pg_viewdef`). Look-ups read each catalog view once per statement (`lookup`
+builds a map): a macro's subquery never mentions its arguments (DuckDB substitutes arguments
+textually, so a correlated subquery could capture a caller's column of the same name, and a
+subquery argument inside a lambda cannot be bound).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION
-from heron.planner.pg_catalog_types import TYPE_NAMES
+from heron.planner.pg_catalog_types import TYPE_NAMES, literal
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
@@ -48,18 +50,9 @@ _KEYWORD_LIST = (
 KEYWORDS = frozenset(_KEYWORD_LIST.split())
 
 
-def quote(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _literal(value: object) -> str:
-    return str(value) if isinstance(value, int) else quote(str(value))
-
-
 def _case(arg: str, rows: Mapping[object, object], default: str = "NULL") -> str:
     """A CASE over a Python mapping: no subquery, so no column of the caller can be captured."""
-    whens = " ".join(f"WHEN {_literal(k)} THEN {_literal(v)}" for k, v in rows.items())
+    whens = " ".join(f"WHEN {literal(k)} THEN {literal(v)}" for k, v in rows.items())
     return f"CASE {arg} {whens} ELSE {default} END"
 
 
@@ -75,7 +68,7 @@ def lookup(source: str, key: str, value: str, arg: str, aggregate: str = "first"
 
 
 def _quote_ident(arg: str) -> str:
-    keywords = ", ".join(quote(k) for k in sorted(KEYWORDS))
+    keywords = ", ".join(literal(k) for k in sorted(KEYWORDS))
     return (f"CASE WHEN regexp_matches({arg}, '^[a-z_][a-z0-9_$]*$') AND {arg} NOT IN "
             f"({keywords}) THEN {arg} ELSE '\"' || replace({arg}, '\"', '\"\"') || '\"' END")
 
@@ -101,10 +94,10 @@ _PATH_SCHEMAS = """coalesce(nullif(list_transform(list_filter(string_split(
 def session_macros(user: str, server_version: str) -> Macros:
     settings = f"getvariable('{SETTINGS_VARIABLE}')[lower(name_arg)]"
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
-    current_user = quote(user)
+    current_user = literal(user)
     no_text = "NULL::VARCHAR"
     return {
-        "version": (("", quote(VERSION.format(server_version=server_version))),),
+        "version": (("", literal(VERSION.format(server_version=server_version))),),
         "current_setting": (
             ("name_arg", f"coalesce({settings}, {unknown})"),
             ("name_arg, missing_ok_arg",

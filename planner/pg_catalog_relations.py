@@ -3,10 +3,12 @@
 Contract: `RELATIONS` lists the relations of `pg_catalog` the shim answers, each a `Relation`
 with PostgreSQL 15's columns in PostgreSQL's order and their types as DuckDB holds them (`oid` is
 UINTEGER, sent as oid; `name`, `"char"`, `regproc` and `pg_node_tree` are VARCHAR; int2vector
-and oidvector are lists). `HELPERS` are the views they are built from (one row per namespace,
-relation, column, constraint, index of DuckDB's catalog, with the OIDs the catalog shows).
-`views()` gives every view's name and SQL in creation order (helpers first); a relation whose
-`source` is empty has no rows.
+and oidvector are lists); `Relation.sql()` is its view's query, empty when the relation has no
+`source`. `SNAPSHOTS` are the queries of the facts they are built from, in the order they are
+computed (one row per namespace, constraint, index, relation, column of DuckDB's catalog, with
+the OIDs the catalog shows; each reads those before it), which the shim registers as snapshots
+(`heron.planner.pg_catalog.Catalog`). They also read three views the shim creates:
+`heron_system_relations` (the catalog's own relations), `heron_roles` and `heron_settings`.
 
 What the relations show, and where it comes from:
 - Namespaces: the database's schemas (`main` only while it holds objects), `pg_catalog` (OID 11,
@@ -41,6 +43,7 @@ from heron.planner.pg_catalog_types import (
     ROW_TYPE_OID_BASE,
     TYPE_NAMES,
     pg_type_values,
+    values,
     wire_oid_sql,
 )
 
@@ -326,16 +329,6 @@ def _opclass_of(type_oid: str) -> str:
             f"({arrays}) THEN {_ARRAY_OPS} ELSE 0 END END")
 
 
-def _values(rows: list[tuple[object, ...]]) -> str:
-    def literal(v: object) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int):
-            return str(v)
-        return "'" + str(v).replace("'", "''") + "'"
-    return ", ".join("(" + ", ".join(literal(v) for v in row) + ")" for row in rows)
-
-
 _OWNER = "JOIN heron_roles o ON o.oid = c.relowner"
 
 RELATIONS: tuple[Relation, ...] = (
@@ -497,7 +490,7 @@ RELATIONS: tuple[Relation, ...] = (
         {"oid": "o.oid", "opcmethod": str(BTREE_AM), "opcname": "o.name",
          "opcnamespace": str(PG_CATALOG_NAMESPACE), "opcowner": str(BOOTSTRAP_SUPERUSER),
          "opcfamily": "o.family", "opcintype": "o.intype", "opcdefault": "true"},
-        f"(VALUES {_values([(o, n, f, t) for t, o, n, f in _OPCLASSES])}) "
+        f"(VALUES {values((o, n, f, t) for t, o, n, f in _OPCLASSES)}) "
         f"o(oid, name, family, intype)", "r", 2616),
     Relation(
         "pg_collation",

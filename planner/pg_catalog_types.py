@@ -6,7 +6,8 @@ alignment, storage, delimiter, element/array links, the names of their I/O funct
 collation). `pg_type_values()` renders them as the rows of a VALUES list in `PG_TYPE_COLUMNS`
 order; user types (DuckDB enums) and the row types of relations are added by the catalog views
 (`heron.planner.pg_catalog_relations`). `TYPE_NAMES` is format_type's name of every built-in type
-OID (arrays as the element's name with "[]").
+OID (arrays as the element's name with "[]"). `literal(value)` spells a Python value in SQL,
+`values(rows)` rows of them as a VALUES list.
 
 `WIRE_OIDS` maps a DuckDB column type (its name without parameters) to the type OID Heron sends
 values of that type as — it mirrors `server/encode.py`, and the tests check the two agree column
@@ -18,6 +19,7 @@ relation's row type from the relation's OID, above every OID DuckDB hands out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from heron.planner import pg_types
@@ -120,7 +122,8 @@ PG_TYPE_COLUMNS = (
     "typdefault:text typacl:aclitem[]")
 
 
-def _sql(value: object) -> str:
+def literal(value: object) -> str:
+    """A Python value as an SQL literal (None, bool, int, or text)."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -130,23 +133,28 @@ def _sql(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+def values(rows: Iterable[Sequence[object]]) -> str:
+    """Rows of Python values as the rows of an SQL VALUES list."""
+    return ", ".join("(" + ", ".join(literal(v) for v in row) + ")" for row in rows)
+
+
 def pg_type_values() -> str:
     """The built-in types as rows of a VALUES list, in PG_TYPE_COLUMNS order."""
-    rows = []
-    for row in BUILTIN:
-        t = row.type
-        is_array = row.element is not None
-        subscript = "array_subscript_handler" if is_array else (
-            "raw_array_subscript_handler" if t is pg_types.NAME else "-")
-        values = (
-            t.oid, t.name, PG_CATALOG_NAMESPACE, 10, t.typlen, row.byval, row.kind,
-            row.category, row.preferred, True, ",", 0, subscript,
-            row.element.oid if is_array else (pg_types.CHAR.oid if t is pg_types.NAME else 0),
-            0 if is_array else t.array_oid, *row.functions, *row.typmod_functions,
-            "array_typanalyze" if is_array else "-", row.align, row.storage, False, 0, -1, 0,
-            row.collation, None, None, None)
-        rows.append("(" + ", ".join(_sql(v) for v in values) + ")")
-    return ",\n".join(rows)
+    return values(_pg_type_row(row) for row in BUILTIN)
+
+
+def _pg_type_row(row: TypeRow) -> tuple[object, ...]:
+    t = row.type
+    is_array = row.element is not None
+    subscript = "array_subscript_handler" if is_array else (
+        "raw_array_subscript_handler" if t is pg_types.NAME else "-")
+    return (
+        t.oid, t.name, PG_CATALOG_NAMESPACE, 10, t.typlen, row.byval, row.kind,
+        row.category, row.preferred, True, ",", 0, subscript,
+        row.element.oid if is_array else (pg_types.CHAR.oid if t is pg_types.NAME else 0),
+        0 if is_array else t.array_oid, *row.functions, *row.typmod_functions,
+        "array_typanalyze" if is_array else "-", row.align, row.storage, False, 0, -1, 0,
+        row.collation, None, None, None)
 
 
 # DuckDB's column type (without its parameters) -> the OID its values are sent as. Mirrors
