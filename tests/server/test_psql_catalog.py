@@ -132,3 +132,19 @@ def test_catalog_types_are_the_types_sent(heron_server):
     assert [oid for oid, _, _ in described] == sent
     assert [name for _, name, _ in described] == list(WIRE_TYPES.values())
     assert all(typname is not None for _, _, typname in described)  # every type is in pg_type
+
+
+def test_result_columns_named_as_postgresql_names_them(heron_server):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
+        def names(sql: str) -> list[str]:
+            return [c.name for c in conn.execute(sql).description]
+
+        assert names("SELECT 1, 'a', NULL, 1 + 1, true, count(*), lower('A')") == [
+            "?column?", "?column?", "?column?", "?column?", "bool", "count", "lower"]
+        assert names("SHOW timezone") == ["TimeZone"]
+        assert names("SHOW TRANSACTION ISOLATION LEVEL") == ["transaction_isolation"]
+        assert names("SHOW search_path") == ["search_path"]
+        # Catalog statements fold unquoted aliases to lower case, as PostgreSQL does.
+        assert names('SELECT relname AS TABLE_NAME, relkind AS "Kind" FROM pg_catalog.pg_class '
+                     "LIMIT 1") == ["table_name", "Kind"]
