@@ -20,9 +20,10 @@ What the relations show, and where it comes from:
   appear in `pg_catalog` / `information_schema` (catalog tables under PostgreSQL's fixed OIDs).
   A table or view has a row type (typtype 'c') at its OID + `ROW_TYPE_OID_BASE`.
 - Columns: the type OID a column's values are sent with (`pg_catalog_types.wire_oid_sql`),
-  numeric's typmod from DECIMAL(p,s); a VARCHAR column carrying a length CHECK
-  (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), and that CHECK is not listed
-  as a constraint. An enum column has its enum type.
+  numeric's typmod from DECIMAL(p,s), defaults as PostgreSQL prints them. Two columns are
+  described as more than what is sent (text): a VARCHAR column carrying a length CHECK
+  (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), that CHECK not listed as a
+  constraint; an enum column has its enum type.
 - Constraints: primary keys, unique, foreign keys and CHECKs under PostgreSQL's names (DuckDB
   names a primary key `<table>_<columns>_pkey`, PostgreSQL `<table>_pkey`); a constraint and
   its index share an OID above 2^31 derived from the table's OID and the constraint's position.
@@ -246,7 +247,15 @@ _RELATIONS = f"""
            {BTREE_AM}, x.comment, NULL, i.schema_name
     FROM heron_indexes i LEFT JOIN duckdb_indexes() x ON x.index_oid = i.oid"""
 
+# A default as PostgreSQL prints it: a string constant cast to the column's type, a sequence
+# given to nextval as a regclass (DuckDB prints 'x' and nextval('s')).
+_DEFAULT = ("CASE WHEN regexp_matches(t.column_default, '^''([^'']|'''')*''$') "
+            f"THEN t.column_default || '::' || {_type_name('t.atttypid')} "
+            r"ELSE regexp_replace(t.column_default, '^nextval\(''(.*)''\)$', "
+            r"'nextval(''\1''::regclass)') END")
+
 _TABLE_COLUMNS = f"""
+    SELECT t.* REPLACE ({_DEFAULT} AS column_default) FROM (
     SELECT c.table_oid::UINTEGER AS attrelid, c.column_name AS attname,
            c.column_index::SMALLINT AS attnum,
            CASE WHEN k.length IS NOT NULL THEN 1043 WHEN e.type_oid IS NOT NULL THEN e.type_oid
@@ -266,7 +275,7 @@ _TABLE_COLUMNS = f"""
     LEFT JOIN duckdb_types() e ON e.logical_type = 'ENUM' AND NOT e.internal
          AND c.data_type = 'ENUM(' || array_to_string(
                list_transform(e.labels, lambda x: '''' || replace(x, '''', '''''') || ''''), ', ')
-             || ')'"""
+             || ')') t"""
 
 _COLUMNS = """
     SELECT * FROM heron_table_columns

@@ -144,6 +144,17 @@ def test_varchar_length_kept_as_a_check_is_varchar_n(catalog):
                                                            ("text", None)]
 
 
+def test_defaults_as_postgresql_prints_them(catalog):
+    catalog.con.execute("CREATE SEQUENCE s; CREATE TABLE t (a INTEGER DEFAULT 5, "
+                        "b VARCHAR DEFAULT 'it''s', c DATE DEFAULT '2020-01-02', "
+                        "d INTEGER DEFAULT nextval('s'), e TIMESTAMP DEFAULT now())")
+    assert query(catalog, "SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) FROM "
+                          "pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a ON "
+                          "a.attrelid = d.adrelid AND a.attnum = d.adnum ORDER BY a.attnum") == [
+        ("a", "5"), ("b", "'it''s'::text"), ("c", "'2020-01-02'::date"),
+        ("d", "nextval('s'::regclass)"), ("e", "now()")]
+
+
 def test_types_arrays_enums_and_row_types(catalog):
     catalog.con.execute("CREATE TYPE mood AS ENUM ('sad', 'happy'); CREATE TABLE t (m mood)")
     assert query(catalog, "SELECT oid, typname, typelem, typarray, typcategory FROM "
