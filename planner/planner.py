@@ -25,7 +25,15 @@ from typing import Any
 import duckdb
 
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, optimizer, pg_catalog, statement
+from heron.planner import (
+    dialect,
+    explain,
+    logical,
+    optimizer,
+    pg_catalog,
+    pg_catalog_rewrite,
+    statement,
+)
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
@@ -62,7 +70,7 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        return statement.classify(self.con, pg_catalog.rewrite(sql))
+        return statement.classify(self.con, pg_catalog_rewrite.rewrite(sql))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions; refuses those it cannot

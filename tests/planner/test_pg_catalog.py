@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from heron.planner import pg_catalog
+from heron.planner.pg_catalog_rewrite import rewrite
 
 
 @pytest.fixture
@@ -23,13 +24,13 @@ def catalog():
 
 def query(catalog: pg_catalog.Catalog, sql: str) -> list[tuple]:
     """`sql` as the planner runs it: rewritten, on fresh snapshots of the catalog."""
-    sql = pg_catalog.rewrite(sql)
+    sql = rewrite(sql)
     catalog.refresh(sql)
     return catalog.con.sql(sql).fetchall()
 
 
 def columns(catalog: pg_catalog.Catalog, sql: str) -> list[str]:
-    sql = pg_catalog.rewrite(sql)
+    sql = rewrite(sql)
     catalog.refresh(sql)
     return catalog.con.sql(sql).columns
 
@@ -38,18 +39,18 @@ def columns(catalog: pg_catalog.Catalog, sql: str) -> list[str]:
 
 def test_ordinary_statements_are_untouched():
     sql = "SELECT a ~ 'x', b::text FROM t  -- pg_class"
-    assert pg_catalog.rewrite(sql) == sql
+    assert rewrite(sql) == sql
 
 
 def test_rewrites():
-    out = pg_catalog.rewrite(
+    out = rewrite(
         "SELECT pg_catalog.pg_get_userbyid(c.relowner), c.oid::pg_catalog.regclass"
         " FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$'"
         " COLLATE pg_catalog.default")
     assert "pg_catalog" not in out and "COLLATE" not in out
     assert "REGEXP_MATCHES(c.relname, '^(t)$')" in out
     assert "HERON_REGCLASS_NAME(c.oid)" in out
-    assert pg_catalog.rewrite("SELECT table_name FROM information_schema.tables") == (
+    assert rewrite("SELECT table_name FROM information_schema.tables") == (
         "SELECT table_name FROM heron_information_schema_tables AS tables")
 
 

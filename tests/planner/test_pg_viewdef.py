@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from heron.planner import pg_catalog
+from heron.planner.pg_catalog_rewrite import rewrite
 
 TABLES = ("CREATE TABLE cat_books (id INTEGER, title VARCHAR CHECK (length(title) <= 200), "
           "author_id INTEGER, price DECIMAL(10,2), published DATE)",
@@ -64,7 +65,7 @@ def catalog():
 
 def viewdef(catalog: pg_catalog.Catalog, view: str, *pretty: bool) -> str:
     flag = "".join(f", {p}" for p in pretty)
-    sql = pg_catalog.rewrite(f"SELECT pg_catalog.pg_get_viewdef('{view}'::regclass{flag})")
+    sql = rewrite(f"SELECT pg_catalog.pg_get_viewdef('{view}'::regclass{flag})")
     catalog.refresh(sql)
     return catalog.con.sql(sql).fetchall()[0][0]
 
