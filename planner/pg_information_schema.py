@@ -24,7 +24,6 @@ def view_name(name: str) -> str:
 
 
 _CATALOG = "current_database()"
-_USER_SCHEMA = "n.nspname NOT IN ('pg_catalog', 'information_schema')"
 
 # The standard's name of a type (information_schema.columns.data_type).
 _DATA_TYPE = """CASE WHEN t.typtype = 'd' THEN 'USER-DEFINED'

@@ -7,13 +7,16 @@ names (format_type's, without modifiers); with it the text reads as PostgreSQL's
 - columns qualified by their relation (or its alias), `*` expanded;
 - output names PostgreSQL would give (`sum(x) AS sum`; none where a column keeps its name);
 - the casts PostgreSQL's parser adds where a constant meets a column of another type
-  (`price < 10::numeric`, `title::text ~~ 'S%'::text`, `'2000-01-01'::date`), `IN (...)` as
-  `= ANY (ARRAY[...])`, `count_star()` as `count(*)`;
+  (`price < 10::numeric`, `title::text ~~ 'S%'::text`, `'2000-01-01'::date`), and what its
+  parser makes of `IN (...)` (`= ANY (ARRAY[...])`), `NOT IN`, `BETWEEN`, `count_star()`;
 - pretty (PostgreSQL's pretty flag, what psql shows): clauses on their own lines indented as
   PostgreSQL indents them, operators without redundant parentheses; not pretty: every operator
   and join parenthesized, casts of constants parenthesized.
-A query that sqlglot cannot read, or that uses what this printer does not know, comes back as
-DuckDB printed it.
+It prints SELECTs over tables and views with inner and outer joins (ON), subqueries in the
+select list, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET, DISTINCT, and expressions of
+columns, constants, operators, IS [NOT] NULL, casts to built-in types, arrays and function
+calls. Anything else (set operations, CTEs, window functions, CASE, USING/NATURAL joins,
+DuckDB's own clauses), or a query sqlglot cannot read, comes back as DuckDB printed it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ _CONSTANT_TYPES = {"numeric": "numeric", "double precision": "double precision",
                    "uuid": "uuid", "bytea": "bytea", "time without time zone":
                    "time without time zone"}
 _INTEGER_TYPES = {"smallint", "integer", "bigint"}
-_STRING_TYPES = {"text", "character varying"}
 # Functions PostgreSQL prints in upper case (they are grammar, not catalog functions).
 _GRAMMAR_FUNCTIONS = {"coalesce": "COALESCE", "nullif": "NULLIF", "greatest": "GREATEST",
                       "least": "LEAST"}
@@ -127,6 +129,8 @@ class _Printer:
         if select.args.get("where") is not None:
             text += f"\n{pad}  WHERE " + self.expr(select.args["where"].this, scope, top=True)
         if select.args.get("group") is not None:
+            if not select.args["group"].expressions:
+                raise _Unsupported  # DuckDB's GROUP BY ALL
             text += f"\n{pad}  GROUP BY " + ", ".join(
                 self.expr(e, scope, top=True) for e in select.args["group"].expressions)
         if select.args.get("having") is not None:
@@ -144,11 +148,17 @@ class _Printer:
         return text
 
     def targets(self, select: exp.Select, scope: _Scope) -> list[exp.Expression]:
-        """The select list with `*` expanded to the relations' columns."""
+        """The select list with `*` and `t.*` expanded to the relations' columns."""
         out: list[exp.Expression] = []
         for item in select.expressions:
-            if isinstance(item, exp.Star):
-                for name, columns in scope.relations.items():
+            if isinstance(item, exp.Star) or (
+                    isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+                star = item.this if isinstance(item, exp.Column) else item
+                if any(star.args.values()):
+                    raise _Unsupported  # DuckDB's * EXCLUDE/REPLACE/RENAME
+                names = [item.table] if isinstance(item, exp.Column) else list(scope.relations)
+                for name in names:
+                    columns = scope.relations.get(name)
                     if not columns:
                         raise _Unsupported
                     out += [exp.column(c, table=name) for c in columns]
@@ -169,6 +179,8 @@ class _Printer:
         text = self.relation(first)
         pad = " " * indent
         for join in joins:
+            if join.args.get("using") or join.args.get("method"):
+                raise _Unsupported  # USING and NATURAL: PostgreSQL prints what they mean
             kind = " ".join(k for k in (join.side, join.kind) if k).upper()
             keyword = f"{kind} JOIN" if kind and kind != "INNER" else "JOIN"
             on = join.args.get("on")
@@ -208,18 +220,52 @@ class _Printer:
             return "true" if node.this else "false"
         if isinstance(node, exp.Null):
             return "NULL"
+        inner = node.this.this if isinstance(node, exp.Not) and isinstance(
+            node.this, exp.Paren) else node.this
+        if isinstance(node, exp.Not) and isinstance(inner, exp.In):
+            return self.in_list(inner, scope, top, negated=True)
+        if isinstance(node, exp.Not) and isinstance(inner, exp.Is):
+            return self.is_null(inner, scope, top, negated=True)
         if isinstance(node, exp.Not):
             return "NOT " + self.operand(node.this, scope)
         if isinstance(node, exp.In):
             return self.in_list(node, scope, top)
+        if isinstance(node, exp.Is):
+            return self.is_null(node, scope, top)
+        if isinstance(node, exp.Between):  # PostgreSQL's parser spells it out
+            low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
+            high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
+            return self.expr(exp.And(this=low, expression=high), scope, top)
         if type(node) in _BINARY:
             return self.binary(node, scope, top)
+        if isinstance(node, exp.Cast):
+            return self.cast_expression(node, scope)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
             body = self.select(node.this, 8).lstrip()
             return f"( {body})"
-        if isinstance(node, exp.Count | exp.Anonymous | exp.Func):
+        if isinstance(node, exp.Array):
+            return "ARRAY[" + ", ".join(self.expr(e, scope, top=True)
+                                        for e in node.expressions) + "]"
+        if isinstance(node, exp.Anonymous) or _is_plain_call(node):
             return self.call(node, scope)
         raise _Unsupported
+
+    def is_null(self, node: exp.Is, scope: _Scope, top: bool, negated: bool = False) -> str:
+        if not isinstance(node.expression, exp.Null):
+            raise _Unsupported
+        text = f"{self.operand(node.this, scope)} IS {'NOT ' if negated else ''}NULL"
+        return text if self.pretty else f"({text})"
+
+    def cast_expression(self, node: exp.Cast, scope: _Scope) -> str:
+        to = node.args["to"]
+        name = _CAST_TYPES.get(to.this) if isinstance(to, exp.DataType) else None
+        if name is None:
+            raise _Unsupported
+        if to.this == exp.DataType.Type.DECIMAL and to.expressions:
+            name += "(" + ",".join(p.name for p in to.expressions) + ")"
+        inner = node.this.this if isinstance(node.this, exp.Paren) else node.this
+        string = isinstance(inner, exp.Literal) and inner.is_string
+        return self.cast(self.operand(node.this, scope), name, string)
 
     def operand(self, node: exp.Expression, scope: _Scope) -> str:
         text = self.expr(node, scope)
@@ -244,7 +290,7 @@ class _Printer:
         inner = node.this if isinstance(node, exp.Paren) else node
         if isinstance(inner, exp.And | exp.Or) and type(inner) is not parent:
             return f"({self.expr(inner, scope, top=True)})"
-        if self.pretty and isinstance(inner, exp.In):
+        if self.pretty and _is_array_comparison(inner):  # PostgreSQL parenthesizes these
             return f"({self.expr(inner, scope, top=True)})"
         return self.expr(inner, scope, top=self.pretty)
 
@@ -267,13 +313,16 @@ class _Printer:
         """`text`::`type_name`; not pretty, PostgreSQL parenthesizes all but a string."""
         return f"{text}::{type_name}" if self.pretty or string else f"({text})::{type_name}"
 
-    def in_list(self, node: exp.In, scope: _Scope, top: bool) -> str:
+    def in_list(self, node: exp.In, scope: _Scope, top: bool, negated: bool = False) -> str:
+        """`x IN (a, b)` as PostgreSQL's parser makes it: `x = ANY (ARRAY[a, b])` (NOT IN:
+        `x <> ALL (...)`)."""
         values = node.expressions
         if not values or node.args.get("query") is not None:
             raise _Unsupported
         column_type = scope.type_of(node.this)
         items = ", ".join(self.typed(v, column_type, node, scope) for v in values)
-        text = f"{self.operand(node.this, scope)} = ANY (ARRAY[{items}])"
+        operator = "<> ALL" if negated else "= ANY"
+        text = f"{self.operand(node.this, scope)} {operator} (ARRAY[{items}])"
         return text if top and self.pretty else f"({text})"
 
     def call(self, node: exp.Func, scope: _Scope) -> str:
@@ -297,6 +346,37 @@ class _Printer:
         return f"{_GRAMMAR_FUNCTIONS.get(name, name)}({', '.join(texts)})"
 
 
+def _is_array_comparison(node: exp.Expression) -> bool:
+    """`x IN (...)` or `NOT x IN (...)`: PostgreSQL's `= ANY (ARRAY[...])`, `<> ALL (...)`."""
+    if isinstance(node, exp.Not):
+        node = node.this.this if isinstance(node.this, exp.Paren) else node.this
+    return isinstance(node, exp.In)
+
+
+def _is_plain_call(node: exp.Expression) -> bool:
+    """A function call whose arguments are all positional (sqlglot keeps them as `this` and
+    `expressions`): printed as name(arguments)."""
+    if not isinstance(node, exp.Func) or isinstance(node, exp.Binary | exp.Array | exp.Cast):
+        return False
+    return all(v in (None, False) or key in ("this", "expressions") for key, v in node.args.items())
+
+
+_T = exp.DataType.Type
+# DuckDB's cast targets -> PostgreSQL's name of the type.
+_CAST_TYPES = {
+    _T.BOOLEAN: "boolean", _T.SMALLINT: "smallint", _T.INT: "integer", _T.BIGINT: "bigint",
+    _T.FLOAT: "real", _T.DOUBLE: "double precision", _T.DECIMAL: "numeric",
+    _T.VARCHAR: "character varying", _T.TEXT: "text", _T.DATE: "date",
+    _T.TIMESTAMP: "timestamp without time zone", _T.TIMESTAMPTZ: "timestamp with time zone",
+    _T.TIME: "time without time zone", _T.INTERVAL: "interval", _T.UUID: "uuid",
+}
+# ... and pg_type's name of it, which names a cast's result column.
+_CAST_TYPNAMES = {
+    _T.BOOLEAN: "bool", _T.SMALLINT: "int2", _T.INT: "int4", _T.BIGINT: "int8",
+    _T.FLOAT: "float4", _T.DOUBLE: "float8", _T.DECIMAL: "numeric", _T.VARCHAR: "varchar",
+    _T.TEXT: "text", _T.DATE: "date", _T.TIMESTAMP: "timestamp", _T.TIMESTAMPTZ: "timestamptz",
+    _T.TIME: "time", _T.INTERVAL: "interval", _T.UUID: "uuid",
+}
 # Functions of text: a varchar argument is cast to text, as PostgreSQL resolves them.
 _TEXT_FUNCTIONS = {"lower", "upper", "length", "trim", "btrim", "ltrim", "rtrim", "substr",
                    "substring", "replace", "left", "right", "reverse", "initcap"}
@@ -325,6 +405,13 @@ def _output_name(node: exp.Expression) -> str:
         return node.name
     if isinstance(node, exp.Count):
         return "count"
+    if isinstance(node, exp.Cast):  # the operand's name, else the type's
+        inner = _output_name(node.this)
+        to = node.args["to"]
+        typname = _CAST_TYPNAMES.get(to.this) if isinstance(to, exp.DataType) else None
+        return inner if inner != "?column?" or typname is None else typname
+    if isinstance(node, exp.Array):
+        return "array"
     if isinstance(node, exp.Anonymous | exp.Func) and not isinstance(node, exp.Binary):
         name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
         return _RENAMED.get(name, name)

@@ -37,6 +37,12 @@ VIEWS = {
         "  WHERE cat_books.title::text ~~ 'S%'::text OR (cat_books.id = ANY (ARRAY[1, 2]));",
     "SELECT * FROM cat_authors":
         " SELECT cat_authors.id,\n    cat_authors.name\n   FROM cat_authors;",
+    "SELECT id, CAST(author_id AS BIGINT), [1, 2] AS arr FROM cat_books WHERE id BETWEEN 1 "
+    "AND 5 AND title IS NOT NULL AND author_id NOT IN (3, 4) AND published > DATE '2020-01-01'":
+        " SELECT cat_books.id,\n    cat_books.author_id::bigint AS author_id,\n"
+        "    ARRAY[1, 2] AS arr\n   FROM cat_books\n  WHERE cat_books.id >= 1 AND cat_books.id"
+        " <= 5 AND cat_books.title IS NOT NULL AND (cat_books.author_id <> ALL (ARRAY[3, 4]))"
+        " AND cat_books.published > '2020-01-01'::date;",
     "SELECT DISTINCT name FROM cat_authors":
         " SELECT DISTINCT cat_authors.name\n   FROM cat_authors;",
     "SELECT a.name, (SELECT count(*) FROM cat_books b WHERE b.author_id = a.id) AS books "
@@ -79,8 +85,16 @@ def test_text_without_pretty_flag_is_postgresql_s(catalog):
     assert viewdef(catalog, "v1") == NOT_PRETTY
 
 
-def test_unknown_shapes_fall_back_to_duckdb_s_text(catalog):
+@pytest.mark.parametrize("query", [
+    "SELECT id FROM cat_authors UNION SELECT id FROM cat_books",
+    "SELECT CASE WHEN id > 1 THEN 'big' END FROM cat_authors",
+    "SELECT row_number() OVER (ORDER BY id) FROM cat_authors",
+    "SELECT * EXCLUDE (name) FROM cat_authors",
+    "SELECT id FROM cat_authors GROUP BY ALL",
+    "SELECT id FROM cat_authors LEFT JOIN cat_books USING (id)",
+])
+def test_unknown_shapes_fall_back_to_duckdb_s_text(catalog, query):
     con = catalog.con
-    con.execute("CREATE VIEW w AS SELECT id FROM cat_authors UNION SELECT id FROM cat_books")
+    con.execute(f"CREATE OR REPLACE VIEW w AS {query}")
     stored = con.sql("SELECT sql FROM duckdb_views() WHERE view_name = 'w'").fetchall()[0][0]
     assert viewdef(catalog, "w", True) == stored.split(" AS ", 1)[1]
