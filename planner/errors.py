@@ -129,6 +129,11 @@ _REFINEMENTS: list[tuple[SqlState, re.Pattern[str], SqlState]] = [
     (_S.INTEGRITY_CONSTRAINT_VIOLATION, re.compile(r"foreign key", re.IGNORECASE),
      _S.FOREIGN_KEY_VIOLATION),
     (_S.INVALID_PARAMETER_VALUE, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
+    # Raised by the catalog shim's look-ups (::regclass, current_setting).
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r'^Invalid Input Error: relation ".*" does not exist'),
+     _S.UNDEFINED_TABLE),
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r"unrecognized configuration parameter"),
+     _S.UNDEFINED_OBJECT),
     (_S.DATA_EXCEPTION, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
 ]
 

@@ -148,3 +148,13 @@ def test_result_columns_named_as_postgresql_names_them(heron_server):
         # Catalog statements fold unquoted aliases to lower case, as PostgreSQL does.
         assert names('SELECT relname AS TABLE_NAME, relkind AS "Kind" FROM pg_catalog.pg_class '
                      "LIMIT 1") == ["table_name", "Kind"]
+
+
+def test_catalog_lookups_fail_with_postgresql_s_sqlstates(heron_server):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.UndefinedTable, match='relation "no_such" does not'):
+            conn.execute("SELECT 'no_such'::regclass")
+        with pytest.raises(psycopg.errors.UndefinedObject, match="unrecognized configuration"):
+            conn.execute("SELECT current_setting('no_such_setting')")
+        assert conn.execute("SELECT 1").fetchone() == (1,)  # the session goes on
