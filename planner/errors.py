@@ -132,6 +132,10 @@ _REFINEMENTS: list[tuple[SqlState, re.Pattern[str], SqlState]] = [
     # Raised by the catalog shim's look-ups (::regclass, current_setting).
     (_S.INVALID_PARAMETER_VALUE, re.compile(r'^Invalid Input Error: relation ".*" does not exist'),
      _S.UNDEFINED_TABLE),
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r'^Invalid Input Error: schema ".*" does not exist'),
+     _S.INVALID_SCHEMA_NAME),
+    (_S.INVALID_PARAMETER_VALUE,
+     re.compile(r'^Invalid Input Error: (type|role) ".*" does not exist'), _S.UNDEFINED_OBJECT),
     (_S.INVALID_PARAMETER_VALUE, re.compile(r"unrecognized configuration parameter"),
      _S.UNDEFINED_OBJECT),
     (_S.DATA_EXCEPTION, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),

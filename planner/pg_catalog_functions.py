@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION
-from heron.planner.pg_catalog_types import TYPE_NAMES, literal
+from heron.planner.pg_catalog_types import TYPE_NAMES, literal, values
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
@@ -56,15 +56,28 @@ def _case(arg: str, rows: Mapping[object, object], default: str = "NULL") -> str
     return f"CASE {arg} {whens} ELSE {default} END"
 
 
-def lookup(source: str, key: str, value: str, arg: str, aggregate: str = "first") -> str:
-    """The `value` of a row of `source` whose `key` equals `arg` (or the `aggregate` of the
-    values of all such rows), through a map of `source` built once per statement. Keys compare
-    as text (an OID matches whatever integer type it comes as). `arg` appears in no lambda:
-    DuckDB cannot bind a subquery inside a lambda, and an argument that is itself a look-up is
-    one."""
+def lookup_map(source: str, key: str, value: str, aggregate: str = "first") -> str:
+    """A map of `source`, built once per statement: each `key` (as text, so an OID matches
+    whatever integer type it comes as) to its row's `value` (or the `aggregate` of the values
+    of all its rows)."""
     return (f"(SELECT map_from_entries(list({{'key': heron_k, 'value': heron_v}})) "
             f"FROM (SELECT ({key})::VARCHAR AS heron_k, {aggregate}({value}) AS heron_v "
-            f"FROM {source} WHERE {key} IS NOT NULL GROUP BY ALL))[({arg})::VARCHAR]")
+            f"FROM {source} WHERE {key} IS NOT NULL GROUP BY ALL))")
+
+
+def lookup(source: str, key: str, value: str, arg: str, aggregate: str = "first") -> str:
+    """The value `lookup_map` holds for `arg`. `arg` appears in no lambda: DuckDB cannot bind
+    a subquery inside a lambda, and an argument that is itself a look-up is one."""
+    return f"{lookup_map(source, key, value, aggregate)}[({arg})::VARCHAR]"
+
+
+def let(bindings: Mapping[str, str], body: str) -> str:
+    """`body` with each name of `bindings` standing for its SQL, each evaluated once: a macro's
+    arguments are substituted as text, so an argument used many times (a look-up, a subquery)
+    would otherwise be copied, and planned, that many times. In `body` a binding is `v.name`;
+    `body` may not hold a subquery (it is a lambda's), the bindings may."""
+    struct = ", ".join(f"'{name}': {sql}" for name, sql in bindings.items())
+    return f"list_transform([{{{struct}}}], lambda v: {body})[1]"
 
 
 def _quote_ident(arg: str) -> str:
@@ -169,38 +182,64 @@ _SEARCH_PATH = "heron_search_path()"
 
 def _format_type() -> str:
     # typmod: numeric ((precision << 16) | scale) + 4; character types length + 4.
-    fallback = lookup("pg_type heron_t", "heron_t.oid", "heron_t.typname", "type_arg")
-    return f"""
-        CASE WHEN type_arg IS NULL THEN NULL WHEN type_arg = 0 THEN '-' ELSE
-          coalesce({_case("type_arg", TYPE_NAMES)}, {fallback}, '???')
+    builtin = values((str(oid), name) for oid, name in TYPE_NAMES.items())
+    names = (f"(SELECT map_from_entries(list({{'key': k, 'value': v}})) FROM ("
+             f"SELECT * FROM (VALUES {builtin}) b(k, v) UNION ALL "
+             f"SELECT oid::VARCHAR, first(typname) FROM pg_type "
+             f"WHERE oid::VARCHAR NOT IN (SELECT k FROM (VALUES {builtin}) b(k, v)) "
+             f"GROUP BY oid))")
+    return let({"t": "type_arg::BIGINT", "m": "typmod_arg::INTEGER", "names": names}, """
+        CASE WHEN v.t IS NULL THEN NULL WHEN v.t = 0 THEN '-' ELSE
+          coalesce(v.names[v.t::VARCHAR], '???')
           || CASE
-               WHEN type_arg IN (1700, 1231) AND typmod_arg >= 4 THEN
-                 '(' || (((typmod_arg - 4) >> 16) & 65535) || ','
-                     || ((typmod_arg - 4) & 65535) || ')'
-               WHEN type_arg IN (1042, 1043, 1014, 1015) AND typmod_arg >= 4 THEN
-                 '(' || (typmod_arg - 4) || ')'
+               WHEN v.t IN (1700, 1231) AND v.m >= 4 THEN
+                 '(' || (((v.m - 4) >> 16) & 65535) || ',' || ((v.m - 4) & 65535) || ')'
+               WHEN v.t IN (1042, 1043, 1014, 1015) AND v.m >= 4 THEN '(' || (v.m - 4) || ')'
                ELSE '' END
-        END"""
+        END""")
 
 
 def _regclass_oid() -> str:
-    """A relation's OID from its (possibly qualified, possibly quoted) name, looked up in the
-    search path like PostgreSQL, or from its number; an unknown name is an error."""
+    """to_regclass: a relation's OID from its (possibly qualified, possibly quoted) name, looked
+    up in the search path like PostgreSQL, or from its number; NULL for an unknown name."""
     parts = ("list_transform(regexp_extract_all(name_arg, '\"((?:[^\"]|\"\")*)\"|([^.\"]+)'), "
              "lambda heron_p: CASE WHEN starts_with(heron_p, '\"') THEN "
              "replace(heron_p[2:-2], '\"\"', '\"') ELSE lower(heron_p) END)")
-    qualified = lookup(_CLASSES, "heron_n.nspname || '.' || heron_c.relname", "heron_c.oid",
-                       f"{parts}[-2] || '.' || {parts}[-1]")
-    # An unqualified name: the first schema of the search path holding it.
-    candidates = lookup(_CLASSES, "heron_c.relname",
-                        "{'schema': heron_n.nspname, 'oid': heron_c.oid}", f"{parts}[-1]", "list")
-    unqualified = f"""list_sort(list_filter(list_transform({candidates}, lambda heron_y: {{
-                        'position': coalesce(list_position({_SEARCH_PATH}, heron_y.schema), 0),
-                        'oid': heron_y.oid}}), lambda heron_z: heron_z.position > 0))[1].oid"""
-    found = f"CASE WHEN len({parts}) > 1 THEN {qualified} ELSE {unqualified} END"
-    return (f"CASE WHEN regexp_matches(name_arg, '^\\s*\\d+\\s*$') THEN trim(name_arg)::UINTEGER "
-            f"ELSE coalesce({found}, error('relation \"' || name_arg || '\" does not exist'))"
-            f"::UINTEGER END")
+    bindings = {
+        "name": "name_arg", "parts": parts, "path": _SEARCH_PATH,
+        "qualified": lookup_map(_CLASSES, "heron_n.nspname || '.' || heron_c.relname",
+                                "heron_c.oid"),
+        "unqualified": lookup_map(_CLASSES, "heron_c.relname",
+                                  "{'schema': heron_n.nspname, 'oid': heron_c.oid}", "list")}
+    # A qualified name is looked up as it is, an unqualified one in the first schema of the
+    # search path holding it.
+    return let(bindings, """CASE
+        WHEN regexp_matches(v.name, '^\\s*\\d+\\s*$') THEN trim(v.name)::UINTEGER
+        WHEN len(v.parts) > 1 THEN v.qualified[v.parts[-2] || '.' || v.parts[-1]]::UINTEGER
+        ELSE list_sort(list_filter(list_transform(v.unqualified[v.parts[-1]], lambda y: {
+               'position': coalesce(list_position(v.path, y.schema), 0), 'oid': y.oid}),
+             lambda z: z.position > 0))[1].oid::UINTEGER END""")
+
+
+# Type names the parser knows besides pg_type's and format_type's.
+_TYPE_ALIASES = {"int": 23, "float": 701, "decimal": 1700, "char": 1042, "character": 1042,
+                 "varchar": 1043, "bool": 16, "timestamptz": 1184, "timetz": 1266}
+
+
+def _regtype_oid() -> str:
+    """to_regtype: a type's OID from its name as the parser reads it (format_type's or
+    pg_type's name, an alias such as int, a modifier and a schema ignored, `[]` for its array
+    type); NULL for an unknown name."""
+    names = values([*((v, k) for k, v in TYPE_NAMES.items()), *_TYPE_ALIASES.items()])
+    spellings = f"""(SELECT n.name, t.oid, t.typarray FROM (VALUES {names}) n(name, oid)
+                     JOIN pg_type t ON t.oid = n.oid
+                     UNION ALL SELECT typname, oid, typarray FROM pg_type)"""
+    source = f"""(SELECT name, oid FROM {spellings}
+                  UNION ALL SELECT name || '[]', typarray FROM {spellings}
+                  WHERE typarray <> 0) heron_t"""
+    name = ("lower(trim(regexp_replace(split_part(name_arg, '.', -1), '\\(\\d+(,\\d+)?\\)', "
+            "'')))")
+    return f"({lookup(source, 'heron_t.name', 'heron_t.oid', name)})::UINTEGER"
 
 
 def _relation_name() -> str:
@@ -232,8 +271,9 @@ def _index_definition() -> str:
     entry = lookup("heron_indexes heron_i", "heron_i.oid",
                    "{'statement': heron_i.definition, 'columns': heron_i.column_names}",
                    "index_arg")
-    return (f"CASE WHEN coalesce(column_arg, 0) = 0 THEN ({entry}).statement "
-            f"ELSE quote_ident(({entry}).columns[column_arg]) END")
+    return let({"index": entry, "column": "column_arg"},
+               "CASE WHEN coalesce(v.column, 0) = 0 THEN v.index.statement "
+               "ELSE quote_ident(v.index.columns[v.column]) END")
 
 
 # The fixed OIDs of the catalogs objects are described in (obj_description's second argument).
@@ -266,8 +306,9 @@ def _has_role(user: str) -> str:
         by_oid = lookup("heron_roles heron_r", "heron_r.oid::VARCHAR", "heron_r",
                         f"{arg}::VARCHAR")
         return f"coalesce({by_name}, {by_oid})"
-    return (f"coalesce(({role(user)}).superuser OR ({role(user)}).oid = ({role('role_arg')}).oid"
-            f" OR list_contains(({role(user)}).member_of, ({role('role_arg')}).oid), false)")
+    return let({"user": role(user), "role": role("role_arg")},
+               "coalesce(v.user.superuser OR v.user.oid = v.role.oid "
+               "OR list_contains(v.user.member_of, v.role.oid), false)")
 
 
 def _size() -> str:
@@ -279,15 +320,18 @@ def _size() -> str:
 
 CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
     # ::regclass and friends (see the rewrite): text -> OID, OID -> display name.
-    "heron_regclass_oid": (("name_arg", _regclass_oid()),),
+    "to_regclass": (("name_arg", _regclass_oid()),),
+    "heron_regclass_oid": (("name_arg", "coalesce(to_regclass(name_arg), error('relation \"' "
+                                        "|| name_arg || '\" does not exist'))"),),
     "heron_regclass_name": (("rel_arg", _relation_name()),),
-    "heron_regtype_oid": (("name_arg", _case("lower(name_arg)", {
-        v: k for k, v in TYPE_NAMES.items()}, lookup(
-            "pg_type heron_t", "heron_t.typname", "heron_t.oid", "lower(name_arg)"))
-        + "::UINTEGER"),),
+    "to_regtype": (("name_arg", _regtype_oid()),),
+    "heron_regtype_oid": (("name_arg", "coalesce(to_regtype(name_arg), error('type \"' "
+                                       "|| name_arg || '\" does not exist'))"),),
     "heron_regtype_name": (("type_arg", "format_type(type_arg, NULL)"),),
-    "heron_regnamespace_oid": (("name_arg", lookup(
+    "to_regnamespace": (("name_arg", lookup(
         "pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
+    "heron_regnamespace_oid": (("name_arg", "coalesce(to_regnamespace(name_arg), error("
+                                            "'schema \"' || name_arg || '\" does not exist'))"),),
     "heron_regnamespace_name": (("ns_arg", lookup(
         "pg_namespace heron_n", "heron_n.oid", "heron_n.nspname", "ns_arg")),),
     # regproc columns (typinput, ...) hold a function's name: text casts to its bare name.
@@ -295,8 +339,10 @@ CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
                                    "'^pg_catalog\\.', ''), '\\(.*\\)$', '')"),),
     "heron_regproc_name": (("proc_arg", lookup(
         "pg_catalog.pg_proc heron_p", "heron_p.oid", "heron_p.proname", "proc_arg")),),
-    "heron_regrole_oid": (("name_arg", lookup("heron_roles heron_r", "heron_r.name",
-                                              "heron_r.oid", "name_arg")),),
+    "to_regrole": (("name_arg", lookup("heron_roles heron_r", "heron_r.name", "heron_r.oid",
+                                       "name_arg")),),
+    "heron_regrole_oid": (("name_arg", "coalesce(to_regrole(name_arg), error('role \"' "
+                                       "|| name_arg || '\" does not exist'))"),),
     "heron_regrole_name": (("role_arg", lookup("heron_roles heron_r", "heron_r.oid",
                                                "heron_r.name", "role_arg")),),
     **{name: (("rel_arg", _size()),) for name in (

@@ -205,6 +205,19 @@ def test_regclass_looks_names_up_on_the_search_path(catalog):
         query(catalog, "SELECT 'nope'::regclass")
 
 
+def test_to_reg_functions_and_regtype(catalog):
+    catalog.con.execute("CREATE TYPE mood AS ENUM ('a'); CREATE TABLE t (m mood)")
+    assert query(catalog, "SELECT to_regtype('int4[]')::oid, to_regtype('integer')::oid, "
+                          "to_regtype('pg_catalog.varchar(10)')::oid, to_regtype('mood') IS NOT "
+                          "NULL, to_regtype('no_such'), to_regclass('no_such'), "
+                          "to_regclass('t') = 't'::regclass") == [
+        (1007, 23, 1043, True, None, None, True)]
+    assert query(catalog, "SELECT 'double precision'::regtype, 'text[]'::regtype") == [
+        ("double precision", "text[]")]
+    with pytest.raises(duckdb.Error, match='type "no_such" does not exist'):
+        query(catalog, "SELECT 'no_such'::regtype")
+
+
 def test_snapshots_follow_ddl_and_rollback(catalog):
     con = catalog.con
     names = "SELECT relname FROM pg_catalog.pg_class WHERE relname LIKE 'snap%' ORDER BY 1"
