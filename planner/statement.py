@@ -292,9 +292,10 @@ def run(
 # Names DuckDB quotes when it prints them (`"version"()`) lose their quotes.
 _CALL_NAME = re.compile(r'^"?(?P<function>[A-Za-z_]\w*)"?\(.*\)$', re.DOTALL)
 _RENAMED_FUNCTIONS = {"count_star": "count"}
-# DuckDB names an unaliased constant or operator expression after its text ("1", "'a'",
-# "(a + 1)"); PostgreSQL names it "?column?" (and a boolean constant "bool").
-_UNNAMED = re.compile(r"^(?:-?\d+(?:\.\d+)?|'(?:[^']|'')*'|NULL|\(.*\))$", re.DOTALL)
+# DuckDB names an unaliased constant or operator expression after its text ("'a'", "NULL",
+# "(a + 1)"); PostgreSQL names it "?column?" (and a boolean constant "bool"). A number keeps
+# its text: a column may be named so (a PIVOT's, a CSV header's) and cannot be told from it.
+_UNNAMED = re.compile(r"^(?:'(?:[^']|'')*'|NULL|\(.*\))$", re.DOTALL)
 
 
 def columns_of(schema: pa.Schema) -> tuple[Column, ...]:

@@ -140,8 +140,10 @@ def test_result_columns_named_as_postgresql_names_them(heron_server):
         def names(sql: str) -> list[str]:
             return [c.name for c in conn.execute(sql).description]
 
-        assert names("SELECT 1, 'a', NULL, 1 + 1, true, count(*), lower('A')") == [
-            "?column?", "?column?", "?column?", "?column?", "bool", "count", "lower"]
+        assert names("SELECT 'a', NULL, 1 + 1, true, count(*), lower('A')") == [
+            "?column?", "?column?", "?column?", "bool", "count", "lower"]
+        # A number keeps DuckDB's name: a column can be named so (PIVOT, CSV headers).
+        assert names("SELECT 1") == ["1"]
         assert names("SHOW timezone") == ["TimeZone"]
         assert names("SHOW TRANSACTION ISOLATION LEVEL") == ["transaction_isolation"]
         assert names("SHOW search_path") == ["search_path"]
