@@ -34,7 +34,16 @@ from sqlglot import exp
 from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, pg_catalog, pg_semantics, statement, views
+from heron.planner import (
+    dialect,
+    explain,
+    logical,
+    pg_catalog,
+    pg_catalog_rewrite,
+    pg_semantics,
+    statement,
+    views,
+)
 from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
@@ -57,7 +66,7 @@ class Planner:
                  statistics: Statistics | None = None, answers: AnswerStore | None = None,
                  user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
-        pg_catalog.install(con, user, server_version)
+        self.catalog = pg_catalog.Catalog(con, user, server_version)
         views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
@@ -80,7 +89,8 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        return statement.classify(self.con, pg_semantics.rewrite(pg_catalog.rewrite(sql)))
+        return statement.classify(self.con,
+                                  pg_semantics.rewrite(pg_catalog_rewrite.rewrite(sql)))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that
@@ -132,6 +142,7 @@ class Planner:
             raise bind_count_mismatch(len(params), stmt.param_count)
         plan = stmt.ai
         if plan is None:
+            self.catalog.refresh(stmt.sql)
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings
         if plan.explain is Explain.PLAN:

@@ -29,8 +29,8 @@ def con():
 
 def test_cast_parameter_types():
     assert cast_parameter_types(
-        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone"
-    ) == {1: 23, 2: 701, 4: 1184}
+        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone,"
+        " $5::oid[]") == {1: 23, 2: 701, 3: 1007, 4: 1184, 5: 1028}
 
 
 @pytest.mark.parametrize(("sql", "expected"), [
