@@ -114,7 +114,9 @@ def for_arrow(t: pa.DataType) -> PgType:
         return INT2
     if t in (pa.int32(), pa.uint16()):
         return INT4
-    if t in (pa.int64(), pa.uint32()):
+    if t == pa.uint32():  # DuckDB's UINTEGER: unsigned 4 bytes, like PostgreSQL's oid
+        return OID
+    if t == pa.int64():
         return INT8
     if t == pa.uint64() or pa.types.is_decimal(t):
         return NUMERIC  # uint64 does not fit int8
