@@ -10,8 +10,9 @@ OID (arrays as the element's name with "[]"). `literal(value)` spells a Python v
 `values(rows)` rows of them as a VALUES list.
 
 `WIRE_OIDS` maps a DuckDB column type (its name without parameters) to the type OID Heron sends
-values of that type as — it mirrors `server/encode.py`, and the tests check the two agree column
-by column through the wire — and `wire_oid_sql(data_type)` is the SQL expression computing that
+values of that type as — derived from `pg_types.for_arrow`, which RowDescription and the encoders
+read, so the two cannot disagree (the tests also check them column by column through the wire)
+— and `wire_oid_sql(data_type)` is the SQL expression computing that
 OID from a `duckdb_columns().data_type` string (lists map to their element's array type; other
 nested types and unknown names are sent as text). `ROW_TYPE_OID_BASE` offsets the OID of a
 relation's row type from the relation's OID, above every OID DuckDB hands out.
@@ -22,7 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from heron.planner import pg_types
+import duckdb
+from duckdb import _seam
+
+from heron.planner import pg_semantics, pg_types
 from heron.planner.pg_types import PgType
 
 PG_CATALOG_NAMESPACE = 11  # PostgreSQL's fixed OID of the pg_catalog schema
@@ -157,17 +161,31 @@ def _pg_type_row(row: TypeRow) -> tuple[object, ...]:
         row.collation, None, None, None)
 
 
-# DuckDB's column type (without its parameters) -> the OID its values are sent as. Mirrors
-# server/encode.py: UINTEGER, an unsigned 4-byte integer like PostgreSQL's oid, goes out as oid;
-# UUID and JSON reach Arrow as strings and go out as text, BIT as bytes.
-WIRE_OIDS = {
-    "BOOLEAN": 16, "TINYINT": 21, "SMALLINT": 21, "UTINYINT": 21, "INTEGER": 23, "USMALLINT": 23,
-    "BIGINT": 20, "UINTEGER": 26, "UBIGINT": 1700, "HUGEINT": 1700, "UHUGEINT": 1700,
-    "FLOAT": 700, "DOUBLE": 701, "DECIMAL": 1700, "VARCHAR": 25, "BLOB": 17, "BIT": 17,
-    "DATE": 1082, "TIME": 1083, "TIME WITH TIME ZONE": 1083, "TIMESTAMP": 1114,
-    "TIMESTAMP_S": 1114, "TIMESTAMP_MS": 1114, "TIMESTAMP_NS": 1114,
-    "TIMESTAMP WITH TIME ZONE": 1184, "INTERVAL": 1186, "UUID": 25, "JSON": 25,
-}
+# DuckDB's column types, by the names duckdb_columns() gives them without their parameters.
+_DUCKDB_TYPES = (
+    "BOOLEAN", "TINYINT", "SMALLINT", "UTINYINT", "INTEGER", "USMALLINT", "BIGINT", "UINTEGER",
+    "UBIGINT", "HUGEINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "VARCHAR", "BLOB", "BIT",
+    "DATE", "TIME", "TIME WITH TIME ZONE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS",
+    "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE", "INTERVAL", "UUID", "JSON",
+)
+
+
+def _wire_oids() -> dict[str, int]:
+    """The OID a column of each DuckDB type is sent as: the Arrow type DuckDB gives it on a
+    connection configured as a session's (`pg_semantics.configure`), through
+    `pg_types.for_arrow`, the mapping RowDescription and the encoders use."""
+    con = duckdb.connect()
+    try:
+        pg_semantics.configure(con)
+        schema = _seam.arrow_schema(con, [f"c{i}" for i in range(len(_DUCKDB_TYPES))],
+                                    list(_DUCKDB_TYPES))
+    finally:
+        con.close()
+    return {name: pg_types.for_arrow(field.type).oid
+            for name, field in zip(_DUCKDB_TYPES, schema, strict=True)}
+
+
+WIRE_OIDS = _wire_oids()
 
 
 def wire_oid_sql(data_type: str) -> str:

@@ -109,8 +109,9 @@ WIRE_TYPES = {
     "UINTEGER": "oid", "UBIGINT": "numeric", "REAL": "real", "DOUBLE": "double precision",
     "DECIMAL(10,2)": "numeric(10,2)", "VARCHAR": "text", "BLOB": "bytea", "DATE": "date",
     "TIME": "time without time zone", "TIMESTAMP": "timestamp without time zone",
-    "TIMESTAMPTZ": "timestamp with time zone", "INTERVAL": "interval", "UUID": "text",
-    "JSON": "text", "INTEGER[]": "integer[]", "VARCHAR[]": "text[]", "INTEGER[3]": "integer[]",
+    "TIMESTAMPTZ": "timestamp with time zone", "INTERVAL": "interval", "UUID": "uuid",
+    "JSON": "json", "TIMETZ": "time with time zone", "BIT": "text", "UUID[]": "uuid[]",
+    "INTEGER[]": "integer[]", "VARCHAR[]": "text[]", "INTEGER[3]": "integer[]",
     "DOUBLE[]": "double precision[]", "STRUCT(a INTEGER)": "text", "VARCHAR[][]": "text",
     "MAP(VARCHAR, INTEGER)": "text",
 }
