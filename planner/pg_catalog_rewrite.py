@@ -272,9 +272,12 @@ def _type_name(to: exp.Expression) -> str | None:
 
 def _is_text(node: exp.Expression) -> bool:
     """Whether `node` is text for sure (a cast of it to regclass looks a name up)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
     if isinstance(node, exp.Literal):
         return node.is_string
-    if isinstance(node, exp.DPipe | exp.Concat | exp.ConcatWs | exp.Lower | exp.Upper | exp.Trim):
+    if isinstance(node, exp.DPipe | exp.Concat | exp.ConcatWs | exp.Lower | exp.Upper | exp.Trim
+                  | exp.Format):
         return True
     if isinstance(node, exp.Anonymous):
         return node.name.lower() in _TEXT_FUNCTIONS
@@ -328,8 +331,11 @@ def _from_zero(node: exp.Bracket) -> exp.Expression:
 
 def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression:
     name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
+    # A typed function's arguments in order (sqlglot's FORMAT keeps its template in `this`,
+    # the values in the list `expressions`).
     args = node.expressions if isinstance(node, exp.Anonymous) else [
-        a for a in node.args.values() if isinstance(a, exp.Expression)]
+        a for value in node.args.values() for a in (value if isinstance(value, list) else [value])
+        if isinstance(a, exp.Expression)]
     if name == "format" and args and isinstance(args[0], exp.Literal) and args[0].is_string:
         return _format(args[0].name, list(args[1:])) or node
     if name == "generate_subscripts" and args and _names_vector(args[0], vectors):

@@ -64,6 +64,14 @@ def test_format_with_a_constant_template(catalog):
                           "'it''s', NULL)") == [("public.\"My T\" is 'it''s', %",)]
 
 
+def test_unqualified_format_cast_to_regclass_looks_the_name_up(catalog):
+    """Metabase's spelling: sqlglot reads an unqualified FORMAT as its own node."""
+    catalog.con.execute("CREATE TABLE \"My T\" (a INTEGER)")
+    assert query(catalog, "SELECT CAST(CAST(FORMAT('%I.%I', 'main', 'My T') AS REGCLASS) AS OID)"
+                          " = 'main.\"My T\"'::regclass::oid, format('%s!', 'x')") == [
+        (True, "x!")]
+
+
 def test_int2vector_subscripts_count_from_zero(catalog):
     catalog.con.execute("CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER, PRIMARY KEY (c, a))")
     assert query(catalog, "SELECT i.indkey[0], i.indkey[1], x.opts[0] FROM pg_catalog.pg_index i,"
