@@ -191,7 +191,7 @@ _PG_TYPE_NAMES = {
     "INT8": "smallint", "TINYINT": "smallint", "INT16": "smallint", "SMALLINT": "smallint",
     "INT32": "integer", "INTEGER": "integer", "INTEGER_LITERAL": "integer", "INT64": "bigint",
     "BIGINT": "bigint", "HUGEINT": "numeric", "INT128": "numeric", "UINT8": "smallint",
-    "UINT16": "integer", "UINT32": "bigint", "UINT64": "numeric", "DOUBLE": "double precision",
+    "UINT16": "integer", "UINT32": "oid", "UINT64": "numeric", "DOUBLE": "double precision",
     "FLOAT": "real", "VARCHAR": "text", "STRING_LITERAL": "unknown", "BOOL": "boolean",
     "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp without time zone",
     "TIMESTAMP WITH TIME ZONE": "timestamp with time zone", "TIME": "time without time zone",

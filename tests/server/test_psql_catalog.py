@@ -160,4 +160,8 @@ def test_catalog_lookups_fail_with_postgresql_s_sqlstates(heron_server):
             conn.execute("SELECT 'no_such'::regclass")
         with pytest.raises(psycopg.errors.UndefinedObject, match="unrecognized configuration"):
             conn.execute("SELECT current_setting('no_such_setting')")
+        # An oid is DuckDB's UINTEGER, named as the type it is sent as.
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation,
+                           match='invalid input syntax for type oid: "x"'):
+            conn.execute("SELECT 'x'::oid FROM pg_catalog.pg_class")
         assert conn.execute("SELECT 1").fetchone() == (1,)  # the session goes on
