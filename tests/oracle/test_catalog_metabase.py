@@ -13,7 +13,7 @@ with the reason, so the list measures progress.
 from __future__ import annotations
 
 import pytest
-from support.catalog_schema import VARCHAR_LENGTH, with_expected_failures
+from support.catalog_schema import with_expected_failures
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -149,7 +149,6 @@ STATEMENTS: dict[str, tuple[str, tuple[object, ...]]] = {
 EXPECTED_FAILURES = {
     "can_connect": "SELECT 1's column is named 1, not ?column?: DuckDB names it after its "
                    "text, and a column may be named so (a PIVOT's), so the name is kept",
-    "fields": VARCHAR_LENGTH,
     "transaction_isolation": "Heron reports DuckDB's isolation, serializable",
 }
 

@@ -9,7 +9,7 @@ known to differ are strict xfails listed in EXPECTED_FAILURES with the reason.
 from __future__ import annotations
 
 import pytest
-from support.catalog_schema import with_expected_failures
+from support.catalog_schema import VIEW_VARCHAR_LENGTH, with_expected_failures
 
 psycopg = pytest.importorskip("psycopg")
 from psycopg.types import TypeInfo  # noqa: E402
@@ -31,8 +31,7 @@ CALLS = {
         CompositeInfo.fetch(c, "cat_cheap_books")),
 }
 EXPECTED_FAILURES = {
-    "view_row_type": "the view's title column is described as text: VARCHAR(200) is kept "
-                     "without its length",
+    "view_row_type": VIEW_VARCHAR_LENGTH,
 }
 
 
