@@ -1,20 +1,21 @@
 """The planner facade: what the server's session calls for every statement.
 
 Contract: a `Planner` serves one client session over one DuckDB connection (the per-connection
-`pg_catalog` shim is installed on it), an optional engine, and the server's `Statistics` and
-`AnswerStore` (fresh ones when none are given). `prepare(sql)` classifies and plans
-one statement (`classify`, then `plan`) — a statement calling AI functions gets its `AiPlan` here,
-once, and is refused here if it cannot run — and returns the frozen `Statement`; nothing runs.
-`describe` gives its result columns without running it; `execute` runs it: statements without AI
-functions go to DuckDB (after `pg_semantics.rewrite`, streamed when asked), AI statements through
-the `Executor` (EXPLAIN renders the plan
-without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI statement's
-`Result` carries its work per operator plus one summary NOTICE each. `publish_settings` receives
-the session's settings: `heron.order` and `heron.reuse_answers` (`planner.settings`) steer the
-AI statements that run after it. `begin`, `commit` and `rollback` are the transaction verbs of
+`pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
+server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
+statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite`.
+`prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
+functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
+frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
+runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
+refreshed first when the statement reads them), AI statements through the `Executor` (EXPLAIN
+renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
+statement's `Result` carries its work per operator plus one summary NOTICE each. `publish_settings`
+receives the session's settings: `heron.order` and `heron.reuse_answers` (`planner.settings`) steer
+the AI statements that run after it. `begin`, `commit` and `rollback` are the transaction verbs of
 the connection; `bind_columns`, `insert_rows`, `insert_many` and `column_defaults` serve COPY,
-batched INSERTs and savepoint replay; `interrupt` cancels the running statement from another
-thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
+batched INSERTs and savepoint replay; `interrupt` cancels the running statement from another thread.
+Errors are `SqlError`s with PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations
@@ -34,7 +35,16 @@ from sqlglot import exp
 from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, pg_catalog, pg_semantics, statement, views
+from heron.planner import (
+    dialect,
+    explain,
+    logical,
+    pg_catalog,
+    pg_catalog_rewrite,
+    pg_semantics,
+    statement,
+    views,
+)
 from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
@@ -57,7 +67,7 @@ class Planner:
                  statistics: Statistics | None = None, answers: AnswerStore | None = None,
                  user: str = "heron", server_version: str = "16.4") -> None:
         self.con = con
-        pg_catalog.install(con, user, server_version)
+        self.catalog = pg_catalog.Catalog(con, user, server_version)
         views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
@@ -80,7 +90,8 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        return statement.classify(self.con, pg_semantics.rewrite(pg_catalog.rewrite(sql)))
+        return statement.classify(self.con,
+                                  pg_semantics.rewrite(pg_catalog_rewrite.rewrite(sql)))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that
@@ -132,6 +143,7 @@ class Planner:
             raise bind_count_mismatch(len(params), stmt.param_count)
         plan = stmt.ai
         if plan is None:
+            self.catalog.refresh(stmt.sql)
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings
         if plan.explain is Explain.PLAN:

@@ -205,6 +205,11 @@ class Session:
     def _flag(self, name: str) -> bool:
         return _BOOLEAN.get(self.setting(name).lower(), False)
 
+    def _show_column(self, name: str) -> str:
+        """SHOW's result column: the setting's name as PostgreSQL spells it (TimeZone)."""
+        name = _SHOW_ALIASES.get(name.lower(), name)
+        return self._settings.get(name.lower(), (name.lower(), ""))[0]
+
     def _settings_changed(self) -> None:
         """Let current_setting() in SQL see the session's settings; keep what statements read
         of them at hand."""
@@ -303,7 +308,7 @@ class Session:
         """See `Planner.describe`; nothing runs."""
         if statement.kind is Kind.SHOW and self._answers(statement):
             assert isinstance(statement.command, SessionCommand)
-            return (Column(statement.command.name.lower(), pa.string()),)
+            return (Column(self._show_column(statement.command.name), pa.string()),)
         if statement.kind is Kind.FETCH and isinstance(statement.command, FetchCommand):
             portal = self.portals.get(statement.command.cursor)
             return None if portal is None or portal.result is None else portal.result.columns
@@ -445,8 +450,9 @@ class Session:
         assert isinstance(command, SessionCommand)
         if kind is Kind.SHOW:
             name = _SHOW_ALIASES.get(command.name.lower(), command.name)
-            table = pa.table({command.name.lower(): [self.setting(name)]})
-            return Result("SHOW", (Column(command.name.lower(), pa.string()),), Rows.of(table))
+            column = self._show_column(command.name)
+            table = pa.table({column: [self.setting(name)]})
+            return Result("SHOW", (Column(column, pa.string()),), Rows.of(table))
         if kind is Kind.SET:
             for setting in read_transaction_settings(statement.sql) or (command,):
                 if setting.value is None:
