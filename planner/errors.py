@@ -166,6 +166,11 @@ _REFINEMENTS: list[tuple[SqlState, re.Pattern[str], SqlState]] = [
     (_S.INTEGRITY_CONSTRAINT_VIOLATION, re.compile(r"foreign key", re.IGNORECASE),
      _S.FOREIGN_KEY_VIOLATION),
     (_S.INVALID_PARAMETER_VALUE, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
+    # The backend functions' refusals (planner.pg_activity raises them with DuckDB's error()).
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r"permission denied to (cancel query|terminate "
+                                            r"process)"), _S.INSUFFICIENT_PRIVILEGE),
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r"canceling statement due to user request"),
+     _S.QUERY_CANCELED),
     (_S.DATA_EXCEPTION, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
     (_S.INVALID_TRANSACTION_STATE, re.compile(r"Conflict on"), _S.SERIALIZATION_FAILURE),
     (_S.INVALID_TRANSACTION_STATE, re.compile(r"transaction is aborted"),

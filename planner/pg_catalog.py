@@ -30,7 +30,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from heron.planner import pg_types
+from heron.planner import pg_activity, pg_types
 
 VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
@@ -330,7 +330,6 @@ def _macros(user: str, server_version: str) -> dict[str, tuple[tuple[str, str], 
                          "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN len(arr_arg) END"),),
         "array_lower": (("arr_arg, dim_arg",
                          "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN 1 END"),),
-        "pg_backend_pid": (("", "0"),),
         # No advisory locks can be held, so releasing them all does nothing (asyncpg's pool runs
         # it whenever it takes a connection back).
         "pg_advisory_unlock_all": (("", "NULL"),),
@@ -566,8 +565,8 @@ def _relations() -> dict[str, str]:
     }
 
 
-# Relations the shim answers.
-RELATIONS = frozenset(_relations())
+# Relations the shim answers (the sessions' activity: `planner.pg_activity`).
+RELATIONS = frozenset(_relations()) | pg_activity.RELATIONS
 
 
 def register_roles(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRow]]
