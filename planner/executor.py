@@ -26,9 +26,10 @@ While it runs, an executor given a `ProgressListener` reports each operator's st
 sample that measures a selectivity, then the answering — as they go (`planner.progress`: from
 the answer store, at every engine request and engine progress callback, and at their end, also
 when the statement fails). The rewritten statement then runs in DuckDB, and the `Result` carries
-one `OperatorWork` per operator in the order they ran. `describe` binds the rewritten statement with empty lookups
-(nothing runs); `estimate` prices the plan for EXPLAIN without the model. Engine failures become
-SQLSTATE 58000, a cancelled statement 57014. Everything registered is removed afterwards.
+one `OperatorWork` per operator in the order they ran. `describe` binds the rewritten statement
+with empty lookups (nothing runs); `estimate` prices the plan for EXPLAIN without the model.
+Engine failures become SQLSTATE 58000, a cancelled statement 57014. Everything registered is
+removed afterwards.
 """
 
 from __future__ import annotations

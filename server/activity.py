@@ -42,6 +42,7 @@ from heron.planner.progress import OperatorProgress, Stage, State
 from heron.server.transaction import TransactionStatus
 
 BACKEND_TYPE = "client backend"
+PROGRESS_TICK_S = 0.25  # how often a running stage is looked at for a progress NOTICE
 HIDDEN_QUERY = "<insufficient privilege>"
 
 
@@ -79,6 +80,9 @@ class Peer(Protocol):
     def post_cancel(self) -> None: ...
 
     def post_terminate(self) -> None: ...
+
+    def post_ticks(self) -> None:
+        """Call `Backend.tick` every `PROGRESS_TICK_S` until it returns False."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,26 +157,38 @@ class Backend:
 
     def report(self, progress: OperatorProgress) -> None:
         marker = progress.operator.marker
+        running = progress.state is State.RUNNING
         with self._lock:
-            if progress.state is State.RUNNING:
+            started = running and marker not in self._running
+            if running:
                 self._running[marker] = _Running(progress, time.monotonic())
             else:
                 self._running.pop(marker, None)
-            notice = self._notice_due(marker, progress)
-        if notice:
+                self._noticed.pop(marker, None)
+            interval = self.progress_interval
+        if interval is None:
+            return
+        if started:
+            self.peer.post_ticks()
+        elif progress.state is State.DONE and progress.stage is Stage.ANSWERING:
             self.peer.post_notice(Severity.NOTICE, progress.describe())
 
-    def _notice_due(self, marker: str, progress: OperatorProgress) -> bool:
-        """Whether `progress` goes to the client: a running stage once per interval (counted
-        from its start), an operator that finished answering once."""
-        interval = self.progress_interval
-        if progress.state is not State.RUNNING:
-            self._noticed.pop(marker, None)
-            return (interval is not None and progress.state is State.DONE
-                    and progress.stage is Stage.ANSWERING)
-        if interval is None or progress.elapsed - self._noticed.get(marker, 0.0) < interval:
-            return False
-        self._noticed[marker] = progress.elapsed
+    def tick(self) -> bool:
+        """A NOTICE for each running stage whose interval passed since its last (or its start),
+        with its latest counts as of now; whether stages still run, to be ticked again."""
+        now = time.monotonic()
+        due = []
+        with self._lock:
+            interval = self.progress_interval
+            if interval is None or not self._running:
+                return False
+            for marker, running in self._running.items():
+                progress = running.progress.later(now - running.at)
+                if progress.elapsed - self._noticed.get(marker, 0.0) >= interval:
+                    self._noticed[marker] = progress.elapsed
+                    due.append(progress)
+        for progress in due:
+            self.peer.post_notice(Severity.NOTICE, progress.describe())
         return True
 
     # -- what the views show -----------------------------------------------------------------
@@ -252,8 +268,8 @@ class Activity:
             position = None
             if p.requested is not None:
                 position = queued.index(p.requested) + 1 if p.queued else 0
-            rows.append(_operator_row(backend.pid, p, now - r.at, position, len(in_flight),
-                                      _may_see(asking, backend)))
+            rows.append(_operator_row(backend.pid, p.later(now - r.at), position,
+                                      len(in_flight), _may_see(asking, backend)))
         return rows
 
     def signal(self, caller: Caller, target: int, signal: Signal, timeout: float
@@ -305,21 +321,16 @@ def _may_see(asking: Role, backend: Backend) -> bool:
     return asking.superuser or asking.name == backend.user
 
 
-def _operator_row(pid: int, p: OperatorProgress, since_report: float, position: int | None,
-                  requests: int, detailed: bool) -> OperatorRow:
+def _operator_row(pid: int, p: OperatorProgress, position: int | None, requests: int,
+                  detailed: bool) -> OperatorRow:
     op = p.operator
     m = p.metrics
-    left = p.seconds_left
-    return OperatorRow(
-        pid=pid, operator=op.label, function=op.call.spelling,
-        question=op.call.question() if detailed else None, stage=p.stage.value,
-        ordinal=p.ordinal, operators=p.operators,
-        prompts_done=p.done if detailed else None, prompts_total=p.total if detailed else None,
-        input_tokens=m.input_tokens if detailed else None,
-        fresh_tokens=m.fresh_tokens if detailed else None,
-        cached_tokens=m.cached_tokens if detailed else None,
-        tokens_per_second=p.tokens_per_second if detailed else None,
-        stage_start=dt.datetime.fromtimestamp(p.started, dt.UTC) if detailed else None,
-        seconds=p.elapsed + since_report if detailed else None,
-        seconds_left=max(0.0, left - since_report) if detailed and left is not None else None,
-        queue_position=position, engine_requests=requests)
+    shown = {"question": op.call.question(), "prompts_done": p.done, "prompts_total": p.total,
+             "input_tokens": m.input_tokens, "fresh_tokens": m.fresh_tokens,
+             "cached_tokens": m.cached_tokens, "tokens_per_second": p.tokens_per_second,
+             "stage_start": dt.datetime.fromtimestamp(p.started, dt.UTC), "seconds": p.elapsed,
+             "seconds_left": p.seconds_left}
+    return OperatorRow(pid=pid, operator=op.label, function=op.call.spelling,
+                       stage=p.stage.value, ordinal=p.ordinal, operators=p.operators,
+                       queue_position=position, engine_requests=requests,
+                       **{k: v if detailed else None for k, v in shown.items()})

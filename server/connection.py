@@ -48,7 +48,7 @@ from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
 from heron.server import auth, copy, encode, protocol
-from heron.server.activity import Activity, Backend, Client, Severity
+from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
 from heron.server.extended import ExtendedQuery, result_formats
 from heron.server.notify import Notification, Notifications
@@ -146,6 +146,7 @@ class Connection:
         self._notified = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task[Any] | None = None
+        self._ticking: asyncio.TimerHandle | None = None  # Backend.tick's next call
         self._closing = False  # nothing more is written but the FATAL of the end
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -193,6 +194,19 @@ class Connection:
         if self._task is not None:
             self._loop.call_soon_threadsafe(self._task.cancel)
 
+    def post_ticks(self) -> None:
+        """Have the backend look at its running AI operators regularly (any thread)."""
+        self._loop.call_soon_threadsafe(self._tick_soon)
+
+    def _tick_soon(self) -> None:
+        if self._ticking is None and not self._closing:
+            self._ticking = self._loop.call_later(PROGRESS_TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        self._ticking = None
+        if self.backend is not None and self.backend.tick():
+            self._tick_soon()
+
     def _write_now(self, message: bytes) -> None:
         if self._closing or self.writer.is_closing():
             return
@@ -202,6 +216,8 @@ class Connection:
 
     async def _cleanup(self) -> None:
         self._closing = True
+        if self._ticking is not None:
+            self._ticking.cancel()
         self.context.notifications.unsubscribe(self)
         if self._pid:
             self.context.registry.remove(self._pid)

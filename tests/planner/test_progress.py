@@ -12,7 +12,7 @@ from heron import engine
 from heron.catalog import Database
 from heron.engine.api import Metrics
 from heron.planner import Planner, SqlError, SqlState
-from heron.planner.progress import OperatorProgress, Stage, State
+from heron.planner.progress import OperatorProgress, OperatorRun, Stage, State
 
 DOCUMENTS = 40
 
@@ -128,24 +128,44 @@ def test_a_cancelled_statement_ends_its_stage_stopped(recorded):
     assert last.seconds_left is None
 
 
-def _progress(recorded_progress: OperatorProgress, **changes) -> OperatorProgress:
-    return dataclasses.replace(recorded_progress, **changes)
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
-def test_rate_and_time_left_come_from_the_engine_work_so_far(recorded):
+def test_rates_and_time_left_follow_the_last_seconds_of_engine_work(recorded):
     planner, recorder = recorded
     run(planner, "SELECT id FROM docs WHERE AI.IF(('Is it about rain? ', body))")
-    base = recorder.seen[0]
-    running = _progress(base, done=10, total=40, metrics=Metrics(
-        prompts=8, input_tokens=400, fresh_tokens=300, cached_tokens=100, seconds=2.0))
-    assert running.tokens_per_second == 200
-    assert running.seconds_left == pytest.approx(30 * 2.0 / 8)  # 30 left at 0.25 s a prompt
-    assert "10 of 40 prompts answered" in running.describe()
-    assert "about 8 s left" in running.describe()
-    assert "at most 8 s left" in _progress(running, may_stop_early=True).describe()
-    # Before the engine answered anything neither is known.
-    unknown = _progress(base, metrics=Metrics(seconds=1.0))
-    assert unknown.tokens_per_second is None and unknown.seconds_left is None
-    assert "time left unknown yet" in unknown.describe()
-    done = _progress(running, state=State.DONE, done=40)
-    assert done.seconds_left is None and " done: 40 of 40 prompts answered" in done.describe()
+    operator = recorder.seen[0].operator
+    listener, clock = Recorder(), Clock()
+    stage = OperatorRun(listener, operator, 1, Stage.ANSWERING, 100, ordinal=1, clock=clock)
+    assert listener.seen[-1].seconds_left is None  # nothing answered yet
+    assert "time left unknown yet" in listener.seen[-1].describe()
+    progress = stage.request(100, Metrics())
+    clock.now = 10.0  # 10 prompts in the first 10 s: one a second
+    progress(Metrics(prompts=10, input_tokens=1000, fresh_tokens=1000))
+    first = listener.seen[-1]
+    assert (first.done, first.tokens_per_second, first.seconds_per_prompt) == (10, 100, 1)
+    assert first.seconds_left == 90
+    assert "10 of 100 prompts answered, 1000 input tokens, 1000 fresh, 100 input tokens/s, " \
+           "10.0 s elapsed, about 90 s left" in first.describe()
+    # The clock runs between reports: the estimate counts down, the counts stay.
+    aged = first.later(4.0)
+    assert (aged.done, aged.elapsed, aged.seconds_left) == (10, 14.0, 86)
+    clock.now = 45.0  # then 70 more in 35 s: the window forgets the slow start
+    progress(Metrics(prompts=80, input_tokens=5000, fresh_tokens=5000))
+    fast = listener.seen[-1]
+    assert fast.seconds_per_prompt == pytest.approx(35 / 70)
+    assert fast.tokens_per_second == pytest.approx(4000 / 35)
+    assert fast.seconds_left == pytest.approx(20 * 0.5)
+    clock.now = 46.0
+    stage.returned(Metrics(prompts=100, input_tokens=6000, fresh_tokens=6000, seconds=46.0))
+    stage.end(State.DONE)
+    done = listener.seen[-1]
+    assert done.seconds_left is None
+    assert done.describe().endswith(" done: 100 of 100 prompts answered, 6000 input tokens, "
+                                    "6000 fresh, 130 input tokens/s, 46.0 s")
+    assert "at most" in dataclasses.replace(first, may_stop_early=True).describe()
