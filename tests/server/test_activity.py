@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from support.polling import wait_for
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -36,16 +37,6 @@ def activity(conn, pid):
     names = [c.name for c in cur.description]
     row = cur.fetchone()
     return None if row is None else dict(zip(names, row, strict=True))
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def test_columns_are_postgres_16s(server):

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support.jdbc import compile_probe
+from support.polling import wait_for
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -23,7 +25,6 @@ ROWS = 20000
 LONG = "SELECT count(*) FROM docs WHERE AI.IF(('Is it about words? ', body))"
 SHORT = "SELECT count(*) FROM docs WHERE id < 12 AND AI.IF(('Is it short? ', body))"
 PROGRESS = "AI Filter (AI.IF) 1 of 1: "
-JAR = Path("/usr/share/java/postgresql.jar")
 PROBE = Path(__file__).parent / "java" / "ProgressProbe.java"
 
 
@@ -42,16 +43,6 @@ def connect(server, **kwargs):
     conn = psycopg.connect(server.dsn, autocommit=True, **kwargs)
     conn.execute("SET heron.reuse_answers = off")  # every run asks the engine
     return conn
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def start(conn, sql):
@@ -193,18 +184,11 @@ def test_psql_prints_notices_as_they_arrive(server):
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("no JDK (javac, java) installed")
-    if not JAR.exists():
-        pytest.skip("pgjdbc is not installed (Debian: apt-get install libpostgresql-jdbc-java)")
-    classes = tmp_path_factory.mktemp("progress-jdbc")
-    subprocess.run(["javac", "-cp", str(JAR), "-d", str(classes), str(PROBE)], check=True,
-                   capture_output=True, timeout=120)
-    return classes
+    return compile_probe(PROBE, tmp_path_factory.mktemp("progress-jdbc"))
 
 
 def test_pgjdbc_shows_the_warnings_while_the_statement_runs(server, probe):
-    done = subprocess.run(["java", "-cp", f"{probe}:{JAR}", "ProgressProbe", server.host,
+    done = subprocess.run(["java", "-cp", probe, "ProgressProbe", server.host,
                            str(server.port), LONG], capture_output=True, text=True, timeout=100)
     assert done.returncode == 0, done.stderr
     lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
