@@ -85,8 +85,9 @@ class OperatorProgress:
     def describe(self) -> str:
         """The NOTICE text."""
         op = self.operator
-        where = f" {self.ordinal} of {self.operators}" if self.ordinal is not None else ""
-        name = f"{op.label} ({op.call.spelling}){where}"
+        name = f"{op.label} ({op.call.spelling})"
+        if self.ordinal is not None and self.operators > 1:
+            name += f", operator {self.ordinal} of {self.operators}"
         if self.stage is Stage.SAMPLING:
             name += ", measuring selectivity on a sample"
         m = self.metrics

@@ -10,8 +10,10 @@ current or last query and when each of them started. It is also its session's
 `ProgressListener`: the snapshots of the AI operators its statements run land there
 (heron_stat_ai lists those running), and while `progress_interval` is set (the session sets it
 from `heron.progress` and `heron.progress_interval`) each running stage is worded to the client
-as a NOTICE once per interval, and each operator that finished answering once more. Whatever
-reaches the connection goes through its `Peer`, whose methods any thread may call.
+as a NOTICE once per interval — its latest counts aged to the moment, however long the engine's
+chunks take, as the connection `tick`s it every `PROGRESS_TICK_S` while stages run — and each
+operator that finished answering once more. Whatever reaches the connection goes through its
+`Peer`, whose methods any thread may call.
 
 `Activity` is a `pg_activity.Activity`: a caller, once its token checks out, sees every backend,
 with the details of its own role's only unless it is a superuser (the others show their
