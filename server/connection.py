@@ -182,21 +182,26 @@ class Connection:
         statement returns (both come through the event loop, in order)."""
         code = SqlState.WARNING if severity is Severity.WARNING else SqlState.SUCCESSFUL_COMPLETION
         message = protocol.error_response(code, text, severity=severity.value, notice=True)
-        self._loop.call_soon_threadsafe(self._write_now, message)
+        self._soon(self._write_now, message)
 
     def post_cancel(self) -> None:
         """pg_cancel_backend: what a CancelRequest does (any thread)."""
-        self._loop.call_soon_threadsafe(self.cancel)
+        self._soon(self.cancel)
 
     def post_terminate(self) -> None:
         """pg_terminate_backend: what the server's shutdown does to this connection — FATAL
         57P01, its statement interrupted, its session closed (any thread)."""
         if self._task is not None:
-            self._loop.call_soon_threadsafe(self._task.cancel)
+            self._soon(self._task.cancel)
 
     def post_ticks(self) -> None:
         """Have the backend look at its running AI operators regularly (any thread)."""
-        self._loop.call_soon_threadsafe(self._tick_soon)
+        self._soon(self._tick_soon)
+
+    def _soon(self, callback: Callable[..., object], *args: Any) -> None:
+        """Run `callback` on the event loop; nothing once the server has stopped it."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            self._loop.call_soon_threadsafe(callback, *args)
 
     def _tick_soon(self) -> None:
         if self._ticking is None and not self._closing:
