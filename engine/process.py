@@ -250,12 +250,14 @@ class EngineProcess:
                 self._conn.send(message(call))
         cancel_sent = False
         while True:
+            # Checked before every wait, not only after a quiet one: progress replies may come
+            # faster than the poll interval.
+            if cancel is not None and cancel.is_set() and not cancel_sent:
+                cancel_sent = True
+                self._send_quietly(_Cancel(call))
             try:
                 reply = replies.get(timeout=_POLL_SECONDS)
             except queue.Empty:
-                if cancel is not None and cancel.is_set() and not cancel_sent:
-                    cancel_sent = True
-                    self._send_quietly(_Cancel(call))
                 continue
             if isinstance(reply, _Progress):
                 if progress is not None:

@@ -175,6 +175,11 @@ _REFINEMENTS: list[tuple[SqlState, re.Pattern[str], SqlState]] = [
      re.compile(r'^Invalid Input Error: (type|role) ".*" does not exist'), _S.UNDEFINED_OBJECT),
     (_S.INVALID_PARAMETER_VALUE, re.compile(r"unrecognized configuration parameter"),
      _S.UNDEFINED_OBJECT),
+    # The backend functions' refusals (planner.pg_activity raises them with DuckDB's error()).
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r"permission denied to (cancel query|terminate "
+                                            r"process)"), _S.INSUFFICIENT_PRIVILEGE),
+    (_S.INVALID_PARAMETER_VALUE, re.compile(r"canceling statement due to user request"),
+     _S.QUERY_CANCELED),
     (_S.DATA_EXCEPTION, re.compile(r"[Dd]ivision by zero"), _S.DIVISION_BY_ZERO),
     (_S.INVALID_TRANSACTION_STATE, re.compile(r"Conflict on"), _S.SERIALIZATION_FAILURE),
     (_S.INVALID_TRANSACTION_STATE, re.compile(r"transaction is aborted"),

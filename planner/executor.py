@@ -22,10 +22,14 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    marker, so later operators and the final statement see them as ordinary values (NULL for
    NULL prompt values and candidates never asked).
 
-The rewritten statement then runs in DuckDB, and the `Result` carries one `OperatorWork` per
-operator in the order they ran. `describe` binds the rewritten statement with empty lookups
-(nothing runs); `estimate` prices the plan for EXPLAIN without the model. Engine failures become
-SQLSTATE 58000, a cancelled statement 57014. Everything registered is removed afterwards.
+While it runs, an executor given a `ProgressListener` reports each operator's stages — the
+sample that measures a selectivity, then the answering — as they go (`planner.progress`: from
+the answer store, at every engine request and engine progress callback, and at their end, also
+when the statement fails). The rewritten statement then runs in DuckDB, and the `Result` carries
+one `OperatorWork` per operator in the order they ran. `describe` binds the rewritten statement
+with empty lookups (nothing runs); `estimate` prices the plan for EXPLAIN without the model.
+Engine failures become SQLSTATE 58000, a cancelled statement 57014. Everything registered is
+removed afterwards.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ from heron.planner.logical import (
     visible_ctes,
 )
 from heron.planner.optimizer import Estimate, Evidence, Goal, Layout, Order, Shape
+from heron.planner.progress import OperatorRun, ProgressListener, Stage, State
 from heron.planner.settings import Settings
 from heron.planner.statement import Column, Result, Statement
 
@@ -87,12 +92,14 @@ Key = tuple[str | None, ...]  # one candidate: its prompt values as text
 
 class Executor:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None,
-                 cancel: threading.Event, statistics: Statistics, answers: AnswerStore) -> None:
+                 cancel: threading.Event, statistics: Statistics, answers: AnswerStore,
+                 progress: ProgressListener | None = None) -> None:
         self.con = con
         self.engine = engine
         self.cancel = cancel  # set by another thread: the engine stops between chunks
         self.statistics = statistics
         self.answers = answers
+        self.progress = progress  # told how the operators of running statements progress
 
     def cost_model(self) -> CostModel:
         info = self.engine.info if self.engine is not None else None
@@ -145,9 +152,10 @@ class Executor:
             return [max(1, len(t) // 4) for t in texts]  # no tokenizer: ~4 characters a token
         return self.engine.count_tokens(texts)
 
-    def ask(self, call: AiCall, prompts: list[Prompt], settings: Settings, metrics: Metrics
-            ) -> tuple[list[Any], int]:
-        """The answers to `prompts` (in order) and how many came from the answer store."""
+    def ask(self, call: AiCall, prompts: list[Prompt], settings: Settings, metrics: Metrics,
+            run: OperatorRun | None = None) -> tuple[list[Any], int]:
+        """The answers to `prompts` (in order) and how many came from the answer store; `run`
+        is told of both as they come."""
         assert self.engine is not None
         spec = call.spec
         question = AnswerKeys(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
@@ -155,12 +163,15 @@ class Executor:
         keys = [question.of(p.prefix, p.suffix) for p in prompts]
         stored = [self.answers.get(k) if settings.reuse_answers else None for k in keys]
         missing = [i for i, s in enumerate(stored) if s is None]
+        if run is not None:
+            run.from_store(len(prompts) - len(missing))
         if missing:
             started = time.perf_counter()
             request = Request(spec.kind, tuple(prompts[i] for i in missing), spec.labels,
                               spec.max_tokens)
+            progress = run.request(len(missing), metrics) if run is not None else None
             try:
-                answers = self.engine.answer(request, cancel=self.cancel)
+                answers = self.engine.answer(request, cancel=self.cancel, progress=progress)
             except EngineCancelled as exc:
                 raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
             except EngineError as exc:
@@ -168,6 +179,8 @@ class Executor:
                                f"the inference engine failed: {exc}") from None
             metrics.merge(dataclasses.replace(answers.metrics,
                                               seconds=time.perf_counter() - started))
+            if run is not None:
+                run.returned(metrics)
             for i, value, score in zip(missing, answers.values, answers.scores, strict=True):
                 stored[i] = (value, score)
                 if settings.reuse_answers:
@@ -214,6 +227,7 @@ class _Execution:
         self._anchors: dict[str, Source | None] = {}
         self.lookups: dict[str, str] = {}  # marker -> the function standing for its answers
         self._correlated: dict[Any, bool] = {}
+        self.runs: dict[str, OperatorRun] = {}  # marker -> its stage reporting progress
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -305,10 +319,13 @@ class _Execution:
     def run_operator(self, op: AiOperator) -> OperatorWork:
         call = op.call
         asked = self.asked[op.marker]
+        ordinal = len(self.done) + 1
         if not call.template.fields:  # a constant question: one prompt, its answer inlined
+            run = self._begin(op, Stage.ANSWERING, 1, ordinal=ordinal)
             values, reused = self.executor.ask(
                 call, [prompting.render(call.template, call.spec, (), (), ())], self.settings,
-                asked.metrics)
+                asked.metrics, run)
+            self._end(op)
             self._replace(op.marker, _literal(values[0]))
             self.answered_markers.add(op.marker)
             self.done.add(op.marker)
@@ -324,10 +341,14 @@ class _Execution:
         ordered = rows
         if op.pairs and anchor is not None and not (goal and goal.keys):
             ordered = _by_anchor(rows, op.call.fields_of(anchor))
-        if goal is not None and not goal.top:
+        stops_early = goal is not None and not goal.top
+        self._begin(op, Stage.ANSWERING, len(rows), done=sum(r in asked.values for r in rows),
+                    ordinal=ordinal, may_stop_early=stops_early)
+        if goal is not None and stops_early:
             self._ask_until(op, ordered, anchor, goal.rows)
         else:
             self._ask(op, [row for row in ordered if row not in asked.values], anchor)
+        self._end(op)
         if goal is not None and goal.top and not goal.keys:
             self._keep_rows_asked(op, set(rows))
         self.answered(op, asked.values)
@@ -345,6 +366,22 @@ class _Execution:
                             asked.sampled, goal.rows if goal is not None and not goal.top
                             else None)
 
+    def _begin(self, op: AiOperator, stage: Stage, total: int, *, done: int = 0,
+               ordinal: int | None = None, may_stop_early: bool = False) -> OperatorRun | None:
+        """Start reporting a stage of `op` (when the executor has a progress listener)."""
+        listener = self.executor.progress
+        if listener is None:
+            return None
+        run = OperatorRun(listener, op, len(self.plan.operators), stage, total, done=done,
+                          ordinal=ordinal, may_stop_early=may_stop_early)
+        self.runs[op.marker] = run
+        return run
+
+    def _end(self, op: AiOperator) -> None:
+        run = self.runs.pop(op.marker, None)
+        if run is not None:
+            run.end(State.DONE)
+
     def _goal(self, op: AiOperator, pending: frozenset[str]) -> Goal | None:
         if op.place != op.marker:  # asked for another call's prompt values
             return None
@@ -359,7 +396,7 @@ class _Execution:
             return
         asked = self.asked[op.marker]
         values, reused = self.executor.ask(op.call, prompts(op.call, rows, anchor),
-                                           self.settings, asked.metrics)
+                                           self.settings, asked.metrics, self.runs.get(op.marker))
         asked.values.update(zip(rows, values, strict=True))
         asked.reused += reused
 
@@ -521,7 +558,9 @@ class _Execution:
             anchors = list(dict.fromkeys(_part(r, fields) for r in rows))[:SAMPLE_ANCHORS]
             chosen = [r for r in rows if _part(r, fields) in anchors]
         chosen = chosen[:SAMPLE_SIZE]
+        self._begin(op, Stage.SAMPLING, len(chosen))
         self._ask(op, chosen, anchor)
+        self._end(op)
         self.asked[op.marker].sampled = len(chosen)
 
     def _anchor(self, op: AiOperator) -> Source | None:
@@ -635,6 +674,9 @@ class _Execution:
                         column.replace(node.copy())
 
     def close(self) -> None:
+        for run in self.runs.values():  # the statement ended before these stages did
+            run.end(State.STOPPED)
+        self.runs.clear()
         for name in self.functions:
             with contextlib.suppress(duckdb.Error):  # a failed transaction may have dropped it
                 self.con.remove_function(name)

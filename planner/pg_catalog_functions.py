@@ -132,7 +132,6 @@ def session_macros(user: str, server_version: str) -> Macros:
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
         "pg_encoding_to_char": (("encoding_arg", "'UTF8'"),),
-        "pg_backend_pid": (("", "0"),),
         # No advisory locks can be held, so releasing them all does nothing (asyncpg's pool runs
         # it whenever it takes a connection back).
         "pg_advisory_unlock_all": (("", "NULL"),),

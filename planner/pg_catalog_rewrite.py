@@ -28,7 +28,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from heron.planner import pg_catalog_relations, pg_information_schema
+from heron.planner import pg_activity, pg_catalog_relations, pg_information_schema
 
 # A statement the rewrite reads mentions one of these (lower case; substring tests are cheap on
 # a large statement, where a regular expression is not), and then matches _TRIGGER.
@@ -41,7 +41,8 @@ _TRIGGER = re.compile(
 )
 _CATALOG_SCHEMAS = {"pg_catalog"}
 _DEFAULT_COLLATIONS = {"default", "c", "posix"}
-_PG_RELATIONS = frozenset(r.name for r in pg_catalog_relations.RELATIONS)
+# pg_catalog's relations the shim answers, the sessions' activity (`planner.pg_activity`) too.
+_PG_RELATIONS = frozenset(r.name for r in pg_catalog_relations.RELATIONS) | pg_activity.RELATIONS
 _SCHEMA_RELATIONS = frozenset(r.name for r in pg_information_schema.RELATIONS)
 
 # OPERATOR(pg_catalog.op) spellings -> the expression DuckDB runs.

@@ -10,12 +10,14 @@ frozen `Statement`; nothing runs. `describe` gives its result columns without ru
 runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
 refreshed first when the statement reads them), AI statements through the `Executor` (EXPLAIN
 renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
-statement's `Result` carries its work per operator plus one summary NOTICE each. `publish_settings`
-receives the session's settings: `heron.order` and `heron.reuse_answers` (`planner.settings`) steer
-the AI statements that run after it. `begin`, `commit` and `rollback` are the transaction verbs of
-the connection; `bind_columns`, `insert_rows`, `insert_many` and `column_defaults` serve COPY,
-batched INSERTs and savepoint replay; `interrupt` cancels the running statement from another thread.
-Errors are `SqlError`s with PostgreSQL SQLSTATEs.
+statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
+operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
+(its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
+`publish_settings` receives the session's settings: `heron.order` and `heron.reuse_answers`
+(`planner.settings`) steer the AI statements that run after it. `begin`, `commit` and `rollback`
+are the transaction verbs of the connection; `bind_columns`, `insert_rows`, `insert_many` and
+`column_defaults` serve COPY, batched INSERTs and savepoint replay; `interrupt` cancels the running
+statement from another thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from heron.planner import (
     dialect,
     explain,
     logical,
+    pg_activity,
     pg_catalog,
     pg_catalog_rewrite,
     pg_semantics,
@@ -49,6 +52,8 @@ from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
+from heron.planner.pg_activity import NO_SERVER, Caller
+from heron.planner.progress import ProgressListener
 from heron.planner.settings import Settings
 from heron.planner.statement import Column, Kind, Result, Statement
 
@@ -65,15 +70,18 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", 
 class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None = None, *,
                  statistics: Statistics | None = None, answers: AnswerStore | None = None,
-                 user: str = "heron", server_version: str = "16.4") -> None:
+                 user: str = "heron", server_version: str = "16.4",
+                 caller: Caller = NO_SERVER, progress: ProgressListener | None = None
+                 ) -> None:
         self.con = con
         self.catalog = pg_catalog.Catalog(con, user, server_version)
+        pg_activity.install(con, caller)
         views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.settings = Settings()
         self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
-                                 answers if answers is not None else AnswerStore())
+                                 answers if answers is not None else AnswerStore(), progress)
         self.prepared = statement.PreparedStatements()
 
     @property

@@ -19,6 +19,11 @@ streaming from DuckDB is detached (its remaining rows buffered) before anything 
 Portals end with their transaction, except cursors declared WITH HOLD, which are read into memory
 at COMMIT. `statement_timeout` interrupts a statement (its start and the reading of its rows)
 that runs longer, with 57014 as in PostgreSQL.
+
+A session of a server has its `backend` (`server.activity`): its planner's catalog acts as it
+(pg_backend_pid, pg_stat_activity, pg_cancel_backend, ...), the AI operators it runs report
+their progress to it, and `heron.progress` / `heron.progress_interval` (on, 2s by default)
+decide how often the backend words that progress as NOTICEs.
 """
 
 from __future__ import annotations
@@ -52,9 +57,11 @@ from heron.planner.commands import (
 )
 from heron.planner.copy_statement import CopyCommand
 from heron.planner.errors import in_failed_transaction, query_canceled
+from heron.planner.pg_activity import NO_SERVER
 from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
 from heron.planner.statement import Rows
+from heron.server.activity import Backend
 from heron.server.portal import Portal
 from heron.server.transaction import Transaction, TransactionStatus
 
@@ -95,6 +102,9 @@ OTHER_DEFAULTS = {
     "default_transaction_deferrable": "off",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
+    # While an AI statement runs, a NOTICE per operator this often (server.activity).
+    "heron.progress": "on",
+    "heron.progress_interval": "2s",
     **planner_settings.DEFAULTS,
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
@@ -143,6 +153,7 @@ class Session:
     database_name: str = "heron"
     parameters: dict[str, str] = field(default_factory=dict)
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
+    backend: Backend | None = None  # the server's entry for this session (pg_stat_activity)
 
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in {**OTHER_DEFAULTS,
@@ -157,7 +168,9 @@ class Session:
         pg_semantics.configure(con)
         self.planner = Planner(con, self.engine, statistics=self.database.statistics,
                                answers=self.database.answers, user=self.user,
-                               server_version=SERVER_VERSION)
+                               server_version=SERVER_VERSION,
+                               caller=self.backend.caller if self.backend else NO_SERVER,
+                               progress=self.backend)
         self.transaction = Transaction(self.planner)
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
@@ -215,6 +228,9 @@ class Session:
         of them at hand."""
         self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
         self._timeout_ms = _duration_ms(self.setting("statement_timeout"))
+        if self.backend is not None:
+            self.backend.progress_interval = _duration_ms(self.setting(
+                "heron.progress_interval")) / 1000 if self._flag("heron.progress") else None
         self._defaults = TransactionOptions(
             isolation=Isolation(self.setting("default_transaction_isolation")),
             read_only=self._flag("default_transaction_read_only"))
@@ -231,12 +247,14 @@ class Session:
         value = planner_settings.check(key, value)
         if key == "client_encoding":
             value = "UTF8"
-        elif key in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"):
+        elif key in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+                     "heron.progress_interval"):
             value = _duration_text(name, value)
         elif key in ("default_transaction_isolation", "transaction_isolation"):
             value = _isolation(value).value
         elif key in ("default_transaction_read_only", "transaction_read_only",
-                     "default_transaction_deferrable", "transaction_deferrable"):
+                     "default_transaction_deferrable", "transaction_deferrable",
+                     "heron.progress"):
             value = "on" if _boolean(name, value) else "off"
         if key in TRANSACTION_SETTINGS:
             self._set_transaction(key, value)

@@ -20,7 +20,14 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 
-from heron.engine.api import AnswerKind, Answers, Metrics, ModelInfo, Request
+from heron.engine.api import (
+    AnswerKind,
+    Answers,
+    Metrics,
+    ModelInfo,
+    ProgressCallback,
+    Request,
+)
 from heron.engine.prompts import Prompt
 
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
@@ -66,7 +73,8 @@ class HashEngine:
         self.requests: list[Request] = []
         self._lock = threading.Lock()
 
-    def answer(self, request: Request, cancel: object = None) -> Answers:
+    def answer(self, request: Request, cancel: object = None,
+               progress: ProgressCallback | None = None) -> Answers:
         with self._lock:
             self.requests.append(request)
             values, scores = [], []
@@ -82,7 +90,9 @@ class HashEngine:
                 total += len(prefix) + suffix + labels
                 fresh += len(prefix) - self._resident(prefix) + suffix + labels
             metrics = Metrics(len(request.prompts), total, fresh, total - fresh, 0.0)
-            return Answers(request.kind, tuple(values), tuple(scores), metrics)
+        if progress is not None:  # all of it in one chunk
+            progress(metrics)
+        return Answers(request.kind, tuple(values), tuple(scores), metrics)
 
     def _resident(self, tokens: list[str]) -> int:
         """How many leading tokens already have KV; then they all do."""
