@@ -1,11 +1,11 @@
 """The answer store: answers the engine gave, reused by later statements asking the same prompt.
 
 Contract: one `AnswerStore` per server (the `Database` holds it), shared by every session and
-safe to use from several threads. An answer is keyed by `AnswerKey.of(...)`: the model, the
-prompt layout's version, the answer kind with its labels or token budget, and the exact prompt
-text (prefix and suffix) — a digest, so the store never holds the prompts themselves. For the
-same key the engine gives the same answer, so a stored one replaces asking it: results do not
-change. `get` returns the stored `(value, score)` or None; `put` stores one. Bounded: past
+safe to use from several threads. An answer is keyed by `AnswerKeys(...).of(prefix, suffix)`:
+the model, the prompt layout's version, the answer kind with its labels or token budget, and the
+exact prompt text (prefix and suffix) — a digest, so the store never holds the prompts themselves.
+For the same key the engine gives the same answer, so a stored one replaces asking it: results do
+not change. `get` returns the stored `(value, score)` or None; `put` stores one. Bounded: past
 `max_bytes` (keys plus values, approximately) the least recently used answers are forgotten.
 """
 
@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_MAX_BYTES = 64 << 20
 _ENTRY_OVERHEAD = 120  # bytes per entry beyond its key and value (dict slot, tuple, floats)
@@ -28,16 +29,35 @@ Answer = tuple[bool | float | str, float]  # (value, score), as `engine.api.Answ
 class AnswerKey:
     digest: bytes
 
-    @staticmethod
-    def of(model: str, layout_version: int, kind: str, labels: Sequence[str], max_tokens: int,
-           prefix: str, suffix: str) -> AnswerKey:
-        h = hashlib.blake2b(digest_size=20)
-        for part in (model, str(layout_version), kind, "\x1f".join(labels), str(max_tokens),
-                     prefix, suffix):
-            data = part.encode("utf-8", "surrogatepass")
-            h.update(len(data).to_bytes(8, "little"))
-            h.update(data)
+
+class AnswerKeys:
+    """The keys of one question's prompts: what they share is hashed once, and each distinct
+    prefix once (a join's anchor document is the prefix of thousands of pairs; the prompts
+    then hold one string object for it, whose hash Python keeps)."""
+
+    def __init__(self, model: str, layout_version: int, kind: str, labels: Sequence[str],
+                 max_tokens: int) -> None:
+        self._question = hashlib.blake2b(digest_size=20)
+        for part in (model, str(layout_version), kind, "\x1f".join(labels), str(max_tokens)):
+            _update(self._question, part)
+        self._prefixes: dict[str, bytes] = {}
+
+    def of(self, prefix: str, suffix: str) -> AnswerKey:
+        digest = self._prefixes.get(prefix)
+        if digest is None:
+            h = hashlib.blake2b(digest_size=20)
+            _update(h, prefix)
+            digest = self._prefixes[prefix] = h.digest()
+        h = self._question.copy()
+        h.update(digest)
+        _update(h, suffix)
         return AnswerKey(h.digest())
+
+
+def _update(h: Any, part: str) -> None:
+    data = part.encode("utf-8", "surrogatepass")
+    h.update(len(data).to_bytes(8, "little"))  # lengths first: no two splits hash alike
+    h.update(data)
 
 
 class AnswerStore:

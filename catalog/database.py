@@ -50,7 +50,7 @@ class Database:
         first_start = not self.path.exists()
         self._root = duckdb.connect(str(self.path))
         self.roles = Roles.open(self.data_dir, bootstrap_password)
-        pg_catalog.register_roles(self._root, self._role_rows)
+        pg_catalog.register(self._root, self._role_rows)
         if not _schema_exists(self._root, DEFAULT_SCHEMA):
             migrate_main_to_public(self._root)
         if first_start and load_demo:

@@ -331,12 +331,14 @@ class EngineProcess:
         deadline = None if timeout is None else time.monotonic() + timeout
         cancel_sent = started = False
         while True:
+            # Checked before every wait, not only after a quiet one: progress replies may come
+            # faster than the poll interval.
+            if cancel is not None and cancel.is_set() and not cancel_sent:
+                cancel_sent = True
+                self._send_quietly(_Cancel(call))
             try:
                 reply = replies.get(timeout=_POLL_SECONDS)
             except queue.Empty:
-                if cancel is not None and cancel.is_set() and not cancel_sent:
-                    cancel_sent = True
-                    self._send_quietly(_Cancel(call))
                 if deadline is not None and time.monotonic() > deadline:
                     with self._sending:
                         self._waiting.pop(call, None)

@@ -41,14 +41,8 @@ def join_prompt(anchor: str, question: str, partner: str) -> Prompt:
     Everything up to the partner's text, heading included, belongs to the anchor's prefix, so each
     pair costs only the partner document plus the answer tail.
     """
-    prefix = (
-        _DOCUMENT
-        + anchor
-        + "\n\n(The document above is DOCUMENT 0.)\n\n"
-        + _QUESTION
-        + question
-        + "\n\nDOCUMENT 1:\n"
-    )
+    prefix = "".join((_DOCUMENT, anchor, "\n\n(The document above is DOCUMENT 0.)\n\n",
+                      _QUESTION, question, "\n\nDOCUMENT 1:\n"))  # one copy of a long anchor
     return Prompt(prefix=prefix, suffix=partner + _ANSWER)
 
 

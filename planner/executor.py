@@ -22,13 +22,16 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    marker, so later operators and the final statement see them as ordinary values (NULL for
    NULL prompt values and candidates never asked).
 
-The rewritten statement then runs in DuckDB, and the `Result` carries one `OperatorWork` per
-operator in the order they ran. `describe` binds the rewritten statement with empty lookups
-(nothing runs); `estimate` prices the plan for EXPLAIN without the model. Engine failures become
-SQLSTATE 58000, a cancelled statement 57014, a prompt longer than the model's context 54000.
-Under `heron.max_tokens` (`planner.budget`) a statement whose estimate exceeds the budget is
-refused before it runs, and one that passes it while running is stopped (54000). Everything
-registered is removed afterwards.
+While it runs, an executor given a `ProgressListener` reports each operator's stages — the
+sample that measures a selectivity, then the answering — as they go (`planner.progress`: from
+the answer store, at every engine request and engine progress callback, and at their end, also
+when the statement fails). The rewritten statement then runs in DuckDB, and the `Result` carries
+one `OperatorWork` per operator in the order they ran. `describe` binds the rewritten statement
+with empty lookups (nothing runs); `estimate` prices the plan for EXPLAIN without the model.
+Engine failures become SQLSTATE 58000, a cancelled statement 57014, a prompt longer than the
+model's context 54000. Under `heron.max_tokens` (`planner.budget`) a statement whose estimate
+exceeds the budget is refused before it runs, and one that passes it while running is stopped
+(54000). Everything registered is removed afterwards.
 """
 
 from __future__ import annotations
@@ -50,9 +53,10 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
-from heron.catalog.answers import AnswerKey, AnswerStore
+from heron.catalog.answers import AnswerKeys, AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import (
     AnswerKind,
@@ -60,6 +64,7 @@ from heron.engine.api import (
     EngineCancelled,
     EngineError,
     Metrics,
+    ProgressCallback,
     PromptTooLong,
     Request,
 )
@@ -80,6 +85,7 @@ from heron.planner.logical import (
     visible_ctes,
 )
 from heron.planner.optimizer import Estimate, Evidence, Goal, Layout, Order, Shape
+from heron.planner.progress import OperatorRun, ProgressListener, Stage, State
 from heron.planner.settings import Settings
 from heron.planner.statement import Column, Result, Statement
 
@@ -99,12 +105,14 @@ Key = tuple[str | None, ...]  # one candidate: its prompt values as text
 
 class Executor:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None,
-                 cancel: threading.Event, statistics: Statistics, answers: AnswerStore) -> None:
+                 cancel: threading.Event, statistics: Statistics, answers: AnswerStore,
+                 progress: ProgressListener | None = None) -> None:
         self.con = con
         self.engine = engine
         self.cancel = cancel  # set by another thread: the engine stops between chunks
         self.statistics = statistics
         self.answers = answers
+        self.progress = progress  # told how the operators of running statements progress
 
     def cost_model(self) -> CostModel:
         info = self.engine.info if self.engine is not None else None
@@ -189,22 +197,26 @@ class Executor:
             raise SqlError(SqlState.SYSTEM_ERROR, f"the inference engine failed: {exc}") from None
 
     def ask(self, call: AiCall, prompts: list[Prompt], settings: Settings, metrics: Metrics,
-            budget: TokenBudget) -> tuple[list[Any], int]:
+            budget: TokenBudget, run: OperatorRun | None = None) -> tuple[list[Any], int]:
         """The answers to `prompts` (in order) and how many came from the answer store; the
-        engine's tokens are charged to `budget`."""
+        engine's tokens are charged to `budget`; `run` is told of both as they come."""
         assert self.engine is not None
         spec = call.spec
-        keys = [AnswerKey.of(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
-                             spec.labels, spec.max_tokens, p.prefix, p.suffix) for p in prompts]
+        question = AnswerKeys(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
+                              spec.labels, spec.max_tokens)
+        keys = [question.of(p.prefix, p.suffix) for p in prompts]
         stored = [self.answers.get(k) if settings.reuse_answers else None for k in keys]
         missing = [i for i, s in enumerate(stored) if s is None]
+        if run is not None:
+            run.from_store(len(prompts) - len(missing))
         if missing:
             started = time.perf_counter()
             request = Request(spec.kind, tuple(prompts[i] for i in missing), spec.labels,
                               spec.max_tokens)
+            progress = run.request(len(missing), metrics) if run is not None else None
             try:
                 answers = self.engine.answer(request, cancel=self.cancel,
-                                             progress=budget.watch())
+                                             progress=_both(progress, budget.watch()))
             except EngineCancelled as exc:
                 raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
             except PromptTooLong as exc:
@@ -215,6 +227,8 @@ class Executor:
             budget.charge(answers.metrics)
             metrics.merge(dataclasses.replace(answers.metrics,
                                               seconds=time.perf_counter() - started))
+            if run is not None:
+                run.returned(metrics)
             for i, value, score in zip(missing, answers.values, answers.scores, strict=True):
                 stored[i] = (value, score)
                 if settings.reuse_answers:
@@ -263,6 +277,7 @@ class _Execution:
         self._anchors: dict[str, Source | None] = {}
         self.lookups: dict[str, str] = {}  # marker -> the function standing for its answers
         self._correlated: dict[Any, bool] = {}
+        self.runs: dict[str, OperatorRun] = {}  # marker -> its stage reporting progress
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -355,10 +370,13 @@ class _Execution:
     def run_operator(self, op: AiOperator) -> OperatorWork:
         call = op.call
         asked = self.asked[op.marker]
+        ordinal = len(self.done) + 1
         if not call.template.fields:  # a constant question: one prompt, its answer inlined
+            run = self._begin(op, Stage.ANSWERING, 1, ordinal=ordinal)
             values, reused = self.executor.ask(
                 call, [prompting.render(call.template, call.spec, (), (), ())], self.settings,
-                asked.metrics, self.budget)
+                asked.metrics, self.budget, run)
+            self._end(op)
             self._replace(op.marker, _literal(values[0]))
             self.answered_markers.add(op.marker)
             self.done.add(op.marker)
@@ -374,10 +392,14 @@ class _Execution:
         ordered = rows
         if op.pairs and anchor is not None and not (goal and goal.keys):
             ordered = _by_anchor(rows, op.call.fields_of(anchor))
-        if goal is not None and not goal.top:
+        stops_early = goal is not None and not goal.top
+        self._begin(op, Stage.ANSWERING, len(rows), done=sum(r in asked.values for r in rows),
+                    ordinal=ordinal, may_stop_early=stops_early)
+        if goal is not None and stops_early:
             self._ask_until(op, ordered, anchor, goal.rows)
         else:
             self._ask(op, [row for row in ordered if row not in asked.values], anchor)
+        self._end(op)
         if goal is not None and goal.top and not goal.keys:
             self._keep_rows_asked(op, set(rows))
         self.answered(op, asked.values)
@@ -395,6 +417,22 @@ class _Execution:
                             asked.sampled, goal.rows if goal is not None and not goal.top
                             else None)
 
+    def _begin(self, op: AiOperator, stage: Stage, total: int, *, done: int = 0,
+               ordinal: int | None = None, may_stop_early: bool = False) -> OperatorRun | None:
+        """Start reporting a stage of `op` (when the executor has a progress listener)."""
+        listener = self.executor.progress
+        if listener is None:
+            return None
+        run = OperatorRun(listener, op, len(self.plan.operators), stage, total, done=done,
+                          ordinal=ordinal, may_stop_early=may_stop_early)
+        self.runs[op.marker] = run
+        return run
+
+    def _end(self, op: AiOperator) -> None:
+        run = self.runs.pop(op.marker, None)
+        if run is not None:
+            run.end(State.DONE)
+
     def _goal(self, op: AiOperator, pending: frozenset[str]) -> Goal | None:
         if op.place != op.marker:  # asked for another call's prompt values
             return None
@@ -409,7 +447,8 @@ class _Execution:
             return
         asked = self.asked[op.marker]
         values, reused = self.executor.ask(op.call, prompts(op.call, rows, anchor),
-                                           self.settings, asked.metrics, self.budget)
+                                           self.settings, asked.metrics, self.budget,
+                                           self.runs.get(op.marker))
         asked.values.update(zip(rows, values, strict=True))
         asked.reused += reused
 
@@ -473,8 +512,12 @@ class _Execution:
         self.lookups[op.marker] = name
         result_type = op.call.function.result_type
 
+        width = len(self.fields[op.marker])
+
         def lookup(keys: pa.Array) -> pa.Array:
-            return pa.array([values.get(tuple(k)) for k in keys.to_pylist()], result_type)
+            texts = _texts(pc.list_flatten(keys))  # lists never NULL, each `width` long
+            return pa.array([values.get(tuple(texts[i:i + width]))
+                             for i in range(0, len(texts), width)], result_type)
 
         self._register(name, lookup, op.call.function.sql_type)
         self.answered_markers.add(op.marker)
@@ -599,7 +642,9 @@ class _Execution:
             anchors = list(dict.fromkeys(_part(r, fields) for r in rows))[:SAMPLE_ANCHORS]
             chosen = [r for r in rows if _part(r, fields) in anchors]
         chosen = chosen[:SAMPLE_SIZE]
+        self._begin(op, Stage.SAMPLING, len(chosen))
         self._ask(op, chosen, anchor)
+        self._end(op)
         self.asked[op.marker].sampled = len(chosen)
 
     def _anchor(self, op: AiOperator) -> Source | None:
@@ -721,6 +766,9 @@ class _Execution:
                         column.replace(node.copy())
 
     def close(self) -> None:
+        for run in self.runs.values():  # the statement ended before these stages did
+            run.end(State.STOPPED)
+        self.runs.clear()
         for name in self.functions:
             with contextlib.suppress(duckdb.Error):  # a failed transaction may have dropped it
                 self.con.remove_function(name)
@@ -788,13 +836,33 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
     """The engine's prompts for candidate rows: the pair layout around `anchor` for two FROM
     items, else the layout of the call's answer kind over all its documents."""
     template, spec = call.template, call.spec
-    if anchor is not None:
-        partner = next(t for t in call.tables if t != anchor)
-        anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
-    else:
+    if anchor is None:
         anchor_fields = tuple(i for i, s in enumerate(call.sources) if s is not None)
-        partner_fields = ()
-    return [prompting.render(template, spec, anchor_fields, partner_fields, row) for row in rows]
+        return [prompting.render(template, spec, anchor_fields, (), row) for row in rows]
+    partner = next(t for t in call.tables if t != anchor)
+    anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
+    # A pair's prefix reads every value but the partner's: the pairs of one anchor share one
+    # prefix string, which the answer keys, the request and the tokenizer then hash once.
+    prefixes: dict[Key, str] = {}
+    shared = []
+    for row in rows:
+        prompt = prompting.render(template, spec, anchor_fields, partner_fields, row)
+        key = tuple(v for i, v in enumerate(row) if i not in partner_fields)
+        shared.append(Prompt(prefixes.setdefault(key, prompt.prefix), prompt.suffix))
+    return shared
+
+
+def _both(first: ProgressCallback | None, second: ProgressCallback | None
+          ) -> ProgressCallback | None:
+    """One engine progress callback calling `first` then `second` (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def progress(metrics: Metrics) -> None:
+        first(metrics)
+        second(metrics)
+
+    return progress
 
 
 def _prompt_too_long(exc: PromptTooLong, prompt: Prompt) -> SqlError:
@@ -808,7 +876,19 @@ def _prompt_too_long(exc: PromptTooLong, prompt: Prompt) -> SqlError:
 
 def _rows(table: pa.Table) -> list[Key]:
     names = [n for n in table.column_names if n.startswith(candidates.ARG)]
-    return list(zip(*[table.column(n).to_pylist() for n in names], strict=True))
+    return list(zip(*[_texts(table.column(n)) for n in names], strict=True))
+
+
+def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:
+    """Text values as Python strings, equal values one shared object: a join's anchor document
+    repeats in thousands of candidates, and is then decoded once and hashed once."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    texts: list[str | None] = []
+    for chunk in chunks:
+        encoded = pc.dictionary_encode(chunk)
+        distinct = encoded.dictionary.to_pylist()
+        texts += [None if i is None else distinct[i] for i in encoded.indices.to_pylist()]
+    return texts
 
 
 def _part(row: Key, fields: Sequence[int]) -> Key:

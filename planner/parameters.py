@@ -4,11 +4,13 @@ Contract: `parameter_types(con, sql, count)` gives one type OID (`heron.planner.
 parameter ($1 first), 0 where nothing implies a type. Clients like asyncpg and pg8000 encode
 their arguments by the types the server reports, so these fill the OIDs a Parse message left
 open. The types come from DuckDB's binder (`duckdb._seam.bind`), which types a parameter from its
-context (`id = $1`, `INSERT ... VALUES ($1)`, `LIMIT $1`, `$1::date`). Where DuckDB leaves one
-open, PostgreSQL's rule for an operator with one unknown operand applies: the parameter takes the
-other operand's type (`$1 + 1` is an integer, `$1 || 'x'` text, `x = ANY($1)` an array of x's
-type). A statement DuckDB cannot bind (an AI statement, a table not created yet) falls back to
-the explicit casts in its text (`$1::int`, `CAST($2 AS date)`). Nothing runs.
+context (`id = $1`, `INSERT ... VALUES ($1)`, `LIMIT $1`, `$1::date`, `$1::UINTEGER[]` — the
+catalog rewrite's spelling of `oid[]`, an array of oid as `pg_types.for_arrow` maps UINTEGER).
+Where DuckDB leaves one open, PostgreSQL's rule for an operator with one unknown operand applies:
+the parameter takes the other operand's type (`$1 + 1` is an integer, `$1 || 'x'` text,
+`x = ANY($1)` an array of x's type). A statement DuckDB cannot bind (an AI statement, a table not
+created yet) falls back to the explicit casts in its text to a type or an array of it
+(`$1::int`, `CAST($2 AS date)`, `$3::oid[]`; the first cast of a parameter wins). Nothing runs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from heron.planner.pg_types import (
     JSON,
     JSONB,
     NUMERIC,
+    OID,
     TEXT,
     TIME,
     TIMESTAMP,
@@ -148,22 +151,23 @@ _TYPE_NAMES = {
     "string": TEXT, "bytea": BYTEA, "blob": BYTEA, "date": DATE, "time": TIME,
     "timestamp": TIMESTAMP, "timestamp without time zone": TIMESTAMP, "timestamptz": TIMESTAMPTZ,
     "timestamp with time zone": TIMESTAMPTZ, "interval": INTERVAL, "uuid": UUID, "json": JSON,
-    "jsonb": JSONB,
+    "jsonb": JSONB, "oid": OID, "uinteger": OID,
 }
 # Longest names first, so "timestamp with time zone" is not read as "timestamp".
 _TYPE_PATTERN = "|".join(sorted((re.escape(n).replace(r"\ ", r"\s+") for n in _TYPE_NAMES),
                                 key=len, reverse=True))
-# `(?!\s*\[)`: a cast to an array type (`$1::int[]`) is not a cast to its element type.
-_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?!\s*\[)|"
-                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b(?!\s*\[)",
-                   re.IGNORECASE)
+_CAST = re.compile(rf"\$(?P<n1>\d+)\s*::\s*(?P<t1>{_TYPE_PATTERN})\b(?P<a1>\s*\[\s*\])?|"
+                   rf"\bCAST\s*\(\s*\$(?P<n2>\d+)\s+AS\s+(?P<t2>{_TYPE_PATTERN})\b"
+                   rf"(?P<a2>\s*\[\s*\])?", re.IGNORECASE)
 
 
 def cast_parameter_types(sql: str) -> dict[int, int]:
-    """Parameter number -> type OID for parameters cast explicitly (`$1::int`, `CAST($2 AS
-    date)`), for statements DuckDB cannot bind."""
+    """Parameter number -> type OID for parameters cast explicitly to a type or an array of it
+    (`$1::int`, `CAST($2 AS date)`, `$3::oid[]`), for statements DuckDB cannot bind."""
     found: dict[int, int] = {}
     for m in _CAST.finditer(sql):
-        number, name = (m["n1"], m["t1"]) if m["n1"] else (m["n2"], m["t2"])
-        found.setdefault(int(number), _TYPE_NAMES[" ".join(name.lower().split())].oid)
+        number, name, array = (m["n1"], m["t1"], m["a1"]) if m["n1"] else (
+            m["n2"], m["t2"], m["a2"])
+        pg_type = _TYPE_NAMES[" ".join(name.lower().split())]
+        found.setdefault(int(number), pg_type.array_oid if array else pg_type.oid)
     return found

@@ -1,11 +1,11 @@
 """PostgreSQL's built-in types as Heron presents them, in one table.
 
-Contract: one `PgType` per type Heron sends or describes: its OID, `typname`, the name
-`format_type` prints, its length on the wire and the OID of its array type. `for_arrow(t)` is the
-type a column of Arrow type `t` (as DuckDB produces it) is sent as; Arrow types without a
-PostgreSQL twin are sent as text (structs and maps as JSON, nested lists as array literals). The
-wire encoders (`server/encode.py`), parameter typing (`planner/parameters.py`) and the catalog
-shim (`planner/pg_catalog.py`) all read this table, so what a client is told about a column and
+Contract: one `PgType` per type Heron sends or describes: its OID, `typname`, the name `format_type`
+prints, its length on the wire and the OID of its array type. `for_arrow(t)` is the type a column of
+Arrow type `t` (as DuckDB produces it) is sent as; Arrow types without a PostgreSQL twin are sent as
+text (structs and maps as JSON, nested lists as array literals). The wire encoders
+(`server/encode.py`), parameter typing (`planner/parameters.py`) and the catalog shim
+(`planner/pg_catalog_types.py`) all read this table, so what a client is told about a column and
 what it receives cannot disagree.
 """
 
@@ -114,7 +114,9 @@ def for_arrow(t: pa.DataType) -> PgType:
         return INT2
     if t in (pa.int32(), pa.uint16()):
         return INT4
-    if t in (pa.int64(), pa.uint32()):
+    if t == pa.uint32():  # DuckDB's UINTEGER: unsigned 4 bytes, like PostgreSQL's oid
+        return OID
+    if t == pa.int64():
         return INT8
     if t == pa.uint64() or pa.types.is_decimal(t):
         return NUMERIC  # uint64 does not fit int8

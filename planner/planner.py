@@ -1,20 +1,23 @@
 """The planner facade: what the server's session calls for every statement.
 
 Contract: a `Planner` serves one client session over one DuckDB connection (the per-connection
-`pg_catalog` shim is installed on it), an optional engine, and the server's `Statistics` and
-`AnswerStore` (fresh ones when none are given). `prepare(sql)` classifies and plans
-one statement (`classify`, then `plan`) — a statement calling AI functions gets its `AiPlan` here,
-once, and is refused here if it cannot run — and returns the frozen `Statement`; nothing runs.
-`describe` gives its result columns without running it; `execute` runs it: statements without AI
-functions go to DuckDB (after `pg_semantics.rewrite`, streamed when asked), AI statements through
-the `Executor` (EXPLAIN renders the plan
-without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI statement's
-`Result` carries its work per operator plus one summary NOTICE each. `publish_settings` receives
-the session's settings: `heron.order` and `heron.reuse_answers` (`planner.settings`) steer the
-AI statements that run after it. `begin`, `commit` and `rollback` are the transaction verbs of
-the connection; `bind_columns`, `insert_rows`, `insert_many` and `column_defaults` serve COPY,
-batched INSERTs and savepoint replay; `interrupt` cancels the running statement from another
-thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
+`pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
+server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
+statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite`.
+`prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
+functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
+frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
+runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
+refreshed first when the statement reads them), AI statements through the `Executor` (EXPLAIN
+renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
+statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
+operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
+(its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
+`publish_settings` receives the session's settings: `heron.order` and `heron.reuse_answers`
+(`planner.settings`) steer the AI statements that run after it. `begin`, `commit` and `rollback`
+are the transaction verbs of the connection; `bind_columns`, `insert_rows`, `insert_many` and
+`column_defaults` serve COPY, batched INSERTs and savepoint replay; `interrupt` cancels the running
+statement from another thread. Errors are `SqlError`s with PostgreSQL SQLSTATEs.
 """
 
 from __future__ import annotations
@@ -34,11 +37,23 @@ from sqlglot import exp
 from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
-from heron.planner import dialect, explain, logical, pg_catalog, pg_semantics, statement, views
+from heron.planner import (
+    dialect,
+    explain,
+    logical,
+    pg_activity,
+    pg_catalog,
+    pg_catalog_rewrite,
+    pg_semantics,
+    statement,
+    views,
+)
 from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
+from heron.planner.pg_activity import NO_SERVER, Caller
+from heron.planner.progress import ProgressListener
 from heron.planner.settings import Settings
 from heron.planner.statement import Column, Kind, Result, Statement
 
@@ -55,15 +70,18 @@ _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", 
 class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None = None, *,
                  statistics: Statistics | None = None, answers: AnswerStore | None = None,
-                 user: str = "heron", server_version: str = "16.4") -> None:
+                 user: str = "heron", server_version: str = "16.4",
+                 caller: Caller = NO_SERVER, progress: ProgressListener | None = None
+                 ) -> None:
         self.con = con
-        pg_catalog.install(con, user, server_version)
+        self.catalog = pg_catalog.Catalog(con, user, server_version)
+        pg_activity.install(con, caller)
         views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.settings = Settings()
         self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
-                                 answers if answers is not None else AnswerStore())
+                                 answers if answers is not None else AnswerStore(), progress)
         self.prepared = statement.PreparedStatements()
 
     @property
@@ -80,7 +98,8 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        return statement.classify(self.con, pg_semantics.rewrite(pg_catalog.rewrite(sql)))
+        return statement.classify(self.con,
+                                  pg_semantics.rewrite(pg_catalog_rewrite.rewrite(sql)))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that
@@ -132,6 +151,7 @@ class Planner:
             raise bind_count_mismatch(len(params), stmt.param_count)
         plan = stmt.ai
         if plan is None:
+            self.catalog.refresh(stmt.sql)
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings
         if plan.explain is Explain.PLAN:

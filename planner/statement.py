@@ -607,6 +607,10 @@ def column_defaults(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ..
 # Names DuckDB quotes when it prints them (`"version"()`) lose their quotes.
 _CALL_NAME = re.compile(r'^"?(?P<function>[A-Za-z_]\w*)"?\(.*\)$', re.DOTALL)
 _RENAMED_FUNCTIONS = {"count_star": "count"}
+# DuckDB names an unaliased constant or operator expression after its text ("'a'", "NULL",
+# "(a + 1)"); PostgreSQL names it "?column?" (and a boolean constant "bool"). A number keeps
+# its text: a column may be named so (a PIVOT's, a CSV header's) and cannot be told from it.
+_UNNAMED = re.compile(r"^(?:'(?:[^']|'')*'|NULL|\(.*\))$", re.DOTALL)
 
 
 def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
@@ -616,6 +620,10 @@ def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _pg_name(name: str) -> str:
+    if _UNNAMED.match(name):
+        return "?column?"
+    if name in ("true", "false"):
+        return "bool"
     m = _CALL_NAME.match(name)
     if m is None:
         return name

@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tokens per forward chunk (default: 4096 on cpu, 32768 on cuda)")
     serve.add_argument("--prefix-block-tokens", type=_tokens, default=None, metavar="N",
                        help="tokens per prefix block, the unit in which document KV is "
-                       "computed and shared (default: 64 on cpu, 512 on cuda)")
+                       "computed and shared (default: 64)")
     serve.add_argument("--dtype", choices=DTYPES, default=engine_defaults.dtype,
                        help="how the model's projections are stored on CUDA: bf16, or fp8 "
                        "(e4m3, quantized at load) (default: %(default)s)")

@@ -23,6 +23,14 @@ ErrorResponse. A message whose frame is sound but whose fields are not (`protoco
 an ERROR like any other, and the connection goes on; broken framing is fatal (08P01) and closes
 only this connection. Past `ServerContext.max_connections` sessions, a new one is refused after
 its start-up packet with FATAL 53300, as PostgreSQL does.
+
+Each authenticated connection has its `Backend` in the server's `Activity` (pg_stat_activity):
+it reports the query a Query, Parse or Execute starts working on and the idle state at each
+ReadyForQuery. The backend reaches back through the thread-safe `post_*` methods: a NOTICE (an
+AI statement's progress, a signal's WARNING) is written to the socket at once, while the
+statement still runs on its worker thread, and before anything the connection sends after that
+statement; pg_cancel_backend does what a CancelRequest does, pg_terminate_backend what the
+server's shutdown does to one connection (FATAL 57P01, then the usual clean-up).
 """
 
 from __future__ import annotations
@@ -44,8 +52,9 @@ import pyarrow as pa
 
 from heron.catalog import Database
 from heron.engine.api import Engine
-from heron.planner import Column, Kind, Result, SqlError, SqlState, split
+from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
 from heron.server import auth, copy, encode, protocol
+from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
 from heron.server.extended import ExtendedQuery, result_formats
 from heron.server.notify import Notification, Notifications
@@ -112,6 +121,14 @@ class ServerContext:
     certificate_pem: str | None = None  # of `tls`, for SCRAM channel binding
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
     notifications: Notifications = field(default_factory=Notifications)
+    activity: Activity = field(init=False)  # what pg_stat_activity shows and signals reach
+
+    def __post_init__(self) -> None:
+        self.activity = Activity(self.database.roles, self.database.catalog_name)
+        # The functions pg_stat_activity and friends call live as long as the connection that
+        # registered them: one kept for the server's lifetime.
+        self._functions = self.database.connect()
+        pg_activity.register(self._functions, self.activity)
 
 
 class Connection:
@@ -121,6 +138,7 @@ class Connection:
         self.writer = writer
         self.context = context
         self.session: Session | None = None
+        self.backend: Backend | None = None  # once authenticated
         self.extended = ExtendedQuery(self)
         self._out = bytearray()
         self._pid = 0
@@ -134,10 +152,15 @@ class Connection:
         self._listening: set[str] = set()  # channels this connection is subscribed to
         self._inbox: list[Notification] = []
         self._notified = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[Any] | None = None
+        self._ticking: asyncio.TimerHandle | None = None  # Backend.tick's next call
+        self._closing = False  # nothing more is written but the FATAL of the end
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        self._task = asyncio.current_task()
         try:
             if await self._startup():
                 await self._serve()
@@ -158,7 +181,56 @@ class Connection:
         if self._running and self.session is not None:
             self.session.cancel()
 
+    # -- what other threads ask (server.activity.Peer) ---------------------------------------
+
+    def post_notice(self, severity: Severity, text: str) -> None:
+        """Send a NOTICE or WARNING to the client now, even while a statement runs: the
+        protocol allows one at any time. Any thread; messages already buffered go first, and
+        one posted by a statement's thread precedes what the connection sends after that
+        statement returns (both come through the event loop, in order)."""
+        code = SqlState.WARNING if severity is Severity.WARNING else SqlState.SUCCESSFUL_COMPLETION
+        message = protocol.error_response(code, text, severity=severity.value, notice=True)
+        self._soon(self._write_now, message)
+
+    def post_cancel(self) -> None:
+        """pg_cancel_backend: what a CancelRequest does (any thread)."""
+        self._soon(self.cancel)
+
+    def post_terminate(self) -> None:
+        """pg_terminate_backend: what the server's shutdown does to this connection — FATAL
+        57P01, its statement interrupted, its session closed (any thread)."""
+        if self._task is not None:
+            self._soon(self._task.cancel)
+
+    def post_ticks(self) -> None:
+        """Have the backend look at its running AI operators regularly (any thread)."""
+        self._soon(self._tick_soon)
+
+    def _soon(self, callback: Callable[..., object], *args: Any) -> None:
+        """Run `callback` on the event loop; nothing once the server has stopped it."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            self._loop.call_soon_threadsafe(callback, *args)
+
+    def _tick_soon(self) -> None:
+        if self._ticking is None and not self._closing:
+            self._ticking = self._loop.call_later(PROGRESS_TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        self._ticking = None
+        if self.backend is not None and self.backend.tick():
+            self._tick_soon()
+
+    def _write_now(self, message: bytes) -> None:
+        if self._closing or self.writer.is_closing():
+            return
+        self._out += message
+        self.writer.write(bytes(self._out))
+        self._out.clear()
+
     async def _cleanup(self) -> None:
+        self._closing = True
+        if self._ticking is not None:
+            self._ticking.cancel()
         self.context.notifications.unsubscribe(self)
         if self._pid:
             self.context.registry.remove(self._pid)
@@ -175,11 +247,14 @@ class Connection:
             except Exception:  # noqa: BLE001 - closing must not take the server down
                 traceback.print_exc(file=sys.stderr)
         self._worker.close()
+        if self.backend is not None:
+            self.context.activity.close(self.backend)
         self.writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.wait_closed()
 
     async def _fatal(self, sqlstate: str, message: str) -> None:
+        self._closing = True
         try:
             self._out += protocol.error_response(sqlstate, message, severity="FATAL")
             await self.flush()
@@ -240,6 +315,8 @@ class Connection:
             if self._reported.get(name) != value:
                 self._reported[name] = value
                 self.send(protocol.parameter_status(name, value))
+                if name == "application_name" and self.backend is not None:
+                    self.backend.application_name = value
 
     def _send_ready(self) -> None:
         assert self.session is not None
@@ -317,6 +394,12 @@ class Connection:
             return False
         if not await self._authenticate(user):
             return False
+        # The backend's PID first: the session's catalog answers pg_backend_pid() with it.
+        self._pid, secret = self.context.registry.add(self)
+        address = self.writer.get_extra_info("peername")
+        client = Client(str(address[0]), int(address[1])) if isinstance(address, tuple) else (
+            Client(None, -1))
+        self.backend = self.context.activity.open(self._pid, user, client, "", self)
         settings = {k: v for k, v in params.items()
                     if k not in {"user", "database", "options", "replication"}
                     and not k.startswith("_pq_.")}
@@ -329,11 +412,11 @@ class Connection:
                 lambda: Session(self.context.database, self.context.engine, user=user,
                                 database_name=params.get("database") or user,
                                 parameters=settings, generation=self.context.generation,
-                                server_settings=self.context.settings))
+                                server_settings=self.context.settings,
+                                backend=self.backend))
         except SqlError as exc:
             await self._fatal(exc.sqlstate, exc.message)
             return False
-        self._pid, secret = self.context.registry.add(self)
         self.send(protocol.authentication_ok())
         self.send_parameter_changes()
         self.send(protocol.backend_key_data(self._pid, secret))
@@ -382,6 +465,7 @@ class Connection:
                 continue
             if self._skip_until_sync:
                 continue  # PostgreSQL discards extended-protocol messages after an error
+            self._report_active(message)
             try:
                 await handlers[type(message)](message)
             except ConnectionError:
@@ -416,6 +500,16 @@ class Connection:
         self.session.transaction.fail()
         return SqlError(SqlState(message.sqlstate), message.message)
 
+    def _report_active(self, message: protocol.FrontendMessage) -> None:
+        """pg_stat_activity: the query a message starts working on (a Query's whole text, the
+        statement of a Parse or of the portal an Execute runs)."""
+        assert self.backend is not None and self.session is not None
+        if isinstance(message, protocol.Query | protocol.Parse):
+            self.backend.active(message.sql)
+        elif isinstance(message, protocol.Execute):
+            portal = self.session.portals.get(message.portal)
+            self.backend.active(portal.statement.sql if portal is not None else "")
+
     # -- notifications ---------------------------------------------------------------------
 
     def notify(self, notification: Notification) -> None:
@@ -435,6 +529,8 @@ class Connection:
             self._listening = set(session.listening)
             self.context.notifications.subscribe(self, self._listening)
         self._deliver()
+        assert self.backend is not None
+        self.backend.idle(session.transaction_status)
         self._send_ready()
 
     def _deliver(self) -> None:

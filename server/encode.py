@@ -49,6 +49,7 @@ from heron.planner.pg_types import (
     INT8,
     INTERVAL,
     NUMERIC,
+    OID,
     TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
@@ -78,6 +79,8 @@ _FEW_VALUES = 64  # below this, per-value Python beats an Arrow kernel's fixed c
 # Dates at the int32 extremes are +-infinity (DuckDB's -infinity is -(2**31 - 1), PostgreSQL's
 # binary one -2**31).
 INT32_MAX = 2**31 - 1
+# Binary layouts of the fixed-width numbers (numpy dtypes: big-endian, bytes per value).
+_FIXED_BINARY = {INT2: ">i2", INT4: ">i4", INT8: ">i8", OID: ">u4", FLOAT4: ">f4", FLOAT8: ">f8"}
 
 
 def session_timezone(name: str) -> dt.tzinfo:
@@ -384,9 +387,8 @@ def _binary(a: pa.Array) -> Wire:
     pg = for_arrow(t)
     if pg is BOOL:
         return [None if v is None else (b"\x01" if v else b"\x00") for v in a.to_pylist()]
-    if pg in (INT2, INT4, INT8, FLOAT4, FLOAT8):
-        return _fixed_width(a, {INT2: ">i2", INT4: ">i4", INT8: ">i8", FLOAT4: ">f4",
-                                FLOAT8: ">f8"}[pg])
+    if pg in _FIXED_BINARY:
+        return _fixed_width(a, _FIXED_BINARY[pg])
     if pg is NUMERIC:
         return [None if v is None else numeric_binary(Decimal(v)) for v in a.to_pylist()]
     if pg is BYTEA:
@@ -498,8 +500,6 @@ def numeric_binary(value: Decimal) -> bytes:
 
 
 # -- the vectorized twin ------------------------------------------------------------------------
-
-_FIXED_BINARY = {INT2: ">i2", INT4: ">i4", INT8: ">i8", FLOAT4: ">f4", FLOAT8: ">f8"}
 
 
 def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzinfo = dt.UTC

@@ -19,6 +19,11 @@ streaming from DuckDB is detached (its remaining rows buffered) before anything 
 Portals end with their transaction, except cursors declared WITH HOLD, which are read into memory
 at COMMIT. `statement_timeout` interrupts a statement (its start and the reading of its rows)
 that runs longer, with 57014 as in PostgreSQL.
+
+A session of a server has its `backend` (`server.activity`): its planner's catalog acts as it
+(pg_backend_pid, pg_stat_activity, pg_cancel_backend, ...), the AI operators it runs report
+their progress to it, and `heron.progress` / `heron.progress_interval` (on, 2s by default)
+decide how often the backend words that progress as NOTICEs.
 """
 
 from __future__ import annotations
@@ -52,9 +57,11 @@ from heron.planner.commands import (
 )
 from heron.planner.copy_statement import CopyCommand
 from heron.planner.errors import in_failed_transaction, query_canceled
+from heron.planner.pg_activity import NO_SERVER
 from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
 from heron.planner.statement import Rows
+from heron.server.activity import Backend
 from heron.server.portal import Portal
 from heron.server.transaction import Transaction, TransactionStatus
 
@@ -95,6 +102,9 @@ OTHER_DEFAULTS = {
     "default_transaction_deferrable": "off",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
+    # While an AI statement runs, a NOTICE per operator this often (server.activity).
+    "heron.progress": "on",
+    "heron.progress_interval": "2s",
     **planner_settings.DEFAULTS,
 }
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
@@ -146,6 +156,7 @@ class Session:
     # The server's own defaults (`heron serve` flags), in place of the built-in ones: what RESET
     # goes back to, as postgresql.conf's values are in PostgreSQL.
     server_settings: dict[str, str] = field(default_factory=dict)
+    backend: Backend | None = None  # the server's entry for this session (pg_stat_activity)
 
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in self._defaults_by_name().items()}
@@ -159,7 +170,9 @@ class Session:
         pg_semantics.configure(con)
         self.planner = Planner(con, self.engine, statistics=self.database.statistics,
                                answers=self.database.answers, user=self.user,
-                               server_version=SERVER_VERSION)
+                               server_version=SERVER_VERSION,
+                               caller=self.backend.caller if self.backend else NO_SERVER,
+                               progress=self.backend)
         self.transaction = Transaction(self.planner)
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
@@ -207,11 +220,19 @@ class Session:
     def _flag(self, name: str) -> bool:
         return _BOOLEAN.get(self.setting(name).lower(), False)
 
+    def _show_column(self, name: str) -> str:
+        """SHOW's result column: the setting's name as PostgreSQL spells it (TimeZone)."""
+        name = _SHOW_ALIASES.get(name.lower(), name)
+        return self._settings.get(name.lower(), (name.lower(), ""))[0]
+
     def _settings_changed(self) -> None:
         """Let current_setting() in SQL see the session's settings; keep what statements read
         of them at hand."""
         self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
         self._timeout_ms = _duration_ms(self.setting("statement_timeout"))
+        if self.backend is not None:
+            self.backend.progress_interval = _duration_ms(self.setting(
+                "heron.progress_interval")) / 1000 if self._flag("heron.progress") else None
         self._defaults = TransactionOptions(
             isolation=Isolation(self.setting("default_transaction_isolation")),
             read_only=self._flag("default_transaction_read_only"))
@@ -228,12 +249,14 @@ class Session:
         value = planner_settings.check(key, value)
         if key == "client_encoding":
             value = "UTF8"
-        elif key in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"):
+        elif key in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+                     "heron.progress_interval"):
             value = _duration_text(name, value)
         elif key in ("default_transaction_isolation", "transaction_isolation"):
             value = _isolation(value).value
         elif key in ("default_transaction_read_only", "transaction_read_only",
-                     "default_transaction_deferrable", "transaction_deferrable"):
+                     "default_transaction_deferrable", "transaction_deferrable",
+                     "heron.progress"):
             value = "on" if _boolean(name, value) else "off"
         if key in TRANSACTION_SETTINGS:
             self._set_transaction(key, value)
@@ -305,7 +328,7 @@ class Session:
         """See `Planner.describe`; nothing runs."""
         if statement.kind is Kind.SHOW and self._answers(statement):
             assert isinstance(statement.command, SessionCommand)
-            return (Column(statement.command.name.lower(), pa.string()),)
+            return (Column(self._show_column(statement.command.name), pa.string()),)
         if statement.kind is Kind.FETCH and isinstance(statement.command, FetchCommand):
             portal = self.portals.get(statement.command.cursor)
             return None if portal is None or portal.result is None else portal.result.columns
@@ -447,8 +470,9 @@ class Session:
         assert isinstance(command, SessionCommand)
         if kind is Kind.SHOW:
             name = _SHOW_ALIASES.get(command.name.lower(), command.name)
-            table = pa.table({command.name.lower(): [self.setting(name)]})
-            return Result("SHOW", (Column(command.name.lower(), pa.string()),), Rows.of(table))
+            column = self._show_column(command.name)
+            table = pa.table({column: [self.setting(name)]})
+            return Result("SHOW", (Column(column, pa.string()),), Rows.of(table))
         if kind is Kind.SET:
             for setting in read_transaction_settings(statement.sql) or (command,):
                 if setting.value is None:

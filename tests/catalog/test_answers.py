@@ -2,13 +2,13 @@
 
 import threading
 
-from heron.catalog.answers import AnswerKey, AnswerStore
+from heron.catalog.answers import AnswerKey, AnswerKeys, AnswerStore
 
 
 def key(prefix="DOCUMENT:\nA film.", suffix="Is it good?", **overrides) -> AnswerKey:
-    parts = {"model": "m", "layout_version": 1, "kind": "boolean", "labels": (),
-             "max_tokens": 0, "prefix": prefix, "suffix": suffix} | overrides
-    return AnswerKey.of(**parts)
+    question = {"model": "m", "layout_version": 1, "kind": "boolean", "labels": (),
+                "max_tokens": 0} | overrides
+    return AnswerKeys(**question).of(prefix, suffix)
 
 
 def test_every_part_of_the_question_is_in_the_key():
@@ -19,6 +19,15 @@ def test_every_part_of_the_question_is_in_the_key():
                     key(labels=("a", "b")), key(max_tokens=4),
                     key(prefix="DOCUMENT:\nA film.Is", suffix=" it good?")]:
         assert changed != base
+
+
+def test_keys_of_one_question_hash_a_shared_prefix_once_and_agree_with_fresh_ones():
+    keys = AnswerKeys("m", 1, "boolean", (), 0)
+    anchor = "DOCUMENT:\n" + "a long report " * 1000
+    pairs = [keys.of(anchor, f"term {i}") for i in range(3)]
+    assert len(set(pairs)) == 3
+    assert pairs[1] == key(prefix="".join(["DOCUMENT:\n", "a long report " * 1000]),
+                           suffix="term 1")
 
 
 def test_stored_answers_come_back_and_the_oldest_go_first():

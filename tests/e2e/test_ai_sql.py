@@ -196,4 +196,4 @@ def test_subqueries_ctes_and_views_over_the_wire(ai_server):
                 ] == plain
         assert other.execute("SELECT data_type FROM information_schema.columns WHERE "
                              "table_name = 'music' AND column_name = 'music'").fetchone() == (
-            "BOOLEAN",)
+            "boolean",)

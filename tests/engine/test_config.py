@@ -31,7 +31,7 @@ def test_cuda_defaults_follow_the_device_type(device: str) -> None:
     config = EngineConfig(device=device)
     assert config.device_type == "cuda"
     assert config.effective_chunk_tokens == 32768
-    assert config.effective_prefix_block_tokens == 512
+    assert config.effective_prefix_block_tokens == 64
 
 
 def test_explicit_budgets_win_over_defaults() -> None:
@@ -41,7 +41,7 @@ def test_explicit_budgets_win_over_defaults() -> None:
     assert config.effective_chunk_tokens == 24
     assert config.effective_prefix_block_tokens == 8
     # A default block never exceeds an explicit chunk.
-    assert EngineConfig(device="cuda", chunk_tokens=100).effective_prefix_block_tokens == 100
+    assert EngineConfig(device="cuda", chunk_tokens=40).effective_prefix_block_tokens == 40
 
 
 @pytest.mark.parametrize(

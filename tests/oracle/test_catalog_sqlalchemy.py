@@ -7,6 +7,7 @@ EXPECTED_FAILURES with the reason, so the list measures progress.
 from __future__ import annotations
 
 import pytest
+from support.catalog_schema import with_expected_failures
 
 sqlalchemy = pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg2")
@@ -17,6 +18,7 @@ CALLS = {
     "has_table": lambda i: i.has_table("cat_books"),
     "get_table_names": lambda i: sorted(i.get_table_names()),
     "get_view_names": lambda i: sorted(i.get_view_names()),
+    "get_view_definition": lambda i: i.get_view_definition("cat_cheap_books"),
     "get_schema_names": lambda i: sorted(i.get_schema_names()),
     "get_columns": lambda i: [(c["name"], str(c["type"]), c["nullable"])
                               for c in i.get_columns("cat_books")],
@@ -25,15 +27,7 @@ CALLS = {
     "get_indexes": lambda i: i.get_indexes("cat_books"),
     "get_unique_constraints": lambda i: i.get_unique_constraints("cat_authors"),
 }
-EXPECTED_FAILURES = {
-    "get_table_names": "the demo schema is on the search path, so its tables are visible too",
-    "get_pk_constraint": "SQLAlchemy's constraint query: 'Referenced table pg_index not found'",
-    "get_indexes": "pg_opclass is missing",
-    "get_unique_constraints": "SQLAlchemy's constraint query: 'Referenced table pg_index "
-                              "not found'",
-    "get_schema_names": "Heron has the demo schema",
-    "get_columns": "VARCHAR(200) reflects as TEXT: DuckDB keeps no VARCHAR length",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 def _answer(server, call: str):
@@ -46,9 +40,7 @@ def _answer(server, call: str):
         engine.dispose()
 
 
-@pytest.mark.parametrize("call", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=EXPECTED_FAILURES[c], strict=True))
-    if c in EXPECTED_FAILURES else c for c in CALLS])
+@pytest.mark.parametrize("call", with_expected_failures(CALLS, EXPECTED_FAILURES))
 def test_reflection_answers_as_postgresql(servers, call):
     heron, postgres = servers
     assert _answer(heron, call) == _answer(postgres, call)

@@ -6,32 +6,24 @@ Debian's libpostgresql-jdbc-java."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from support.jdbc import compile_probe
 
 pytestmark = pytest.mark.timeout(180)
 
-JAR = Path("/usr/share/java/postgresql.jar")
 PROBE = Path(__file__).parent / "java" / "WireProbe.java"
 
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("no JDK (javac, java) installed")
-    if not JAR.exists():
-        pytest.skip("pgjdbc is not installed (Debian: apt-get install libpostgresql-jdbc-java)")
-    classes = tmp_path_factory.mktemp("jdbc")
-    subprocess.run(["javac", "-cp", str(JAR), "-d", str(classes), str(PROBE)], check=True,
-                   capture_output=True, timeout=120)
-    return classes
+    return compile_probe(PROBE, tmp_path_factory.mktemp("jdbc"))
 
 
-def _run(classes: Path, server) -> list[str]:
-    done = subprocess.run(["java", "-cp", f"{classes}:{JAR}", "WireProbe", server.host,
+def _run(classpath: str, server) -> list[str]:
+    done = subprocess.run(["java", "-cp", classpath, "WireProbe", server.host,
                            str(server.port)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()

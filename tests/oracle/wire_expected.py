@@ -15,10 +15,4 @@ EXPECTED_FAILURES: dict[str, str] = {
                      "written, where PostgreSQL sends jsonb (3802) normalized",
     "asyncpg:json_arrow": "DuckDB prints extracted JSON compactly ({\"b\":2}); PostgreSQL's json "
                           "keeps the input's spacing (drivers that parse JSON see equal values)",
-    "asyncpg:array_literal": "asyncpg introspects array types through pg_type, which the catalog "
-                             "shim does not describe yet (pg-catalog work)",
-    "asyncpg:array_constructor": "asyncpg introspects array types through pg_type (pg-catalog "
-                                 "work)",
-    "asyncpg:array_parameter": "asyncpg introspects array types through pg_type (pg-catalog "
-                               "work)",
 }

@@ -179,9 +179,9 @@ class CountingEngine:
     def __init__(self, inner):
         self.inner, self.prompts, self.info = inner, 0, inner.info
 
-    def answer(self, request, cancel=None):
+    def answer(self, request, cancel=None, progress=None):
         self.prompts += len(request.prompts)
-        return self.inner.answer(request, cancel)
+        return self.inner.answer(request, cancel, progress)
 
     def count_tokens(self, texts):
         return self.inner.count_tokens(texts)

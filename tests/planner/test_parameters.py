@@ -29,8 +29,8 @@ def con():
 
 def test_cast_parameter_types():
     assert cast_parameter_types(
-        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone"
-    ) == {1: 23, 2: 701, 4: 1184}
+        "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone,"
+        " $5::oid[]") == {1: 23, 2: 701, 3: 1007, 4: 1184, 5: 1028}
 
 
 @pytest.mark.parametrize(("sql", "expected"), [
@@ -46,6 +46,9 @@ def test_cast_parameter_types():
     ("SELECT $1", (0,)),  # nothing implies a type: the client's, else text
     ("SELECT $1 || $2", (0, 0)),
     ("SELECT * FROM no_such_table WHERE x = $1::date", (1082,)),  # unbindable: casts only
+    # oid[] as the catalog rewrite spells it (asyncpg's type introspection binds one).
+    ("SELECT $1::UINTEGER[]", (1028,)),
+    ("SELECT * FROM no_such_table WHERE x = ANY($1::UINTEGER[])", (1028,)),
 ])
 def test_parameter_types(con, sql, expected):
     assert parameter_types(con, sql, len(expected)) == expected

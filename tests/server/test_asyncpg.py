@@ -131,3 +131,30 @@ def test_pool_takes_connections_back(heron_server):
             await pool.close()
 
     assert asyncio.run(main()) == [1, "5s", 2, "5s", 3, "5s"]
+
+
+def test_arrays_through_type_introspection(heron_server):
+    """asyncpg has built-in codecs for text[] and oid[] only: every other array type is looked
+    up with its introspection query (an oid[] parameter, pg_type's array rows) first."""
+    async def body(conn):
+        row = await conn.fetchrow(
+            "SELECT $1::int[] AS i, $2::bigint[] AS b, $3::float8[] AS f, $4::bool[] AS t,"
+            " $5::date[] AS d, ARRAY[1.5]::numeric[] AS n",
+            [1, None, 3], [2**40], [0.5], [True, False], [dt.date(2020, 1, 2)])
+        types = {a.name: (a.type.name, a.type.kind)
+                 for a in (await conn.prepare("SELECT ARRAY[1] AS i")).get_attributes()}
+        return tuple(row), types
+
+    row, types = run(heron_server, body)
+    assert row == ([1, None, 3], [2**40], [0.5], [True, False], [dt.date(2020, 1, 2)],
+                   [Decimal("1.5")])
+    assert types == {"i": ("int4[]", "array")}
+
+
+def test_custom_codec_by_type_name(heron_server):
+    async def body(conn):
+        await conn.set_type_codec("numeric", schema="pg_catalog", encoder=str,
+                                  decoder=lambda text: f"<{text}>", format="text")
+        return await conn.fetchval("SELECT 1.25::DECIMAL(4,2)")
+
+    assert run(heron_server, body) == "<1.25>"

@@ -32,7 +32,7 @@ def text(values, arrow_type, tz=dt.UTC):
         (pa.int64(), 20, 8),
         (pa.uint8(), 21, 2),
         (pa.uint16(), 23, 4),
-        (pa.uint32(), 20, 8),
+        (pa.uint32(), 26, 4),  # DuckDB UINTEGER: PostgreSQL oid
         (pa.uint64(), 1700, -1),
         (pa.float32(), 700, 4),
         (pa.float64(), 701, 8),

@@ -76,7 +76,8 @@ def test_describe_postgres_type_names(catalog_server):
 
 def test_dn_l_df(catalog_server):
     schemas = rows(psql(catalog_server, r"\dn"))
-    assert ["demo", "heron"] in schemas and ["public", "heron"] in schemas
+    # As in PostgreSQL 15, pg_database_owner owns `public`.
+    assert ["demo", "heron"] in schemas and ["public", "pg_database_owner"] in schemas
     databases = rows(psql(catalog_server, r"\l"))
     assert databases[0][:3] == ["heron", "heron", "UTF8"]
     assert "List of functions" in psql(catalog_server, r"\df")
@@ -99,3 +100,68 @@ def test_version_and_current_setting_psycopg(heron_server):
         assert conn.execute("SELECT current_setting('nope', true)").fetchone() == (None,)
         assert conn.execute("SELECT 'demo.reviews'::regclass = c.oid FROM pg_catalog.pg_class c"
                             " WHERE c.relname = 'reviews'").fetchone() == (True,)
+
+
+# DuckDB column types, each with the PostgreSQL type the catalog describes it as.
+WIRE_TYPES = {
+    "BOOLEAN": "boolean", "TINYINT": "smallint", "SMALLINT": "smallint", "INTEGER": "integer",
+    "BIGINT": "bigint", "HUGEINT": "numeric", "UTINYINT": "smallint", "USMALLINT": "integer",
+    "UINTEGER": "oid", "UBIGINT": "numeric", "REAL": "real", "DOUBLE": "double precision",
+    "DECIMAL(10,2)": "numeric(10,2)", "VARCHAR": "text", "BLOB": "bytea", "DATE": "date",
+    "TIME": "time without time zone", "TIMESTAMP": "timestamp without time zone",
+    "TIMESTAMPTZ": "timestamp with time zone", "INTERVAL": "interval", "UUID": "uuid",
+    "JSON": "json", "TIMETZ": "time with time zone", "BIT": "text", "UUID[]": "uuid[]",
+    "INTEGER[]": "integer[]", "VARCHAR[]": "text[]", "INTEGER[3]": "integer[]",
+    "DOUBLE[]": "double precision[]", "STRUCT(a INTEGER)": "text", "VARCHAR[][]": "text",
+    "MAP(VARCHAR, INTEGER)": "text",
+}
+
+
+def test_catalog_types_are_the_types_sent(heron_server):
+    """What pg_attribute says a column is, RowDescription says of its values: for every DuckDB
+    column type."""
+    psycopg = pytest.importorskip("psycopg")
+    columns = ", ".join(f"c{i} {t}" for i, t in enumerate(WIRE_TYPES))
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE cat_wire ({columns})")
+        sent = [c.type_code for c in conn.execute("SELECT * FROM cat_wire").description]
+        described = conn.execute(
+            "SELECT a.atttypid, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typname "
+            "FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_type t "
+            "ON t.oid = a.atttypid WHERE a.attrelid = 'cat_wire'::regclass AND a.attnum > 0 "
+            "ORDER BY a.attnum").fetchall()
+    assert [oid for oid, _, _ in described] == sent
+    assert [name for _, name, _ in described] == list(WIRE_TYPES.values())
+    assert all(typname is not None for _, _, typname in described)  # every type is in pg_type
+
+
+def test_result_columns_named_as_postgresql_names_them(heron_server):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
+        def names(sql: str) -> list[str]:
+            return [c.name for c in conn.execute(sql).description]
+
+        assert names("SELECT 'a', NULL, 1 + 1, true, count(*), lower('A')") == [
+            "?column?", "?column?", "?column?", "bool", "count", "lower"]
+        # A number keeps DuckDB's name: a column can be named so (PIVOT, CSV headers).
+        assert names("SELECT 1") == ["1"]
+        assert names("SHOW timezone") == ["TimeZone"]
+        assert names("SHOW TRANSACTION ISOLATION LEVEL") == ["transaction_isolation"]
+        assert names("SHOW search_path") == ["search_path"]
+        # Catalog statements fold unquoted aliases to lower case, as PostgreSQL does.
+        assert names('SELECT relname AS TABLE_NAME, relkind AS "Kind" FROM pg_catalog.pg_class '
+                     "LIMIT 1") == ["table_name", "Kind"]
+
+
+def test_catalog_lookups_fail_with_postgresql_s_sqlstates(heron_server):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.UndefinedTable, match='relation "no_such" does not'):
+            conn.execute("SELECT 'no_such'::regclass")
+        with pytest.raises(psycopg.errors.UndefinedObject, match="unrecognized configuration"):
+            conn.execute("SELECT current_setting('no_such_setting')")
+        # An oid is DuckDB's UINTEGER, named as the type it is sent as.
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation,
+                           match='invalid input syntax for type oid: "x"'):
+            conn.execute("SELECT 'x'::oid FROM pg_catalog.pg_class")
+        assert conn.execute("SELECT 1").fetchone() == (1,)  # the session goes on

@@ -20,7 +20,14 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 
-from heron.engine.api import AnswerKind, Answers, Metrics, ModelInfo, ProgressCallback, Request
+from heron.engine.api import (
+    AnswerKind,
+    Answers,
+    Metrics,
+    ModelInfo,
+    ProgressCallback,
+    Request,
+)
 from heron.engine.prompts import Prompt
 
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
@@ -69,7 +76,6 @@ class HashEngine:
 
     def answer(self, request: Request, cancel: object = None,
                progress: ProgressCallback | None = None) -> Answers:
-        """The answers, all at once (`progress` hears of them once, as of one chunk)."""
         with self._lock:
             self.requests.append(request)
             values, scores = [], []
@@ -85,7 +91,7 @@ class HashEngine:
                 total += len(prefix) + suffix + labels
                 fresh += len(prefix) - self._resident(prefix) + suffix + labels
             metrics = Metrics(len(request.prompts), total, fresh, total - fresh, 0.0)
-        if progress is not None and request.prompts:
+        if progress is not None:  # all of it in one chunk
             progress(metrics)
         return Answers(request.kind, tuple(values), tuple(scores), metrics)
 

@@ -1,0 +1,382 @@
+"""PostgreSQL's catalog functions as DuckDB macros.
+
+Contract: `session_macros(user, server_version)` are the macros that read no catalog view
+(version, current_setting, current_user, quote_ident, pg_size_pretty, ...) and `CATALOG_MACROS`
+those answered from the catalog views of `heron.planner.pg_catalog_relations` (pg_get_userbyid,
+pg_table_is_visible, format_type, pg_get_indexdef, pg_get_constraintdef, pg_get_viewdef,
+col_description, the privilege functions, the `::regclass` family of look-ups, ...). Each maps a
+macro name to its overloads, `(parameters, body)`; the shim creates the first group before the
+views and the second after them (DuckDB binds a view or macro when it is created).
+
+Each behaves as PostgreSQL 15's function of that name for the objects Heron has, with these
+limits: a view's size is 0, a table's or index's unknown (NULL: DuckDB keeps none per relation),
+the privilege functions answer from Heron's model
+(every role may use every relation, schema and database; pg_has_role follows role membership),
+pg_get_expr gives DuckDB's text of a default, and pg_get_viewdef PostgreSQL's layout of the view's
+query (`heron.planner.pg_viewdef`). Look-ups read each catalog view once per statement (`lookup`
+builds a map): a macro's subquery never mentions its arguments (DuckDB substitutes arguments
+textually, so a correlated subquery could capture a caller's column of the same name, and a
+subquery argument inside a lambda cannot be bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION
+from heron.planner.pg_catalog_types import TYPE_NAMES, literal, values
+
+VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
+SETTINGS_VARIABLE = "heron_settings"
+
+Macros = dict[str, tuple[tuple[str, str], ...]]
+
+# PostgreSQL's keywords that quote_ident quotes (all but the unreserved ones).
+_KEYWORD_LIST = (
+    "all analyse analyze and any array as asc asymmetric authorization between bigint binary "
+    "bit boolean both case cast char character check coalesce collate collation column "
+    "concurrently constraint create cross current_catalog current_date current_role "
+    "current_schema current_time current_timestamp current_user dec decimal default deferrable "
+    "desc distinct do else end except exists extract false fetch float for foreign freeze from "
+    "full grant greatest group grouping having ilike in initially inner inout int integer "
+    "intersect interval into is isnull join lateral leading least left like limit localtime "
+    "localtimestamp national natural nchar none normalize not notnull null nullif numeric "
+    "offset on only or order out outer overlaps overlay placing position precision primary "
+    "real references returning right row select session_user setof similar smallint some "
+    "substring symmetric table tablesample then time timestamp to trailing treat trim true "
+    "union unique user using values varchar variadic verbose when where window with "
+    "xmlattributes xmlconcat xmlelement xmlexists xmlforest xmlnamespaces xmlparse xmlpi "
+    "xmlroot xmlserialize xmltable")
+KEYWORDS = frozenset(_KEYWORD_LIST.split())
+
+
+def _case(arg: str, rows: Mapping[object, object], default: str = "NULL") -> str:
+    """A CASE over a Python mapping: no subquery, so no column of the caller can be captured."""
+    whens = " ".join(f"WHEN {literal(k)} THEN {literal(v)}" for k, v in rows.items())
+    return f"CASE {arg} {whens} ELSE {default} END"
+
+
+def lookup_map(source: str, key: str, value: str, aggregate: str = "first") -> str:
+    """A map of `source`, built once per statement: each `key` (as text, so an OID matches
+    whatever integer type it comes as) to its row's `value` (or the `aggregate` of the values
+    of all its rows)."""
+    return (f"(SELECT map_from_entries(list({{'key': heron_k, 'value': heron_v}})) "
+            f"FROM (SELECT ({key})::VARCHAR AS heron_k, {aggregate}({value}) AS heron_v "
+            f"FROM {source} WHERE {key} IS NOT NULL GROUP BY ALL))")
+
+
+def lookup(source: str, key: str, value: str, arg: str, aggregate: str = "first") -> str:
+    """The value `lookup_map` holds for `arg`. `arg` appears in no lambda: DuckDB cannot bind
+    a subquery inside a lambda, and an argument that is itself a look-up is one."""
+    return f"{lookup_map(source, key, value, aggregate)}[({arg})::VARCHAR]"
+
+
+def let(bindings: Mapping[str, str], body: str) -> str:
+    """`body` with each name of `bindings` standing for its SQL, each evaluated once: a macro's
+    arguments are substituted as text, so an argument used many times (a look-up, a subquery)
+    would otherwise be copied, and planned, that many times. In `body` a binding is `v.name`;
+    `body` may not hold a subquery (it is a lambda's), the bindings may."""
+    struct = ", ".join(f"'{name}': {sql}" for name, sql in bindings.items())
+    return f"list_transform([{{{struct}}}], lambda v: {body})[1]"
+
+
+def _quote_ident(arg: str) -> str:
+    keywords = ", ".join(literal(k) for k in sorted(KEYWORDS))
+    return (f"CASE WHEN regexp_matches({arg}, '^[a-z_][a-z0-9_$]*$') AND {arg} NOT IN "
+            f"({keywords}) THEN {arg} ELSE '\"' || replace({arg}, '\"', '\"\"') || '\"' END")
+
+
+def _size_pretty(arg: str) -> str:
+    """pg_size_pretty: bytes under 10 kB, then kB, MB, GB, TB rounding half up."""
+    units = " ".join(
+        f"WHEN abs({arg}) < 10240::HUGEINT << {10 * i} "
+        f"THEN (({arg} + (CASE WHEN {arg} < 0 THEN -1 ELSE 1 END) * (1::HUGEINT << {10 * i - 1}))"
+        f" // (1::HUGEINT << {10 * i}))::VARCHAR || ' {unit}'"
+        for i, unit in ((1, "kB"), (2, "MB"), (3, "GB"), (4, "TB")))
+    return (f"CASE WHEN {arg} IS NULL THEN NULL WHEN abs({arg}) < 10240 THEN {arg}::VARCHAR "
+            f"|| ' bytes' {units} ELSE (({arg} + (1::HUGEINT << 49)) // (1::HUGEINT << 50))"
+            f"::VARCHAR || ' PB' END")
+
+
+# DuckDB's own current_setting (a TEMP macro of the name shadows it).
+_PATH_SCHEMAS = """coalesce(nullif(list_transform(list_filter(string_split(
+    system.main.current_setting('search_path'), ','), lambda heron_s: trim(heron_s) <> ''),
+    lambda heron_s: trim(split_part(heron_s, '.', -1))), []), [current_schema()])"""
+
+
+def session_macros(user: str, server_version: str) -> Macros:
+    settings = f"getvariable('{SETTINGS_VARIABLE}')[lower(name_arg)]"
+    unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
+    current_user = literal(user)
+    no_text = "NULL::VARCHAR"
+    return {
+        "version": (("", literal(VERSION.format(server_version=server_version))),),
+        "current_setting": (
+            ("name_arg", f"coalesce({settings}, {unknown})"),
+            ("name_arg, missing_ok_arg",
+             f"CASE WHEN missing_ok_arg THEN {settings} ELSE coalesce({settings}, {unknown}) END"),
+        ),
+        # No side effect: Heron's settings change through SET (the value is echoed).
+        "set_config": (("name_arg, value_arg, local_arg", "value_arg"),),
+        # DuckDB answers 'duckdb'; the session's role is the PostgreSQL answer.
+        "current_user": (("", current_user),),
+        "session_user": (("", current_user),),
+        "current_role": (("", current_user),),
+        "quote_ident": (("name_arg", _quote_ident("name_arg")),),
+        # PostgreSQL's current_schemas: the search path's schemas (DuckDB's default schema when
+        # it is empty), after pg_catalog when implicit ones are asked for.
+        "current_schemas": (("implicit_arg", "CASE WHEN implicit_arg THEN ['pg_catalog'] "
+                                             f"ELSE [] END || {_PATH_SCHEMAS}"),),
+        "heron_search_path": (("", f"['{TEMP_NAMESPACE}', 'pg_catalog'] || {_PATH_SCHEMAS}"),),
+        "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
+                                       "|| ''''"),),
+        "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
+        "pg_encoding_to_char": (("encoding_arg", "'UTF8'"),),
+        # No advisory locks can be held, so releasing them all does nothing (asyncpg's pool runs
+        # it whenever it takes a connection back).
+        "pg_advisory_unlock_all": (("", "NULL"),),
+        "pg_is_in_recovery": (("", "false"),),
+        "pg_tablespace_location": (("tablespace_arg", "''"),),
+        "pg_partition_ancestors": (("rel_arg", "rel_arg::UINTEGER"),),  # no partitions: itself
+        "array_remove": (("arr_arg, element_arg",
+                          "list_filter(arr_arg, lambda heron_x: heron_x IS DISTINCT FROM "
+                          "element_arg)"),),
+        "pg_get_function_result": (("function_arg", no_text),),
+        "pg_get_function_arguments": (("function_arg", no_text),),
+        "pg_get_function_identity_arguments": (("function_arg", no_text),),
+        "pg_get_statisticsobjdef_columns": (("stat_arg", no_text),),
+        "pg_get_serial_sequence": (("table_arg, column_arg", no_text),),
+        # Heron has no triggers, rules, partitions or extended statistics.
+        "pg_get_triggerdef": (("trigger_arg", no_text), ("trigger_arg, pretty_arg", no_text)),
+        "pg_get_ruledef": (("rule_arg", no_text), ("rule_arg, pretty_arg", no_text)),
+        "pg_get_partkeydef": (("rel_arg", no_text),),
+        "pg_get_partition_constraintdef": (("rel_arg", no_text),),
+        "pg_get_statisticsobjdef": (("stat_arg", no_text),),
+        "pg_relation_is_publishable": (("rel_arg", "false"),),
+        "pg_database_size": (("database_arg", "(SELECT total_blocks * block_size "
+                                              "FROM pragma_database_size() "
+                                              "WHERE database_name = current_database())"),),
+        "array_upper": (("arr_arg, dim_arg",
+                         "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN len(arr_arg) END"),),
+        "array_lower": (("arr_arg, dim_arg",
+                         "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN 1 END"),),
+        # information_schema._pg_expandarray: one row (x, n) per element, n counting from 1.
+        "_pg_expandarray": (("arr_arg", "unnest(list_transform(list_zip(arr_arg, range(1, "
+                                        "len(arr_arg) + 1)), lambda heron_z: "
+                                        "{'x': heron_z[1], 'n': heron_z[2]}))"),),
+        # Every role may use every object (Heron's privileges are its server privileges).
+        **{name: (("object_arg, privilege_arg", "true"),
+                  ("role_arg, object_arg, privilege_arg", "true"))
+           for name in ("has_table_privilege", "has_schema_privilege",
+                        "has_database_privilege", "has_any_column_privilege",
+                        "has_function_privilege", "has_sequence_privilege",
+                        "has_type_privilege", "has_tablespace_privilege")},
+        "has_column_privilege": (("table_arg, column_arg, privilege_arg", "true"),
+                                 ("role_arg, table_arg, column_arg, privilege_arg", "true")),
+    }
+
+
+_CLASSES = "pg_class heron_c LEFT JOIN pg_namespace heron_n ON heron_n.oid = heron_c.relnamespace"
+# The schemas an unqualified name is looked up in, in order: the session's temporary schema,
+# pg_catalog, then the search path (DuckDB's default schema when the search path is empty).
+_SEARCH_PATH = "heron_search_path()"
+
+
+def _format_type() -> str:
+    # typmod: numeric ((precision << 16) | scale) + 4; character types length + 4.
+    builtin = values((str(oid), name) for oid, name in TYPE_NAMES.items())
+    names = (f"(SELECT map_from_entries(list({{'key': k, 'value': v}})) FROM ("
+             f"SELECT * FROM (VALUES {builtin}) b(k, v) UNION ALL "
+             f"SELECT oid::VARCHAR, first(typname) FROM pg_type "
+             f"WHERE oid::VARCHAR NOT IN (SELECT k FROM (VALUES {builtin}) b(k, v)) "
+             f"GROUP BY oid))")
+    return let({"t": "type_arg::BIGINT", "m": "typmod_arg::INTEGER", "names": names}, """
+        CASE WHEN v.t IS NULL THEN NULL WHEN v.t = 0 THEN '-' ELSE
+          coalesce(v.names[v.t::VARCHAR], '???')
+          || CASE
+               WHEN v.t IN (1700, 1231) AND v.m >= 4 THEN
+                 '(' || (((v.m - 4) >> 16) & 65535) || ',' || ((v.m - 4) & 65535) || ')'
+               WHEN v.t IN (1042, 1043, 1014, 1015) AND v.m >= 4 THEN '(' || (v.m - 4) || ')'
+               ELSE '' END
+        END""")
+
+
+def _regclass_oid() -> str:
+    """to_regclass: a relation's OID from its (possibly qualified, possibly quoted) name, looked
+    up in the search path like PostgreSQL, or from its number; NULL for an unknown name."""
+    parts = ("list_transform(regexp_extract_all(name_arg, '\"((?:[^\"]|\"\")*)\"|([^.\"]+)'), "
+             "lambda heron_p: CASE WHEN starts_with(heron_p, '\"') THEN "
+             "replace(heron_p[2:-2], '\"\"', '\"') ELSE lower(heron_p) END)")
+    bindings = {
+        "name": "name_arg", "parts": parts, "path": _SEARCH_PATH,
+        "qualified": lookup_map(_CLASSES, "heron_n.nspname || '.' || heron_c.relname",
+                                "heron_c.oid"),
+        "unqualified": lookup_map(_CLASSES, "heron_c.relname",
+                                  "{'schema': heron_n.nspname, 'oid': heron_c.oid}", "list")}
+    # A qualified name is looked up as it is, an unqualified one in the first schema of the
+    # search path holding it.
+    return let(bindings, """CASE
+        WHEN regexp_matches(v.name, '^\\s*\\d+\\s*$') THEN trim(v.name)::UINTEGER
+        WHEN len(v.parts) > 1 THEN v.qualified[v.parts[-2] || '.' || v.parts[-1]]::UINTEGER
+        ELSE list_sort(list_filter(list_transform(v.unqualified[v.parts[-1]], lambda y: {
+               'position': coalesce(list_position(v.path, y.schema), 0), 'oid': y.oid}),
+             lambda z: z.position > 0))[1].oid::UINTEGER END""")
+
+
+# Type names the parser knows besides pg_type's and format_type's.
+_TYPE_ALIASES = {"int": 23, "float": 701, "decimal": 1700, "char": 1042, "character": 1042,
+                 "varchar": 1043, "bool": 16, "timestamptz": 1184, "timetz": 1266}
+
+
+def _regtype_oid() -> str:
+    """to_regtype: a type's OID from its name as the parser reads it (format_type's or
+    pg_type's name, an alias such as int, a modifier and a schema ignored, `[]` for its array
+    type); NULL for an unknown name."""
+    names = values([*((v, k) for k, v in TYPE_NAMES.items()), *_TYPE_ALIASES.items()])
+    spellings = f"""(SELECT n.name, t.oid, t.typarray FROM (VALUES {names}) n(name, oid)
+                     JOIN pg_type t ON t.oid = n.oid
+                     UNION ALL SELECT typname, oid, typarray FROM pg_type)"""
+    source = f"""(SELECT name, oid FROM {spellings}
+                  UNION ALL SELECT name || '[]', typarray FROM {spellings}
+                  WHERE typarray <> 0) heron_t"""
+    name = ("lower(trim(regexp_replace(split_part(name_arg, '.', -1), '\\(\\d+(,\\d+)?\\)', "
+            "'')))")
+    return f"({lookup(source, 'heron_t.name', 'heron_t.oid', name)})::UINTEGER"
+
+
+def _relation_name() -> str:
+    """regclass's text: the name, qualified when its schema is not on the search path."""
+    qualified = ("CASE WHEN list_contains(" + _SEARCH_PATH + ", heron_n.nspname) "
+                 "THEN quote_ident(heron_c.relname) ELSE quote_ident(heron_n.nspname) || '.' "
+                 "|| quote_ident(heron_c.relname) END")
+    return f"coalesce({lookup(_CLASSES, 'heron_c.oid', qualified, 'rel_arg')}, rel_arg::VARCHAR)"
+
+
+def _constraint_definition() -> str:
+    referenced = ("CASE WHEN list_contains(" + _SEARCH_PATH + ", heron_k.referenced_schema) "
+                  "THEN quote_ident(heron_k.referenced_table) ELSE "
+                  "quote_ident(heron_k.referenced_schema) || '.' "
+                  "|| quote_ident(heron_k.referenced_table) END")
+    columns = "array_to_string(list_transform({}, lambda heron_y: quote_ident(heron_y)), ', ')"
+    definition = f"""CASE heron_k.contype
+        WHEN 'p' THEN 'PRIMARY KEY (' || {columns.format('heron_k.column_names')} || ')'
+        WHEN 'u' THEN 'UNIQUE (' || {columns.format('heron_k.column_names')} || ')'
+        WHEN 'f' THEN 'FOREIGN KEY (' || {columns.format('heron_k.column_names')}
+                      || ') REFERENCES ' || {referenced} || '('
+                      || {columns.format('heron_k.referenced_column_names')} || ')'
+        ELSE 'CHECK (' || heron_k.expression || ')' END"""
+    return lookup("heron_constraints heron_k", "heron_k.oid", definition, "con_arg")
+
+
+def _index_definition() -> str:
+    """pg_get_indexdef: the CREATE INDEX statement (column 0) or one key column's name."""
+    entry = lookup("heron_indexes heron_i", "heron_i.oid",
+                   "{'statement': heron_i.definition, 'columns': heron_i.column_names}",
+                   "index_arg")
+    return let({"index": entry, "column": "column_arg"},
+               "CASE WHEN coalesce(v.column, 0) = 0 THEN v.index.statement "
+               "ELSE quote_ident(v.index.columns[v.column]) END")
+
+
+# The fixed OIDs of the catalogs objects are described in (obj_description's second argument).
+_CATALOG_OIDS = {"pg_class": 1259, "pg_type": 1247, "pg_namespace": 2615, "pg_constraint": 2606,
+                 "pg_proc": 1255, "pg_attribute": 1249, "pg_am": 2601, "pg_opclass": 2616,
+                 "pg_collation": 3456, "pg_trigger": 2620, "pg_rewrite": 2618,
+                 "pg_extension": 3079, "pg_language": 2612, "pg_operator": 2617,
+                 "pg_cast": 2605, "pg_conversion": 2607, "pg_ts_config": 3602,
+                 "pg_ts_dict": 3600, "pg_ts_parser": 3601, "pg_ts_template": 3764,
+                 "pg_event_trigger": 3466, "pg_policy": 3256, "pg_statistic_ext": 3381,
+                 "pg_publication": 6104, "pg_subscription": 6100, "pg_database": 1262,
+                 "pg_tablespace": 1213, "pg_authid": 1260, "pg_enum": 3501}
+
+
+def _description(objoid: str, classoid: str, objsubid: str) -> str:
+    return lookup("pg_description", "objoid || '/' || classoid || '/' || objsubid",
+                  "description", f"{objoid} || '/' || {classoid} || '/' || {objsubid}")
+
+
+def _viewdef(pretty: str) -> str:
+    definition = lookup("heron_relations heron_v", "heron_v.oid", "heron_v.definition",
+                        "view_arg")
+    return f"{VIEWDEF_FUNCTION}({definition}, (SELECT types FROM heron_column_types), {pretty})"
+
+
+def _has_role(user: str) -> str:
+    """pg_has_role: superusers have every role; others their own and those granted them."""
+    def role(arg: str) -> str:  # a role by name or OID
+        by_name = lookup("heron_roles heron_r", "heron_r.name", "heron_r", f"{arg}::VARCHAR")
+        by_oid = lookup("heron_roles heron_r", "heron_r.oid::VARCHAR", "heron_r",
+                        f"{arg}::VARCHAR")
+        return f"coalesce({by_name}, {by_oid})"
+    return let({"user": role(user), "role": role("role_arg")},
+               "coalesce(v.user.superuser OR v.user.oid = v.role.oid "
+               "OR list_contains(v.user.member_of, v.role.oid), false)")
+
+
+def _size() -> str:
+    """A relation's size in bytes: a view has none (0); DuckDB keeps no size per table or
+    index, so theirs are unknown (NULL)."""
+    kind = lookup("heron_relations heron_r", "heron_r.oid", "heron_r.relkind", "rel_arg")
+    return f"CASE WHEN {kind} = 'v' THEN 0 END::BIGINT"
+
+
+CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
+    # ::regclass and friends (see the rewrite): text -> OID, OID -> display name.
+    "to_regclass": (("name_arg", _regclass_oid()),),
+    "heron_regclass_oid": (("name_arg", "coalesce(to_regclass(name_arg), error('relation \"' "
+                                        "|| name_arg || '\" does not exist'))"),),
+    "heron_regclass_name": (("rel_arg", _relation_name()),),
+    "to_regtype": (("name_arg", _regtype_oid()),),
+    "heron_regtype_oid": (("name_arg", "coalesce(to_regtype(name_arg), error('type \"' "
+                                       "|| name_arg || '\" does not exist'))"),),
+    "heron_regtype_name": (("type_arg", "format_type(type_arg, NULL)"),),
+    "to_regnamespace": (("name_arg", lookup(
+        "pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
+    "heron_regnamespace_oid": (("name_arg", "coalesce(to_regnamespace(name_arg), error("
+                                            "'schema \"' || name_arg || '\" does not exist'))"),),
+    "heron_regnamespace_name": (("ns_arg", lookup(
+        "pg_namespace heron_n", "heron_n.oid", "heron_n.nspname", "ns_arg")),),
+    # regproc columns (typinput, ...) hold a function's name: text casts to its bare name.
+    "heron_regproc": (("name_arg", "regexp_replace(regexp_replace(name_arg, "
+                                   "'^pg_catalog\\.', ''), '\\(.*\\)$', '')"),),
+    "heron_regproc_name": (("proc_arg", lookup(
+        "pg_catalog.pg_proc heron_p", "heron_p.oid", "heron_p.proname", "proc_arg")),),
+    "to_regrole": (("name_arg", lookup("heron_roles heron_r", "heron_r.name", "heron_r.oid",
+                                       "name_arg")),),
+    "heron_regrole_oid": (("name_arg", "coalesce(to_regrole(name_arg), error('role \"' "
+                                       "|| name_arg || '\" does not exist'))"),),
+    "heron_regrole_name": (("role_arg", lookup("heron_roles heron_r", "heron_r.oid",
+                                               "heron_r.name", "role_arg")),),
+    **{name: (("rel_arg", _size()),) for name in (
+        "pg_table_size", "pg_total_relation_size", "pg_indexes_size")},
+    "pg_relation_size": (("rel_arg", _size()), ("rel_arg, fork_arg", _size())),
+    "pg_get_userbyid": (("role_arg", "coalesce(" + lookup(
+        "heron_roles heron_r", "heron_r.oid", "heron_r.name", "role_arg")
+        + ", 'unknown (OID=' || role_arg || ')')"),),
+    # Visible: the relation's schema is on the search path (pg_catalog always is).
+    "pg_table_is_visible": (("rel_arg", f"list_contains({_SEARCH_PATH}, " + lookup(
+        _CLASSES, "heron_c.oid", "heron_n.nspname", "rel_arg") + ")"),),
+    **{name: (("object_arg", "true"),) for name in (
+        "pg_type_is_visible", "pg_function_is_visible", "pg_statistics_obj_is_visible",
+        "pg_collation_is_visible", "pg_conversion_is_visible", "pg_operator_is_visible",
+        "pg_opclass_is_visible", "pg_opfamily_is_visible", "pg_ts_config_is_visible",
+        "pg_ts_dict_is_visible", "pg_ts_parser_is_visible", "pg_ts_template_is_visible")},
+    "format_type": (("type_arg, typmod_arg", _format_type()),),
+    "pg_get_expr": (("expr_arg, relation_arg", "expr_arg::VARCHAR"),
+                    ("expr_arg, relation_arg, pretty_arg", "expr_arg::VARCHAR")),
+    "pg_get_viewdef": (("view_arg", _viewdef("false")),
+                       ("view_arg, pretty_arg", _viewdef("pretty_arg"))),
+    "pg_get_indexdef": (("index_arg", _index_definition().replace("column_arg", "0")),
+                        ("index_arg, column_arg, pretty_arg", _index_definition())),
+    "pg_get_constraintdef": tuple((params, _constraint_definition())
+                                  for params in ("con_arg", "con_arg, pretty_arg")),
+    "col_description": (("table_arg, column_arg",
+                         _description("table_arg", "1259", "column_arg")),),
+    "obj_description": (("object_arg", _description("object_arg", "1259", "0")),
+                        ("object_arg, catalog_arg", _description("object_arg", _case(
+                            "replace(lower(catalog_arg), 'pg_catalog.', '')",
+                            _CATALOG_OIDS), "0"))),
+    "shobj_description": (("object_arg, catalog_arg", "NULL::VARCHAR"),),
+    "pg_has_role": (("role_arg, privilege_arg", _has_role("current_user")),
+                    ("user_arg, role_arg, privilege_arg", _has_role("user_arg"))),
+}
