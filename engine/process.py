@@ -388,7 +388,11 @@ class EngineProcess:
                 break
         with self._sending:
             if not self._closed:  # the child went away on its own, or `kill` ended it
-                self._process.join(_STOP_GRACE_SECONDS)
+                # Joined in steps, not once: another thread joining the child at the same time
+                # may be the one that reaps it, and its exit code shows up here a moment later.
+                deadline = time.monotonic() + _STOP_GRACE_SECONDS
+                while self._process.exitcode is None and time.monotonic() < deadline:
+                    self._process.join(0.01)
                 self._failure = EngineDied(self._death())
                 self._closed = True
         self._fail_waiting()
