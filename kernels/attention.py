@@ -154,7 +154,8 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
         GROUP=group, BLOCK_M=block_m, ROWS=launch.rows, BLOCK_N=block_n, D=dim,
-        WITH_LSE=with_lse, num_warps=launch.num_warps, num_stages=launch.num_stages)
+        KV_HEADS=kv_heads, WITH_LSE=with_lse, num_warps=launch.num_warps,
+        num_stages=launch.num_stages)
     return out, (lse if with_lse else None)
 
 
@@ -164,11 +165,27 @@ def _kernel() -> Any:
     import triton.language as tl  # noqa: PLC0415
 
     @triton.jit
+    def key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head, stride_k, stride_v,
+                 BLOCK_N: tl.constexpr, D: tl.constexpr):
+        """Keys and values [BLOCK_N, D] of one tile of a key list, gathered by slot; rows past
+        the list are 0."""
+        n = start + tl.arange(0, BLOCK_N)
+        in_list = n < kv_len
+        dims = tl.arange(0, D)
+        slot = tl.load(index_ptr + kv_start + n, mask=in_list, other=0).to(tl.int64)
+        kt = tl.load(k_ptr + slot[:, None] * stride_k + kv_head * D + dims[None, :],
+                     mask=in_list[:, None], other=0.0)
+        vt = tl.load(v_ptr + slot[:, None] * stride_v + kv_head * D + dims[None, :],
+                     mask=in_list[:, None], other=0.0)
+        return kt, vt
+
+    @triton.jit
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
         q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, stride_q, stride_k,
         stride_v, stride_o, scale_log2, GROUP: tl.constexpr, BLOCK_M: tl.constexpr,
-        ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, WITH_LSE: tl.constexpr,
+        ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, KV_HEADS: tl.constexpr,
+        WITH_LSE: tl.constexpr,
     ):
         tile = tl.program_id(0)
         kv_head = tl.program_id(1)
@@ -179,7 +196,7 @@ def _kernel() -> Any:
         kv_start = tl.load(kv_start_ptr + seg)
         kv_len = tl.load(kv_len_ptr + seg)
         offset = tl.load(offset_ptr + seg)
-        heads_total = tl.num_programs(1) * GROUP
+        heads_total = KV_HEADS * GROUP
 
         # Row r of the tile: query token first + r // GROUP, head kv_head * GROUP + r % GROUP.
         r = tl.arange(0, ROWS)
@@ -192,17 +209,27 @@ def _kernel() -> Any:
 
         last = tl.minimum(first + BLOCK_M, q_len) - 1  # the tile's last query token
         end = tl.minimum(kv_len, last + offset + 1)
+        # Tiles every query of the program sees whole need no mask: the same bits, less work.
+        whole = tl.minimum(kv_len, first + offset + 1) // BLOCK_N * BLOCK_N
         m_i = tl.full((ROWS,), float("-inf"), dtype=tl.float32)
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
-        for start in range(0, end, BLOCK_N):
+        for start in range(0, whole, BLOCK_N):
+            kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
+                              stride_k, stride_v, BLOCK_N, D)
+            scores = tl.dot(qt, tl.trans(kt)) * scale_log2
+            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(scores - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
+            m_i = m_new
+        for start in range(whole, end, BLOCK_N):
+            kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
+                              stride_k, stride_v, BLOCK_N, D)
             n = start + tl.arange(0, BLOCK_N)
-            in_list = n < kv_len
-            slot = tl.load(index_ptr + kv_start + n, mask=in_list, other=0).to(tl.int64)
-            kt = tl.load(k_ptr + slot[None, :] * stride_k + kv_head * D + dims[:, None],
-                         mask=in_list[None, :], other=0.0)
-            scores = tl.dot(qt, kt) * scale_log2
-            visible = in_list[None, :] & (n[None, :] <= token[:, None] + offset)
+            scores = tl.dot(qt, tl.trans(kt)) * scale_log2
+            visible = (n[None, :] < kv_len) & (n[None, :] <= token[:, None] + offset)
             scores = tl.where(visible, scores, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(scores, axis=1))
             # Rows with nothing visible yet keep m = -inf; their weights stay exactly 0.
@@ -210,8 +237,6 @@ def _kernel() -> Any:
             alpha = tl.exp2(m_i - safe)
             p = tl.exp2(scores - safe[:, None])
             l_i = l_i * alpha + tl.sum(p, axis=1)
-            vt = tl.load(v_ptr + slot[:, None] * stride_v + kv_head * D + dims[None, :],
-                         mask=in_list[:, None], other=0.0)
             acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
             m_i = m_new
         result = acc / l_i[:, None]

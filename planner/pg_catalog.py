@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import duckdb
 import pyarrow as pa
 
-from heron.planner import pg_catalog_relations, pg_information_schema, pg_viewdef
+from heron.planner import pg_activity, pg_catalog_relations, pg_information_schema, pg_viewdef
 from heron.planner.pg_catalog_functions import CATALOG_MACROS, SETTINGS_VARIABLE, session_macros
 from heron.planner.pg_catalog_relations import (
     BOOTSTRAP_SUPERUSER,
@@ -85,6 +85,8 @@ def _system_relations() -> str:
             for r in pg_catalog_relations.RELATIONS]
     rows += [(r.name, pg_information_schema.view_name(r.name), "information_schema", "v", None)
              for r in pg_information_schema.RELATIONS]
+    # The sessions' activity (`planner.pg_activity`): system views, as in PostgreSQL.
+    rows += [(name, name, "pg_catalog", "v", None) for name in sorted(pg_activity.RELATIONS)]
     return (f"SELECT * FROM (VALUES {values(rows)}) s(name, view_name, namespace, relkind, "
             f"fixed_oid)")
 

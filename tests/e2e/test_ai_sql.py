@@ -58,8 +58,9 @@ def test_psql_runs_the_filter_and_reports_the_work(ai_server, expected_ids):
 
 
 def work_of(notice: str) -> tuple[int, int]:
-    """(prompts, answers reused) from an operator's NOTICE."""
-    prompts = int(re.search(r"(\d+) prompts", notice)[1])
+    """(prompts, answers reused) from an operator's summary NOTICE (progress NOTICEs before
+    it say "n of N prompts answered")."""
+    prompts = int(re.search(r"(\d+) prompts,", notice)[1])
     reused = re.search(r"(\d+) answers reused", notice)
     return prompts, int(reused[1]) if reused else 0
 
