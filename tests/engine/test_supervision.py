@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from support.engine_reference import boolean
-from support.processes import alive, wait_for
+from support.polling import wait_for
+from support.processes import alive
 
 from heron.engine.api import EngineCancelled, EngineError
 from heron.engine.config import EngineConfig

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from support.processes import alive, wait_for
+from support.polling import wait_for
+from support.processes import alive
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -60,11 +61,10 @@ def engine_pid(server) -> int:
     raise AssertionError("the server has no engine process")
 
 
-def _one_long_prompt(attempt: int) -> str:
-    """An AI statement over one document of ~9,200 tokens never asked before (no answer or KV
-    to reuse)."""
-    return (f"SELECT id FROM long_docs WHERE id = {attempt % 8} AND "
-            f"AI.IF(('Question {attempt}: is it long? ', body))")
+def _long_prompts(attempt: int) -> str:
+    """An AI statement over 8 documents of ~9,200 tokens each (several seconds on CPU), with a
+    question never asked before (no answer or KV to reuse)."""
+    return f"SELECT id FROM long_docs WHERE AI.IF(('Question {attempt}: is it long? ', body))"
 
 
 # -- the engine dies ---------------------------------------------------------------------------
@@ -115,9 +115,9 @@ def test_an_ai_statement_with_a_prompt_longer_than_a_chunk_cancels_within_a_seco
             timer = threading.Timer(0.5, cancel)
             timer.start()
             with pytest.raises(psycopg.errors.QueryCanceled):
-                conn.execute(_one_long_prompt(100 + attempt))
+                conn.execute(_long_prompts(100 + attempt))
             latency = time.monotonic() - cancelled_at[0]
-            print(f"\ncancel of a ~9,200-token prompt took {latency:.3f} s")
+            print(f"\ncancel of an AI statement over ~9,200-token prompts took {latency:.3f} s")
             assert latency < 1.0
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
@@ -129,9 +129,10 @@ def test_statement_timeout_stops_an_ai_statement_within_a_second(ai_server):
             started = time.monotonic()
             with pytest.raises(psycopg.errors.QueryCanceled,
                                match="canceling statement due to statement timeout"):
-                conn.execute(_one_long_prompt(200 + attempt))
+                conn.execute(_long_prompts(200 + attempt))
             elapsed = time.monotonic() - started
-            print(f"\nstatement_timeout 400 ms stopped a ~9,200-token prompt after {elapsed:.3f} s")
+            print(f"\nstatement_timeout 400 ms stopped an AI statement over ~9,200-token "
+                  f"prompts after {elapsed:.3f} s")
             assert elapsed < 1.4
         conn.execute("RESET statement_timeout")
         assert conn.execute("SELECT 1").fetchone() == (1,)
@@ -208,7 +209,7 @@ def test_sigterm_cancels_running_ai_statements_and_exits_cleanly(spawn_heron, tm
 
     def run(conn: psycopg.Connection, seed: int) -> None:
         try:
-            conn.execute(_one_long_prompt(300 + seed))
+            conn.execute(_long_prompts(300 + seed))
         except BaseException as exc:  # noqa: BLE001 - checked below
             errors.append(exc)
 
@@ -301,3 +302,24 @@ def test_explain_of_a_10k_by_10k_ai_join_returns_within_a_second(ai_server):
         candidates = next(line.split()[-1] for line in lines
                           if line.strip().startswith("candidates"))
         assert candidates == "~100000000"
+
+
+# -- the server's token budget -------------------------------------------------------------------
+
+
+def test_max_statement_tokens_is_every_session_default_budget(spawn_heron, tmp_path, tiny_qwen3):
+    server = spawn_heron(tmp_path / "data", "--model", str(tiny_qwen3[0]),
+                         "--max-statement-tokens", "2000", timeout=120)
+    _setup(server)
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        assert conn.execute("SHOW heron.max_tokens").fetchone() == ("2000",)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded,
+                           match="more than heron.max_tokens allows") as info:
+            conn.execute(MANY)
+        assert "SET heron.max_tokens" in info.value.diag.message_hint
+        small = "SELECT count(*) FROM docs WHERE id < 3 AND AI.IF(('Is it long? ', body))"
+        assert conn.execute(small).fetchone()[0] <= 3  # within the budget: it runs
+        conn.execute("SET heron.max_tokens = 0")  # no limit for this session
+        assert conn.execute(MANY).fetchone()[0] >= 0
+        conn.execute("RESET heron.max_tokens")  # back to the server's default
+        assert conn.execute("SHOW heron.max_tokens").fetchone() == ("2000",)

@@ -1,13 +1,10 @@
-"""Watching processes from the tests: whether one still runs, waiting for a condition.
+"""Whether a process still runs, from /proc (tests that kill or watch processes).
 
-`alive(pid)` is whether process `pid` runs (a zombie, dead but not yet reaped, counts as gone);
-`wait_for(condition, timeout)` polls `condition` every 20 ms and says whether it held in time.
+`alive(pid)`: a zombie, dead but not yet reaped, counts as gone.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 
@@ -17,12 +14,3 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
-
-
-def wait_for(condition: Callable[[], object], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
