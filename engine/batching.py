@@ -23,6 +23,7 @@ import torch
 
 from heron.engine import attention
 from heron.engine.attention import AttentionPlan, RowSpan, SegmentPlan
+from heron.kernels.host import to_device
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,10 +124,7 @@ def pack(
         padded_targets[i, : len(ids)] = ids
 
     def on_device(array: np.ndarray) -> torch.Tensor:
-        tensor = torch.from_numpy(np.ascontiguousarray(array))
-        if device.type == "cuda":
-            tensor = tensor.pin_memory()
-        return tensor.to(device, non_blocking=True)
+        return to_device(array, device)
 
     def joined(parts: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)

@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from heron.kernels.host import to_device
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -95,7 +97,7 @@ def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
     Triton specializes a kernel on its pointers' alignment, so views at arbitrary offsets would
     compile a new variant whenever the array sizes change."""
     padded = [np.pad(a, (0, -len(a) % 4)) for a in arrays]
-    flat = torch.from_numpy(np.concatenate(padded)).to(device, non_blocking=True)
+    flat = to_device(np.concatenate(padded), device)
     views, offset = [], 0
     for array, part in zip(arrays, padded, strict=True):
         views.append(flat[offset:offset + len(array)])

@@ -35,6 +35,8 @@ from itertools import chain
 import numpy as np
 import torch
 
+from heron.kernels.host import to_device
+
 
 @dataclass(frozen=True, slots=True)
 class RowSpan:
@@ -283,10 +285,7 @@ def _to_device(
         arrays.append(suffix_tokens)
     views: list[torch.Tensor] = []
     if arrays:
-        flat = torch.from_numpy(np.concatenate(arrays))
-        if device.type == "cuda":
-            flat = flat.pin_memory()
-        flat = flat.to(device, non_blocking=True)
+        flat = to_device(np.concatenate(arrays), device)
         bounds = np.cumsum([0] + [len(a) for a in arrays])
         views = [flat[bounds[j] : bounds[j + 1]] for j in range(len(arrays))]
     taken = iter(views)

@@ -29,6 +29,7 @@ import torch
 
 from heron.engine.attention.plan import RowSpan
 from heron.kernels.attention import Launch, Segments, segment_attention
+from heron.kernels.host import to_device
 from heron.kernels.lse_merge import lse_merge
 
 # Query rows per program for each part: tall tiles where a segment holds many queries (whole
@@ -81,7 +82,7 @@ def plan_segments(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
     shared = Segments.build(starts, lengths, lists, [len(k) for k in lists], device)
     suffix_tokens = np.concatenate([own_keys(i) for i in order])
     return SegmentPlan(plain_segments, own, shared,
-                       torch.from_numpy(suffix_tokens).to(device, non_blocking=True))
+                       to_device(suffix_tokens, device))
 
 
 def segment_packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
