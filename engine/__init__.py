@@ -4,7 +4,8 @@ label out of a set, or generated text.
 Public surface (importing this package never imports torch — the server process stays light):
 
 - ``open_engine(config, in_process=...)``: the entry point. By default it starts the resident
-  engine process (``engine.process.EngineProcess``), which owns the model and KV arena;
+  engine process (``engine.process.EngineProcess``), which owns the model and KV arena, under an
+  ``engine.supervisor.EngineSupervisor`` that restarts it when it dies or hangs;
   ``in_process=True`` builds a ``engine.local.LocalEngine`` in this process (tests, tools).
   Either runs every caller's requests through one scheduler (``engine.scheduler``).
 - ``engine.config``: ``EngineConfig`` (model, device, KV arena, chunk and block sizes), validated
@@ -65,6 +66,6 @@ def open_engine(config: EngineConfig, *, in_process: bool = False) -> Engine:
         from heron.engine.local import LocalEngine  # noqa: PLC0415 - imports torch
 
         return LocalEngine(config)
-    from heron.engine.process import EngineProcess  # noqa: PLC0415
+    from heron.engine.supervisor import EngineSupervisor  # noqa: PLC0415
 
-    return EngineProcess(config)
+    return EngineSupervisor(config)

@@ -16,6 +16,9 @@ Contract:
 - ``Engine.count_tokens(texts)`` counts tokens exactly as the engine tokenizes prompt parts
   (no special tokens), for the planner's cost model.
 - Every failure the user should see is an ``EngineError`` whose message is shown to SQL users.
+  A request holding a prompt longer than the model's context (``ModelInfo.context_tokens``,
+  counting the tokens a label or a completion adds) is refused whole with ``PromptTooLong``
+  before the model runs any of it.
 - A ``Request`` pickles each distinct text once, however many prompts repeat it (a join's anchor
   document is shared by every pair it is part of).
 """
@@ -46,6 +49,20 @@ class EngineError(Exception):
     """A failure of the engine; the message is shown to SQL users, so it says what to fix."""
 
 
+class PromptTooLong(EngineError):
+    """A prompt does not fit the model's context; nothing of its request ran."""
+
+    def __init__(self, prompt: int, tokens: int, context: int) -> None:
+        super().__init__(f"prompt {prompt + 1} of the request has {tokens} tokens, more than "
+                         f"the model's context of {context} tokens")
+        self.prompt = prompt  # its index in the request
+        self.tokens = tokens
+        self.context = context
+
+    def __reduce__(self) -> tuple[type[PromptTooLong], tuple[int, int, int]]:
+        return PromptTooLong, (self.prompt, self.tokens, self.context)  # crosses the pipe whole
+
+
 class EngineCancelled(EngineError):
     """The call was cancelled by its caller; the engine stays usable."""
 
@@ -72,6 +89,7 @@ class ModelInfo:
     num_params: int
     dtype: str
     device: str
+    context_tokens: int  # the longest prompt (with what an answer adds) it reads
 
 
 @dataclass

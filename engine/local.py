@@ -7,7 +7,8 @@ Contract:
   scheduler the resident process runs. With ``background=False`` no thread runs: the caller
   drives ``scheduler.step()`` itself (tests that count chunks), and only ``submit`` is usable.
 - ``answer`` / ``evaluate`` may be called from many threads at once. Each call tokenizes its
-  prompts in the calling thread (each distinct text once, cached across calls), submits one
+  prompts in the calling thread (each distinct text once, cached across calls), refuses the
+  request with ``PromptTooLong`` if a prompt exceeds the model's context, submits one
   ``Job`` and waits for it, calling ``progress`` in the calling thread as chunks finish. If the
   callback raises, the job is withdrawn and the exception propagates. ``evaluate`` returns the
   raw ``Evaluation`` (logits, label log-probabilities, token ids), ``answer`` reads it.
@@ -20,6 +21,7 @@ import math
 import threading
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from heron.engine.answers import AnswerTokens, Evaluation, read_answers
@@ -29,6 +31,7 @@ from heron.engine.api import (
     EngineError,
     ModelInfo,
     ProgressCallback,
+    PromptTooLong,
     Request,
 )
 from heron.engine.config import EngineConfig
@@ -37,7 +40,7 @@ from heron.engine.model import Decoder
 from heron.engine.runner import ModelRunner
 from heron.engine.scheduler import Failed, Finished, Job, Progress, Scheduler, drain
 from heron.engine.spec import ModelSpec
-from heron.engine.tokenizer import load_tokenizer
+from heron.engine.tokenizer import TokenizedPrompts, load_tokenizer
 from heron.engine.weights import resolve_model
 
 
@@ -75,6 +78,7 @@ class LocalEngine:
             num_params=self.decoder.num_params,
             dtype=str(self.decoder.dtype).removeprefix("torch."),
             device=device,
+            context_tokens=spec.context_tokens,
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -128,15 +132,34 @@ class LocalEngine:
 
     def submit(self, request: Request, cancel: CancelFlag | None = None) -> Job:
         """Tokenize ``request`` (in this thread) and queue it as a ``Job``; its events say how
-        it goes."""
+        it goes. ``PromptTooLong`` when a prompt does not fit the model's context."""
+        tokenized = self.tokenizer.encode_prompts(request.prompts)
+        labels = self.tokenizer.encode([" " + label for label in request.labels])
+        # A label's tokens but its last are read after the prompt; a completion's tokens follow it.
+        added = max((len(ids) - 1 for ids in labels), default=0) + max(request.max_tokens - 1, 0)
+        check_context(tokenized, added, self.info.context_tokens)
         job = Job(
             request.kind,
-            self.tokenizer.encode_prompts(request.prompts),
+            tokenized,
             cancel,
             answer_width=len(self.answer_tokens.ids),
-            labels=self.tokenizer.encode([" " + label for label in request.labels]),
+            labels=labels,
             max_tokens=request.max_tokens,
             stop_ids=self.tokenizer.stop_ids,
+            block_tokens=self.tree.block_tokens,
         )
         self.scheduler.submit(job)
         return job
+
+
+def check_context(tokenized: TokenizedPrompts, added: int, context: int) -> None:
+    """Refuse (``PromptTooLong``) the first prompt that, with ``added`` tokens more, exceeds
+    ``context`` tokens."""
+    if not len(tokenized):
+        return
+    prefixes = np.fromiter((len(ids) for ids in tokenized.prefixes), np.int64)
+    suffixes = np.fromiter((len(ids) for ids in tokenized.suffixes), np.int64)
+    lengths = prefixes[tokenized.prefix_of] + suffixes[tokenized.suffix_of] + added
+    over = np.flatnonzero(lengths > context)
+    if len(over):
+        raise PromptTooLong(int(over[0]), int(lengths[over[0]]), context)

@@ -3,18 +3,24 @@
 The parent (the server) never imports torch. ``EngineProcess(config)`` spawns a child with the
 multiprocessing "spawn" context, handing it the ``EngineConfig`` whole (pickled); the child
 builds ``LocalEngine(config)`` and serves calls over a ``Pipe``. Every message is a pickled frozen
-dataclass: ``_Answer``, ``_CountTokens``, ``_Cancel``, ``_Stop`` to the child; ``_Ready``,
-``_StartFailed``, ``_Progress``, ``_Done``, ``_Failed`` back. Calls carry an id, so any number
-run at once: the child answers each call in a thread of its own (the engine's scheduler
-interleaves their chunks), and a reader thread in the parent routes every reply to the caller
-waiting for that id.
+dataclass: ``_Answer``, ``_CountTokens``, ``_Health``, ``_Cancel``, ``_Stop`` to the child;
+``_Ready``, ``_StartFailed``, ``_Started``, ``_Progress``, ``_Done``, ``_Failed`` back. Calls
+carry an id, so any number run at once: the child answers each ``_Answer`` in a thread of its own
+(the engine's scheduler interleaves their chunks) and the others at once, and a reader thread in
+the parent routes every reply to the caller waiting for that id.
 
 Guarantees:
 - start-up failures in the child (unknown model, bad weights) raise ``EngineError`` in the parent
   with the child's message, as soon as the child reports or dies, or after
   ``config.startup_timeout_s`` at the latest;
 - a call never hangs on a dead child: the reader thread notices the child's exit (or a closed
-  pipe) and fails every waiting call with ``EngineError``, after which the engine is closed;
+  pipe) and fails every waiting call with ``EngineDied`` (saying whether the child had begun it:
+  it acknowledges each ``_Answer`` with ``_Started``), after which the engine is closed and
+  ``died`` is set; ``kill(reason)`` ends a child that stopped answering the same way;
+- ``health(timeout)`` asks the child whether it still answers, and how long its step loop has
+  been inside one step (``Health``); no answer within ``timeout`` raises ``EngineError``;
+- the child never outlives its server: it exits at once when the pipe reports the parent gone,
+  and a watchdog thread exits it when its parent process changes (the parent was killed);
 - a caller's cancel flag is forwarded as ``_Cancel(id)``: it stops that call only;
 - a ``progress`` callback is called in the caller's thread with each ``_Progress`` of its call;
 - ``close()`` stops the child (politely, then by terminate), fails calls still waiting, and is
@@ -28,6 +34,7 @@ import itertools
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -50,6 +57,23 @@ from heron.engine.config import EngineConfig
 
 _POLL_SECONDS = 0.05
 _STOP_GRACE_SECONDS = 5.0
+_PARENT_POLL_SECONDS = 0.25  # how often the child checks that its server still runs
+
+
+class EngineDied(EngineError):
+    """The engine process exited (or was killed) while the call waited for it. ``started``:
+    whether the child had begun the call (a call it never received can run elsewhere)."""
+
+    def __init__(self, message: str, started: bool = True) -> None:
+        super().__init__(message)
+        self.started = started
+
+
+@dataclass(frozen=True)
+class Health:
+    """The child's answer to ``EngineProcess.health``."""
+
+    step_seconds: float  # how long its step loop has been inside the current step (0: idle)
 
 
 # Parent -> child
@@ -64,6 +88,11 @@ class _Answer:
 class _CountTokens:
     call: int
     texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Health:
+    call: int
 
 
 @dataclass(frozen=True)
@@ -89,6 +118,11 @@ class _StartFailed:
 
 
 @dataclass(frozen=True)
+class _Started:
+    call: int
+
+
+@dataclass(frozen=True)
 class _Progress:
     call: int
     metrics: Metrics
@@ -97,22 +131,30 @@ class _Progress:
 @dataclass(frozen=True)
 class _Done:
     call: int
-    value: Any  # Answers for _Answer, list[int] for _CountTokens
+    value: Any  # Answers for _Answer, list[int] for _CountTokens, Health for _Health
 
 
 @dataclass(frozen=True)
 class _Failed:
     call: int
-    message: str
+    error: EngineError  # raised in the caller as it is (EngineCancelled, PromptTooLong, ...)
     detail: str  # the child's traceback, for logs
-    cancelled: bool = False
+
+_Reply = _Started | _Progress | _Done | _Failed
 
 
-_Reply = _Progress | _Done | _Failed
+def _exit_with(parent: int) -> None:
+    """Watchdog thread of the child: exit as soon as the server process is gone (the child is
+    then re-parented), even while every other thread is busy."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)
 
 
-def _serve(conn: Connection, config: EngineConfig) -> None:
+def _serve(conn: Connection, config: EngineConfig, parent: int) -> None:
     """Child process main: build the engine, report readiness, serve calls until _Stop."""
+    threading.Thread(target=_exit_with, args=(parent,), name="heron-parent-watch",
+                     daemon=True).start()
     # Must precede the torch import: spinning OpenMP workers collapse (10-30x slower) when the
     # host is shared and a core is taken by another process; passive waiting costs ~nothing.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -138,10 +180,10 @@ def _serve(conn: Connection, config: EngineConfig) -> None:
         try:
             reply: _Reply = _Done(message.call, engine.answer(
                 message.request, cancel, progress if message.progress else None))
-        except EngineCancelled as exc:
-            reply = _Failed(message.call, str(exc), "", cancelled=True)
+        except EngineError as exc:
+            reply = _Failed(message.call, exc, traceback.format_exc())
         except Exception as exc:  # noqa: BLE001 - report, keep serving
-            reply = _Failed(message.call, _message(exc), traceback.format_exc())
+            reply = _Failed(message.call, EngineError(_message(exc)), traceback.format_exc())
         cancels.pop(message.call, None)
         send(reply)
 
@@ -149,11 +191,12 @@ def _serve(conn: Connection, config: EngineConfig) -> None:
     while True:
         try:
             message = conn.recv()
-        except EOFError:  # parent went away
-            break
+        except (EOFError, OSError):  # the server went away without a word: no one to answer
+            os._exit(1)
         if isinstance(message, _Stop):
             break
         if isinstance(message, _Answer):
+            send(_Started(message.call))
             cancel = cancels[message.call] = threading.Event()
             threading.Thread(target=answer, args=(message, cancel), daemon=True,
                              name=f"heron-call-{message.call}").start()
@@ -162,6 +205,10 @@ def _serve(conn: Connection, config: EngineConfig) -> None:
                 cancels[message.call].set()
         elif isinstance(message, _CountTokens):
             send(_Done(message.call, engine.count_tokens(message.texts)))
+        elif isinstance(message, _Health):
+            busy_since = engine.scheduler.busy_since
+            send(_Done(message.call, Health(
+                0.0 if busy_since is None else time.monotonic() - busy_since)))
     engine.close()
 
 
@@ -179,7 +226,7 @@ class EngineProcess:
         self._conn, child_conn = context.Pipe()
         self._process = context.Process(
             target=_serve,
-            args=(child_conn, config),
+            args=(child_conn, config, os.getpid()),
             name=f"heron-engine[{config.model}]",
             daemon=True,  # never outlive the server
         )
@@ -187,7 +234,9 @@ class EngineProcess:
         self._waiting: dict[int, queue.SimpleQueue[_Reply]] = {}
         self._calls = itertools.count(1)
         self._closed = False
-        self._failure = "engine is closed"  # what waiting and later calls are told
+        self._failure: EngineError = EngineError("engine is closed")  # for waiting, later calls
+        self._kill_reason: str | None = None  # why `kill` ended the child
+        self.died = threading.Event()  # the child went away on its own or was killed
         self._process.start()
         child_conn.close()  # so the parent sees EOF if the child dies
         try:
@@ -220,6 +269,37 @@ class EngineProcess:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return list(self._call(lambda call: _CountTokens(call, tuple(texts))))
 
+    def health(self, timeout: float) -> Health:
+        """Whether the child still answers (``EngineError`` when it does not within
+        ``timeout`` seconds), and how long its current step has run."""
+        result = self._call(lambda call: _Health(call), timeout=timeout)
+        assert isinstance(result, Health)
+        return result
+
+    @property
+    def alive(self) -> bool:
+        """Whether the child runs and serves calls (a child that just exited may still be
+        ``alive`` for the few milliseconds before the reader thread notices)."""
+        return not self._closed and self._process.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id."""
+        return self._process.pid
+
+    @property
+    def failure(self) -> str:
+        """What calls are told once the engine is closed (how the child died, after ``died``)."""
+        return str(self._failure)
+
+    def kill(self, reason: str) -> None:
+        """End a child that must not go on (it stopped answering); every waiting call fails
+        with ``EngineDied`` naming ``reason``."""
+        self._kill_reason = reason
+        with contextlib.suppress(ProcessLookupError):
+            if self._process.pid is not None:
+                os.kill(self._process.pid, signal.SIGKILL)
+
     def close(self) -> None:
         with self._sending:
             if self._closed:
@@ -238,17 +318,18 @@ class EngineProcess:
         self.close()
 
     def _call(self, message: Any, cancel: CancelFlag | None = None,
-              progress: ProgressCallback | None = None) -> Any:
+              progress: ProgressCallback | None = None, timeout: float | None = None) -> Any:
         replies: queue.SimpleQueue[_Reply] = queue.SimpleQueue()
         with self._sending:
             if self._closed:
-                raise EngineError(self._failure)
+                raise type(self._failure)(str(self._failure))  # EngineDied: never started
             call = next(self._calls)
             self._waiting[call] = replies
             # If the child is gone the send fails; the reader thread then tells every caller why.
             with contextlib.suppress(OSError):
                 self._conn.send(message(call))
-        cancel_sent = False
+        deadline = None if timeout is None else time.monotonic() + timeout
+        cancel_sent = started = False
         while True:
             # Checked before every wait, not only after a quiet one: progress replies may come
             # faster than the poll interval.
@@ -258,6 +339,14 @@ class EngineProcess:
             try:
                 reply = replies.get(timeout=_POLL_SECONDS)
             except queue.Empty:
+                if deadline is not None and time.monotonic() > deadline:
+                    with self._sending:
+                        self._waiting.pop(call, None)
+                    raise EngineError(
+                        f"the engine process did not answer within {timeout} s") from None
+                continue
+            if isinstance(reply, _Started):
+                started = True
                 continue
             if isinstance(reply, _Progress):
                 if progress is not None:
@@ -270,7 +359,9 @@ class EngineProcess:
                         raise
                 continue
             if isinstance(reply, _Failed):
-                raise (EngineCancelled if reply.cancelled else EngineError)(reply.message)
+                if isinstance(reply.error, EngineDied):
+                    raise EngineDied(str(reply.error), started)
+                raise reply.error
             return reply.value
 
     def _send_quietly(self, message: _Cancel) -> None:
@@ -291,25 +382,37 @@ class EngineProcess:
                 route = self._waiting.get(reply.call)
                 if route is not None:
                     route.put(reply)
-                    if not isinstance(reply, _Progress):
+                    if isinstance(reply, _Done | _Failed):
                         self._waiting.pop(reply.call, None)
             elif self._closed or not self._process.is_alive():
                 break
         with self._sending:
-            if not self._closed:  # the child went away on its own
-                self._process.join(_STOP_GRACE_SECONDS)
-                self._failure = (
-                    f"engine process exited with code {self._process.exitcode}; the engine is "
-                    f"closed (restart the server)"
-                )
+            if not self._closed:  # the child went away on its own, or `kill` ended it
+                # Joined in steps, not once: another thread joining the child at the same time
+                # may be the one that reaps it, and its exit code shows up here a moment later.
+                deadline = time.monotonic() + _STOP_GRACE_SECONDS
+                while self._process.exitcode is None and time.monotonic() < deadline:
+                    self._process.join(0.01)
+                self._failure = EngineDied(self._death())
                 self._closed = True
         self._fail_waiting()
+        self.died.set()
+
+    def _death(self) -> str:
+        """How the child ended, for the calls it leaves unanswered."""
+        if self._kill_reason is not None:
+            return f"the engine process was killed: {self._kill_reason}"
+        code = self._process.exitcode
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                return f"the engine process was killed by {signal.Signals(-code).name}"
+        return f"the engine process exited with code {code}"
 
     def _fail_waiting(self) -> None:
         with self._sending:
             waiting, self._waiting = self._waiting, {}
         for call, replies in waiting.items():
-            replies.put(_Failed(call, self._failure, ""))
+            replies.put(_Failed(call, type(self._failure)(str(self._failure)), ""))
 
     def _startup_reply(self, deadline: float) -> Any:
         while not self._conn.poll(_POLL_SECONDS):

@@ -15,7 +15,8 @@ and, through the arena, to blocks 0..j-1. The suffix always runs as its own row 
 prefix's KV in the arena — whether the blocks were computed in this chunk, an earlier one, or by
 another statement. A LABEL prompt's labels are rows " label" over the KV of prefix + suffix, a
 TEXT prompt's decode steps rows of one token over everything before it. An empty suffix borrows
-the prefix's last token. Each such row is always the same computation, whatever else runs.
+the prefix's last token; a suffix of more than ``LONG_SUFFIX_BLOCKS`` blocks gives all but its
+last block to the prefix. Each such row is always the same computation, whatever else runs.
 
 Policy (which rows form the next chunk, at most ``chunk_tokens`` tokens):
 - Fair shares: the active jobs, in an order that rotates every step, first take rows up to an
@@ -58,6 +59,12 @@ from heron.engine.tokenizer import TokenizedPrompts
 
 # How long an idle step loop sleeps before it looks at cancel flags and waiting jobs again.
 _IDLE_SECONDS = 0.05
+# A suffix longer than this many prefix blocks (a join partner's long document) would be one row
+# as large as a default chunk (4,096 tokens on CPU, 32,768 on CUDA), which cancel and other
+# statements would wait for: all of it but its last block joins the prefix instead, whose blocks
+# run across chunks. Bound in blocks, not chunk tokens, so that answers do not depend on the
+# chunk size.
+LONG_SUFFIX_BLOCKS = 64
 
 
 @dataclass(frozen=True)
@@ -257,9 +264,12 @@ class Job:
         labels: Sequence[np.ndarray] = (),
         max_tokens: int = 0,
         stop_ids: frozenset[int] = frozenset(),
+        block_tokens: int = 0,
     ) -> None:
         """``answer_width``: columns of the pruned answer logits (BOOLEAN, SCORE); ``labels``:
-        each label's ids, " " + label (LABEL); ``max_tokens`` and ``stop_ids`` (TEXT)."""
+        each label's ids, " " + label (LABEL); ``max_tokens`` and ``stop_ids`` (TEXT).
+        ``block_tokens``: the prefix block size, which bounds suffix rows (``LONG_SUFFIX_BLOCKS``;
+        0: no bound)."""
         self.kind = kind
         self.cancel = cancel
         self.labels = list(labels)
@@ -283,7 +293,7 @@ class Job:
             self.label_logprobs = np.zeros((n, len(self.labels)), dtype=np.float64)
         # Prompts group by distinct prefix text first (an index: cheap however long the text),
         # then texts by their ids (different texts may tokenize alike).
-        by_text: dict[tuple[int, bool], Group] = {}
+        by_text: dict[tuple[int, int], Group] = {}
         by_ids: dict[bytes, Group] = {}
         task_type = _TASKS[kind]
         for index in range(n):
@@ -293,7 +303,13 @@ class Job:
                 if len(prefix) == 0:
                     raise EngineError(f"prompt {index + 1} is empty: nothing to answer from")
                 prefix, suffix = prefix[:-1], prefix[-1:]
-            text_key = (int(tokenized.prefix_of[index]), borrow)
+            # The prefix's text, and what else it holds: -1 nothing, -2 not its last token
+            # (borrowed), else the head of that suffix text.
+            text_key = (int(tokenized.prefix_of[index]), -2 if borrow else -1)
+            if block_tokens and len(suffix) > LONG_SUFFIX_BLOCKS * block_tokens:
+                spill = len(suffix) - block_tokens
+                prefix, suffix = np.concatenate([prefix, suffix[:spill]]), suffix[spill:]
+                text_key = (int(tokenized.prefix_of[index]), int(tokenized.suffix_of[index]))
             group = by_text.get(text_key)
             if group is None:
                 ids_key = prefix.tobytes()
@@ -393,6 +409,7 @@ class Scheduler:
         self.chunk_tokens = chunk_tokens
         self.jobs: list[Job] = []
         self.steps = 0  # chunks run
+        self.busy_since: float | None = None  # see ``run``
         self.discarded = 0  # chunks prepared ahead, then chosen again (their host work wasted)
         self._inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._wake = threading.Event()
@@ -432,10 +449,15 @@ class Scheduler:
                 return
 
     def run(self, stop: threading.Event) -> None:
-        """Step until ``stop`` is set (the engine thread's body)."""
+        """Step until ``stop`` is set (the engine thread's body); ``busy_since`` says since when
+        (``time.monotonic``) the current step runs, None between steps (a supervisor's measure
+        of a step loop that hangs)."""
         with torch.inference_mode():
             while not stop.is_set():
-                if not self.step():
+                self.busy_since = time.monotonic()
+                worked = self.step()
+                self.busy_since = None
+                if not worked:
                     self._wake.wait(_IDLE_SECONDS)
                     self._wake.clear()
 

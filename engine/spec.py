@@ -49,6 +49,7 @@ class ModelSpec:
     rope: RopeSpec
     qk_norm: bool
     tie_word_embeddings: bool
+    context_tokens: int  # the longest sequence it was trained for (max_position_embeddings)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> ModelSpec:
@@ -74,6 +75,7 @@ class ModelSpec:
             rope=_rope_spec(config),
             qk_norm=_ARCHITECTURES[arch],
             tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+            context_tokens=_context_tokens(config),
         )
 
     @classmethod
@@ -83,6 +85,14 @@ class ModelSpec:
         except (OSError, ValueError) as exc:
             raise EngineError(f"cannot read {folder / 'config.json'}: {exc}") from exc
         return cls.from_config(config)
+
+
+def _context_tokens(config: dict[str, Any]) -> int:
+    value = config.get("max_position_embeddings")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EngineError(f"max_position_embeddings must be a whole number >= 1 (the model's "
+                          f"context), got {value!r}")
+    return value
 
 
 def _rope_spec(config: dict[str, Any]) -> RopeSpec:

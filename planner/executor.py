@@ -28,8 +28,10 @@ the answer store, at every engine request and engine progress callback, and at t
 when the statement fails). The rewritten statement then runs in DuckDB, and the `Result` carries
 one `OperatorWork` per operator in the order they ran. `describe` binds the rewritten statement
 with empty lookups (nothing runs); `estimate` prices the plan for EXPLAIN without the model.
-Engine failures become SQLSTATE 58000, a cancelled statement 57014. Everything registered is
-removed afterwards.
+Engine failures become SQLSTATE 58000, a cancelled statement 57014, a prompt longer than the
+model's context 54000. Under `heron.max_tokens` (`planner.budget`) a statement whose estimate
+exceeds the budget is refused before it runs, and one that passes it while running is stopped
+(54000). Everything registered is removed afterwards.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ import contextlib
 import dataclasses
 import datetime as dt
 import decimal
+import json
+import math
+import re
 import threading
 import time
 import uuid
@@ -59,10 +64,13 @@ from heron.engine.api import (
     EngineCancelled,
     EngineError,
     Metrics,
+    ProgressCallback,
+    PromptTooLong,
     Request,
 )
 from heron.engine.prompts import TEMPLATE_VERSION, Prompt
 from heron.planner import candidates, optimizer, prompting, scopes, statement
+from heron.planner.budget import TokenBudget, estimated_tokens
 from heron.planner.cost import CostModel, Work
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.logical import (
@@ -84,6 +92,11 @@ from heron.planner.statement import Column, Result, Statement
 SAMPLE_SIZE = 8  # candidates asked to measure an unknown selectivity
 SAMPLE_ANCHORS = 2  # pairs sampled around at most this many anchors
 TOKEN_SAMPLE = 32  # candidates rendered and tokenized to estimate an operator's tokens
+# EXPLAIN never runs what it explains: it counts candidates while that takes less than
+# EXPLAIN_SECONDS in all, then takes DuckDB's estimates of how many there are and, for their
+# tokens, the first rows found in the SAMPLE_SECONDS after that: well within a second in all.
+EXPLAIN_SECONDS = 0.4
+SAMPLE_SECONDS = 0.3
 LOOKUP = "__heron_lookup_"
 MATERIALIZED = "__heron_rows_"
 
@@ -111,7 +124,11 @@ class Executor:
             raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
                            "AI functions need a model; start heron serve with --model")
         self.cancel.clear()
-        with self._execution(stmt.ai, params, settings) as execution:
+        budget = TokenBudget(settings.max_tokens)
+        if budget.limited:
+            budget.refuse_estimate(sum(estimated_tokens(estimate.work) for _, estimate
+                                       in self.estimate(stmt.ai, params, settings)))
+        with self._execution(stmt.ai, params, settings, budget) as execution:
             work = execution.run_all()
             result = statement.run(self.con, stmt, sql=execution.final_sql())
         return dataclasses.replace(result, work=work)
@@ -133,29 +150,56 @@ class Executor:
             return execution.plan_all()
 
     @contextmanager
-    def _execution(self, plan: AiPlan, params: Sequence[Any] | None, settings: Settings
-                   ) -> Iterator[_Execution]:
-        execution = _Execution(self, plan, params, settings)
+    def _execution(self, plan: AiPlan, params: Sequence[Any] | None, settings: Settings,
+                   budget: TokenBudget | None = None) -> Iterator[_Execution]:
+        execution = _Execution(self, plan, params, settings, budget or TokenBudget(0))
         try:
             yield execution
         finally:
             execution.close()
 
-    def fetch(self, query: exp.Expression) -> pa.Table:
+    def fetch(self, query: exp.Expression, deadline: float | None = None) -> pa.Table:
+        """The rows of `query`; with a `deadline` (`time.monotonic()`), `_OutOfTime` when it
+        would run past it (it is interrupted there)."""
+        sql = query.sql(dialect="duckdb")
+        if deadline is None:
+            try:
+                return self.con.sql(sql).to_arrow_table()
+            except duckdb.Error as exc:
+                raise from_duckdb(exc) from None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _OutOfTime
+        alarm = _Alarm(self.con, left)
         try:
-            return self.con.sql(query.sql(dialect="duckdb")).to_arrow_table()
+            return self.con.sql(sql).to_arrow_table()
+        except duckdb.Error as exc:
+            if alarm.stop() and not self.cancel.is_set():
+                raise _OutOfTime from None
+            raise from_duckdb(exc) from None
+        finally:
+            alarm.stop()
+
+    def estimated_rows(self, query: exp.Expression) -> int:
+        """DuckDB's estimate of how many rows `query` returns (its plan's; nothing runs)."""
+        try:
+            plan = self.con.sql("EXPLAIN (FORMAT JSON) " + query.sql(dialect="duckdb")).fetchall()
         except duckdb.Error as exc:
             raise from_duckdb(exc) from None
+        return _cardinality(json.loads(plan[0][1])[0])
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         if self.engine is None:
             return [max(1, len(t) // 4) for t in texts]  # no tokenizer: ~4 characters a token
-        return self.engine.count_tokens(texts)
+        try:
+            return self.engine.count_tokens(texts)
+        except EngineError as exc:
+            raise SqlError(SqlState.SYSTEM_ERROR, f"the inference engine failed: {exc}") from None
 
     def ask(self, call: AiCall, prompts: list[Prompt], settings: Settings, metrics: Metrics,
-            run: OperatorRun | None = None) -> tuple[list[Any], int]:
-        """The answers to `prompts` (in order) and how many came from the answer store; `run`
-        is told of both as they come."""
+            budget: TokenBudget, run: OperatorRun | None = None) -> tuple[list[Any], int]:
+        """The answers to `prompts` (in order) and how many came from the answer store; the
+        engine's tokens are charged to `budget`; `run` is told of both as they come."""
         assert self.engine is not None
         spec = call.spec
         question = AnswerKeys(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
@@ -171,12 +215,16 @@ class Executor:
                               spec.max_tokens)
             progress = run.request(len(missing), metrics) if run is not None else None
             try:
-                answers = self.engine.answer(request, cancel=self.cancel, progress=progress)
+                answers = self.engine.answer(request, cancel=self.cancel,
+                                             progress=_both(progress, budget.watch()))
             except EngineCancelled as exc:
                 raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
+            except PromptTooLong as exc:
+                raise _prompt_too_long(exc, request.prompts[exc.prompt]) from None
             except EngineError as exc:
                 raise SqlError(SqlState.SYSTEM_ERROR,
                                f"the inference engine failed: {exc}") from None
+            budget.charge(answers.metrics)
             metrics.merge(dataclasses.replace(answers.metrics,
                                               seconds=time.perf_counter() - started))
             if run is not None:
@@ -203,11 +251,12 @@ class _Execution:
     lookups and materialized rows registered in DuckDB so far."""
 
     def __init__(self, executor: Executor, plan: AiPlan, params: Sequence[Any] | None,
-                 settings: Settings) -> None:
+                 settings: Settings, budget: TokenBudget) -> None:
         self.executor = executor
         self.con = executor.con
         self.plan = plan
         self.settings = settings
+        self.budget = budget
         self.tree = plan.tree.copy()
         fields = {op.marker: [f.copy() for f in op.call.template.fields]
                   for op in plan.operators}
@@ -222,6 +271,7 @@ class _Execution:
         self.answered_markers: set[str] = set()  # operators whose markers became lookups
         self.resident: frozenset[Source] = frozenset()  # tables whose document KV is warm
         self.measure = True  # whether shapes may ask a sample (never for EXPLAIN)
+        self.deadline: float | None = None  # EXPLAIN: when counting gives way to estimates
         self.applied: list[Shape] = []  # EXPLAIN: the shapes planned so far
         self._shapes: dict[str, Shape] = {}  # EXPLAIN: nothing changes, so shapes are kept
         self._anchors: dict[str, Source | None] = {}
@@ -245,6 +295,7 @@ class _Execution:
         every candidate count is taken with all AI conditions left out and reduced by the
         selectivities of the operators planned earlier."""
         self.measure = False
+        self.deadline = time.monotonic() + EXPLAIN_SECONDS
         planned = []
         model = self.executor.cost_model()
         while (choice := self._next()) is not None:
@@ -324,7 +375,7 @@ class _Execution:
             run = self._begin(op, Stage.ANSWERING, 1, ordinal=ordinal)
             values, reused = self.executor.ask(
                 call, [prompting.render(call.template, call.spec, (), (), ())], self.settings,
-                asked.metrics, run)
+                asked.metrics, self.budget, run)
             self._end(op)
             self._replace(op.marker, _literal(values[0]))
             self.answered_markers.add(op.marker)
@@ -396,7 +447,8 @@ class _Execution:
             return
         asked = self.asked[op.marker]
         values, reused = self.executor.ask(op.call, prompts(op.call, rows, anchor),
-                                           self.settings, asked.metrics, self.runs.get(op.marker))
+                                           self.settings, asked.metrics, self.budget,
+                                           self.runs.get(op.marker))
         asked.values.update(zip(rows, values, strict=True))
         asked.reused += reused
 
@@ -489,11 +541,7 @@ class _Execution:
         if not call.template.fields:
             return Shape(op.marker, (), 1, (Layout(None, 1, 0, 8),),
                          *self._selectivity(op))
-        query = self._candidate_query(op, self._pending()).subquery("c")
-        fetch = self.executor.fetch
-        total = int(fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
-                    .column(0)[0].as_py())
-        rows = _rows(fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+        query, total, rows, counted = self._candidates(op, self._pending())
         if sample and self._selectivity(op)[1] is Evidence.ASSUMED and total > SAMPLE_SIZE:
             self._sample(op, rows)
         anchor = self._anchor(op) if op.pairs else (
@@ -501,7 +549,40 @@ class _Execution:
         layout = self._layout(op, query, rows, anchor, total)
         selectivity, evidence = self._selectivity(op)
         return Shape(op.marker, call.tables, total, (layout,), selectivity, evidence,
-                     call.spec.max_tokens)
+                     call.spec.max_tokens, counted)
+
+    def _candidates(self, op: AiOperator, unknown: frozenset[str]
+                    ) -> tuple[exp.Subquery, int, list[Key], bool]:
+        """`op`'s candidates (leaving out the calls `unknown` names) as a subquery, how many
+        there are and a sample of them, and whether they were counted: for EXPLAIN, once
+        counting would take longer than `EXPLAIN_SECONDS`, the count is DuckDB's estimate and
+        the sample the first rows found in the `SAMPLE_SECONDS` after that (none when none are
+        found by then)."""
+        select = self._candidate_query(op, unknown)
+        query = select.subquery("c")
+        try:
+            total = int(self._fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
+                        .column(0)[0].as_py())
+            rows = _rows(self._fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+            return query, total, rows, True
+        except _OutOfTime:
+            pass
+        first = select.copy()
+        first.set("distinct", None)  # no DISTINCT: rows stream, the first ones come at once
+        assert self.deadline is not None  # only EXPLAIN counts against a deadline
+        try:
+            rows = _rows(self.executor.fetch(first.limit(TOKEN_SAMPLE),
+                                             self.deadline + SAMPLE_SECONDS))
+        except _OutOfTime:
+            rows = []
+        # Of the rows the candidates are drawn from: DuckDB would guess a fixed share for each
+        # IS NOT NULL, which the values of documents seldom are.
+        rows_from = select.args["from_"].this.this
+        return query, self.executor.estimated_rows(rows_from), list(dict.fromkeys(rows)), False
+
+    def _fetch(self, query: exp.Expression) -> pa.Table:
+        """A query's rows, within EXPLAIN's deadline (`_OutOfTime` past it)."""
+        return self.executor.fetch(query, self.deadline)
 
     def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
                 anchor: Source | None, total: int) -> Layout:
@@ -526,7 +607,10 @@ class _Execution:
             fields = [candidates.arg(i) for i in call.fields_of(anchor)]
             distinct = exp.select(exp.Count(this=exp.Distinct(expressions=[
                 exp.column(f) for f in fields]))).from_(query.copy())
-            prefixes = int(self.executor.fetch(distinct).column(0)[0].as_py())
+            try:
+                prefixes = int(self._fetch(distinct).column(0)[0].as_py())
+            except _OutOfTime:  # at most one per row of the anchor's FROM item
+                prefixes = min(total, self._source_rows(anchor, total))
         if call.spec.kind is AnswerKind.LABEL:  # each label runs as a suffix of its own
             label_tokens = sum(self.executor.count_tokens([" " + x for x in call.spec.labels]))
             suffix_tokens = [n + label_tokens for n in suffix_tokens]
@@ -570,16 +654,24 @@ class _Execution:
         if not op.pairs:
             return None
         if op.marker not in self._anchors:
-            query = self._candidate_query(op, self._base_unknown(op)).subquery("c")
-            total = int(self.executor.fetch(exp.select(exp.Count(this=exp.Star())).from_(
-                query.copy())).column(0)[0].as_py())
-            rows = _rows(self.executor.fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+            query, total, rows, _ = self._candidates(op, self._base_unknown(op))
             layouts = tuple(self._layout(op, query, rows, side, total)
                             for side in op.call.tables)
             shape = Shape(op.marker, op.call.tables, total, layouts)
             self._anchors[op.marker] = optimizer.estimate(
                 shape, self.executor.cost_model()).anchor
         return self._anchors[op.marker]
+
+    def _source_rows(self, source: Source, default: int) -> int:
+        """DuckDB's estimate of the rows of the table or view a FROM item names (`default`
+        for a derived table, or when it cannot say)."""
+        if source.relation is None:
+            return default
+        try:
+            return self.executor.estimated_rows(exp.select("*").from_(exp.to_table(
+                source.relation)))
+        except SqlError:
+            return default
 
     def _hash_ordered(self, op: AiOperator, query: exp.Expression) -> exp.Select:
         """The candidates in a fixed pseudo-random order (samples that do not depend on how
@@ -684,6 +776,48 @@ class _Execution:
             self.con.unregister(name)
 
 
+def _cardinality(node: dict[str, Any]) -> int:
+    """The rows a node of DuckDB's JSON plan is estimated to give: its own estimate, else that
+    of its inputs (multiplied for a cross product, which DuckDB leaves unestimated)."""
+    estimate = re.sub(r"\D", "", str(node.get("extra_info", {}).get("Estimated Cardinality", "")))
+    if estimate:
+        return int(estimate)
+    inputs = [_cardinality(child) for child in node.get("children", [])]
+    if not inputs:
+        return 0
+    return math.prod(inputs) if node.get("name") == "CROSS_PRODUCT" else max(inputs)
+
+
+class _OutOfTime(Exception):
+    """A query was stopped at its deadline (EXPLAIN estimates instead)."""
+
+
+class _Alarm:
+    """Interrupts a DuckDB connection after `seconds` unless stopped first."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, seconds: float) -> None:
+        self._con = con
+        self._lock = threading.Lock()
+        self._stopped = self._rang = False
+        self._timer = threading.Timer(seconds, self._ring)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _ring(self) -> None:
+        with self._lock:
+            if not self._stopped:
+                self._rang = True
+                self._con.interrupt()
+
+    def stop(self) -> bool:
+        """Disarm it (an interrupt that comes after is harmless: DuckDB forgets it when the
+        next query starts); whether it rang."""
+        with self._lock:
+            self._stopped = True
+        self._timer.cancel()
+        return self._rang
+
+
 def statistics_key(call: AiCall) -> tuple[str, ...]:
     """What a question's selectivity is remembered under: the question and the columns it
     reads (by table name, not alias, so later statements find it)."""
@@ -716,6 +850,28 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
         key = tuple(v for i, v in enumerate(row) if i not in partner_fields)
         shared.append(Prompt(prefixes.setdefault(key, prompt.prefix), prompt.suffix))
     return shared
+
+
+def _both(first: ProgressCallback | None, second: ProgressCallback | None
+          ) -> ProgressCallback | None:
+    """One engine progress callback calling `first` then `second` (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def progress(metrics: Metrics) -> None:
+        first(metrics)
+        second(metrics)
+
+    return progress
+
+
+def _prompt_too_long(exc: PromptTooLong, prompt: Prompt) -> SqlError:
+    text = (prompt.prefix + prompt.suffix).replace("\n", " ")
+    shown = text if len(text) <= 80 else f"{text[:60]} ... {text[-16:]}"
+    return SqlError(SqlState.PROGRAM_LIMIT_EXCEEDED,
+                    f"an AI prompt has {exc.tokens} tokens, more than the model's context of "
+                    f"{exc.context} tokens", detail=f"The prompt: {shown}",
+                    hint="Ask about shorter documents, e.g. left(body, 4000) in place of body.")
 
 
 def _rows(table: pa.Table) -> list[Key]:

@@ -3,7 +3,9 @@
 Contract: `plan_lines(plan, planned, settings)` describes the operators of an `AiPlan` in the
 order they would run — question, prompt values, tables, anchor, LIMIT goal — each with the
 optimizer's estimates (candidates, prompts, selectivity and where it comes from, input / fresh /
-cached tokens, seconds), then the relational part DuckDB runs, each AI answer shown as
+cached tokens, seconds; marked `~` when the candidates were too many to count and DuckDB's
+estimate stands for them), the statement's token budget when one is set, then the relational
+part DuckDB runs, each AI answer shown as
 `ai_answer_N`. `analyze_lines(planned, work, rows, seconds, settings)` shows the operators
 in the order they ran with the same estimates and the actual work side by side. Nothing here runs
 anything. `summary(work)` is the one-line NOTICE an AI statement sends per operator.
@@ -16,9 +18,10 @@ from collections.abc import Sequence
 import pyarrow as pa
 from sqlglot import exp
 
+from heron.planner.budget import estimated_tokens
 from heron.planner.logical import AiOperator, AiPlan, OperatorWork, Source, is_marker
 from heron.planner.optimizer import Estimate, Evidence
-from heron.planner.settings import Settings
+from heron.planner.settings import MAX_TOKENS, Settings
 from heron.planner.statement import Column, Result, Rows
 
 PLAN_COLUMN = Column("QUERY PLAN", pa.string())
@@ -35,6 +38,11 @@ def plan_lines(plan: AiPlan, planned: Sequence[tuple[AiOperator, Estimate]],
         lines.append(f"  {'':{_WIDTH}}{'estimated':>14}")
         for label, value in _estimated(estimate):
             lines.append(f"  {label:{_WIDTH}}{value:>14}")
+    if settings.max_tokens:
+        total = sum(estimated_tokens(estimate.work) for _, estimate in planned)
+        verdict = "refused: over budget" if total > settings.max_tokens else "within budget"
+        lines.append(f"Token budget ({MAX_TOKENS}): {settings.max_tokens}; estimated "
+                     f"{total:.0f} ({verdict})")
     lines.append("Relational part (DuckDB): " + _relational_part(plan))
     return lines
 
@@ -80,10 +88,13 @@ def _estimated(estimate: Estimate) -> list[tuple[str, str]]:
         selectivity = "-"
     else:
         selectivity = f"{estimate.selectivity:.2f} {_EVIDENCE[estimate.evidence]}"
-    return [("candidates", f"{estimate.candidates:.0f}"), ("prompts", f"{work.prompts:.0f}"),
-            ("selectivity", selectivity), ("input tokens", f"{work.input_tokens:.0f}"),
-            ("fresh tokens", f"{work.fresh_tokens:.0f}"),
-            ("cached tokens", f"{work.cached_tokens:.0f}"), ("seconds", f"{estimate.seconds:.3f}")]
+    about = "" if estimate.counted else "~"  # from DuckDB's estimate of the candidates
+    return [("candidates", f"{about}{estimate.candidates:.0f}"),
+            ("prompts", f"{about}{work.prompts:.0f}"), ("selectivity", selectivity),
+            ("input tokens", f"{about}{work.input_tokens:.0f}"),
+            ("fresh tokens", f"{about}{work.fresh_tokens:.0f}"),
+            ("cached tokens", f"{about}{work.cached_tokens:.0f}"),
+            ("seconds", f"{about}{estimate.seconds:.3f}")]
 
 
 _EVIDENCE = {Evidence.ASSUMED: "assumed", Evidence.CATALOG: "catalog", Evidence.SAMPLE: "sample",

@@ -2,9 +2,10 @@
 
 Contract: nothing here runs a query or the model; the executor measures and this decides.
 
-- `Shape` is what is known of a pending operator at a moment: its candidate count, the layouts it
-  could be asked in (one per possible anchor: distinct prefixes, mean prefix and suffix tokens)
-  and its selectivity with where that came from (`Evidence`: assumed one half, remembered in the
+- `Shape` is what is known of a pending operator at a moment: its candidate count (counted, or
+  for EXPLAIN over too many rows DuckDB's estimate: `counted`), the layouts it could be asked in
+  (one per possible anchor: distinct prefixes, mean prefix and suffix tokens) and its
+  selectivity with where that came from (`Evidence`: assumed one half, remembered in the
   catalog, or measured on a sample of this execution).
 - `order(shapes, model, resident)` returns the cheapest sequence of a scope's predicate
   operators (conjuncts filtering the same rows) with an `Estimate` for each: a dynamic program
@@ -77,6 +78,7 @@ class Shape:
     selectivity: float = ASSUMED_SELECTIVITY
     evidence: Evidence = Evidence.NONE
     decode_tokens: int = 0  # a completion's token budget per prompt
+    counted: bool = True  # False: `candidates` is DuckDB's estimate (EXPLAIN over many rows)
 
     def documents(self, table: Source) -> int:
         return next((lay.prefixes for lay in self.layouts if lay.anchor == table),
@@ -94,6 +96,7 @@ class Estimate:
     evidence: Evidence
     anchor: Source | None
     goal: Goal | None = None
+    counted: bool = True  # False: from estimated candidates, not counted ones
 
 
 def estimate(shape: Shape, model: CostModel, resident: frozenset[Source] = frozenset(),
@@ -121,7 +124,8 @@ def estimate(shape: Shape, model: CostModel, resident: frozenset[Source] = froze
         if best is None or seconds < best.seconds:
             selectivity = None if shape.evidence is Evidence.NONE else shape.selectivity
             best = Estimate(candidates, work, seconds, selectivity, shape.evidence,
-                            layout.anchor if len(shape.tables) == 2 else None, goal)
+                            layout.anchor if len(shape.tables) == 2 else None, goal,
+                            shape.counted)
     assert best is not None
     return best
 

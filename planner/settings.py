@@ -1,10 +1,13 @@
-"""The session settings the planner reads: `heron.order` and `heron.reuse_answers`.
+"""The session settings the planner reads: `heron.order`, `heron.reuse_answers` and
+`heron.max_tokens`.
 
 Contract: `DEFAULTS` are the settings' names and default values, as the session lists them (SET,
 SHOW, RESET and current_setting() see them like any other setting). `check(name, value)` returns
 the canonical spelling of a value for one of these settings (the input unchanged for any other
 name) or raises `SqlError` 22023 naming the values it takes, as PostgreSQL answers a bad value of
-an enumerated setting. `Settings.of(mapping)` reads them from what the session publishes.
+an enumerated or integer setting. `Settings.of(mapping)` reads them from what the session
+publishes. `heron.max_tokens` is the tokens one statement may have the model read (prompt tokens
+plus generated ones; 0: no limit), `planner.budget` enforces it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from heron.planner.optimizer import Order
 
 ORDER = "heron.order"
 REUSE_ANSWERS = "heron.reuse_answers"
-DEFAULTS = {ORDER: Order.COST.value, REUSE_ANSWERS: "on"}
+MAX_TOKENS = "heron.max_tokens"
+DEFAULTS = {ORDER: Order.COST.value, REUSE_ANSWERS: "on", MAX_TOKENS: "0"}
 _BOOLEANS = {"on": True, "true": True, "yes": True, "1": True,
              "off": False, "false": False, "no": False, "0": False}
 
@@ -26,13 +30,16 @@ _BOOLEANS = {"on": True, "true": True, "yes": True, "1": True,
 class Settings:
     order: Order = Order.COST  # cost-based operator order, or as written
     reuse_answers: bool = True  # serve repeated prompts from the server's answer store
+    max_tokens: int = 0  # tokens one statement may have the model read; 0: no limit
 
     @staticmethod
     def of(settings: Mapping[str, str]) -> Settings:
         values = {k.lower(): v for k, v in settings.items()}
-        return Settings(Order(check(ORDER, values.get(ORDER, DEFAULTS[ORDER]))),
-                        check(REUSE_ANSWERS, values.get(REUSE_ANSWERS,
-                                                        DEFAULTS[REUSE_ANSWERS])) == "on")
+
+        def value(name: str) -> str:
+            return check(name, values.get(name, DEFAULTS[name]))
+
+        return Settings(Order(value(ORDER)), value(REUSE_ANSWERS) == "on", int(value(MAX_TOKENS)))
 
 
 def check(name: str, value: str) -> str:
@@ -46,6 +53,12 @@ def check(name: str, value: str) -> str:
         if text not in _BOOLEANS:
             raise _invalid(name, value, "on, off")
         return "on" if _BOOLEANS[text] else "off"
+    if key == MAX_TOKENS:
+        if not text.isascii() or not text.isdigit():
+            raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                           f'invalid value for parameter "{name}": "{value}"',
+                           hint="Give a whole number of tokens, or 0 for no limit.")
+        return str(int(text))
     return value
 
 

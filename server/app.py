@@ -5,8 +5,11 @@ environment variable `HERON_PASSWORD`, when set), refuses to start with SCRAM au
 no role could log in (no role with LOGIN has a password), loads the engine once (unless
 `config.engine` is None), binds the socket and prints exactly one line
 ``heron: listening on HOST:PORT`` to stdout (with the real port when 0 was asked) once clients
-can connect. It runs until SIGINT/SIGTERM (or `stop` is set), then stops accepting, interrupts
-running statements, closes every session, the engine and the database, and returns.
+can connect. The engine runs supervised (`engine.supervisor`): restarted when it dies or hangs.
+Each connection's blocking work runs on its own worker thread (`server.worker`), and at most
+`config.max_connections` sessions are open at once. It runs until SIGINT/SIGTERM (or `stop` is
+set), then stops accepting, cancels running statements (their clients get 57P01), closes every
+session, the engine and the database, and returns.
 `run(config)` is the blocking entry for the command line; it returns the process exit status.
 It first points the process's standard input at /dev/null: no statement of any client can read
 (or wait on) the terminal or pipe the server was started from; clients copy data in through the
@@ -16,7 +19,6 @@ COPY sub-protocol.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
 import signal
@@ -26,11 +28,10 @@ import heron.engine
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.engine.config import EngineConfig
+from heron.planner.settings import MAX_TOKENS
 from heron.server.config import AuthMethod, ServerConfig
 from heron.server.connection import Connection, ServerContext
 
-# DuckDB and the engine release the GIL, so concurrent sessions overlap; threads idle cheaply.
-MAX_WORKER_THREADS = 64
 SHUTDOWN_GRACE_S = 10.0
 PASSWORD_VARIABLE = "HERON_PASSWORD"
 
@@ -63,19 +64,17 @@ async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> N
         # Not available off the main thread or on some platforms; then the caller sets `stop`.
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    executor = concurrent.futures.ThreadPoolExecutor(MAX_WORKER_THREADS,
-                                                     thread_name_prefix="heron-session")
-    database = await loop.run_in_executor(
-        executor, lambda: Database(config.data_dir,
-                                   bootstrap_password=os.environ.get(PASSWORD_VARIABLE)))
+    database = await asyncio.to_thread(
+        Database, config.data_dir, bootstrap_password=os.environ.get(PASSWORD_VARIABLE))
     engine: Engine | None = None
     try:
         if config.auth is AuthMethod.SCRAM_SHA_256 and not any(
                 r.login and r.verifier for r in database.roles.all()):
             raise StartupError(f"--auth {config.auth} but no role can log in with a password: "
                                f"set {PASSWORD_VARIABLE} for the superuser heron")
-        engine = await loop.run_in_executor(executor, open_engine, config.engine)
-        context = ServerContext(database, engine, executor, auth=config.auth,
+        engine = await asyncio.to_thread(open_engine, config.engine)
+        context = ServerContext(database, engine, config.max_connections,
+                                {MAX_TOKENS: str(config.max_statement_tokens)}, auth=config.auth,
                                 tls=config.tls.context() if config.tls else None,
                                 certificate_pem=config.tls.certificate_pem() if config.tls
                                 else None)
@@ -107,9 +106,8 @@ async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> N
                 await asyncio.wait(list(tasks), timeout=SHUTDOWN_GRACE_S)
     finally:
         if engine is not None:
-            await loop.run_in_executor(executor, engine.close)
-        await loop.run_in_executor(executor, database.close)
-        executor.shutdown(wait=False, cancel_futures=True)
+            await asyncio.to_thread(engine.close)
+        await asyncio.to_thread(database.close)
 
 
 def detach_stdin() -> None:

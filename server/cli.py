@@ -3,7 +3,7 @@
 Contract: `main(argv)` parses arguments and returns the exit status; `heron serve [--host]
 [--port] [--data-dir] [--model] [--device] [--kv-cache-gb] [--chunk-tokens]
 [--prefix-block-tokens] [--dtype bf16|fp8] [--[no-]deterministic] [--auth trust|scram-sha-256]
-[--tls-cert FILE --tls-key FILE]` builds a
+[--tls-cert FILE --tls-key FILE] [--max-connections N] [--max-statement-tokens N]` builds a
 ``ServerConfig`` (``server_config``) and runs the server until SIGINT/SIGTERM; `heron bench
 engine ...` measures the engine (``heron.bench.engine``); `heron --version` prints the version.
 Bad arguments, and values the configs reject, exit with status 2 and a usage message (argparse).
@@ -45,6 +45,14 @@ def _tokens(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
+
+
+def _count(text: str) -> int:
+    # Only the parsing: ServerConfig checks the value.
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
 def _gib(text: str) -> int:
@@ -104,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "(sslmode=require); needs --tls-key")
     serve.add_argument("--tls-key", type=Path, metavar="FILE",
                        help="PEM private key of --tls-cert")
+    serve.add_argument("--max-connections", type=_count, default=defaults.max_connections,
+                       metavar="N", help="sessions open at once; more are refused with 53300 "
+                       "(default: %(default)s)")
+    serve.add_argument("--max-statement-tokens", type=_tokens,
+                       default=defaults.max_statement_tokens, metavar="N",
+                       help="tokens one statement may have the model read, the default of "
+                       "SET heron.max_tokens; 0 for no limit (default: %(default)s)")
     # A value the configs refuse is reported like a bad flag: `heron serve` usage, status 2.
     serve.set_defaults(usage_error=serve.error)
     bench = commands.add_parser("bench", help="measure Heron (heron bench engine --help)",
@@ -128,7 +143,9 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     tls = TlsConfig(args.tls_cert, args.tls_key) if args.tls_cert is not None else None
     return ServerConfig(host=args.host, port=args.port, data_dir=args.data_dir,
                         engine=None if args.model.lower() == "none" else engine,
-                        auth=AuthMethod(args.auth), tls=tls)
+                        auth=AuthMethod(args.auth), tls=tls,
+                        max_connections=args.max_connections,
+                        max_statement_tokens=args.max_statement_tokens)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,9 @@ Contract:
   key load into a TLS context.
 - ``engine=None`` is a server without a model (``--model none``): AI statements then fail with
   SQLSTATE 55000 while everything else works.
+- ``max_connections`` bounds the sessions open at once (PostgreSQL's ``max_connections``, 100 by
+  default); ``max_statement_tokens`` is every session's default ``heron.max_tokens``, the tokens
+  one statement may have the model read (0: no limit).
 - The defaults are those of `heron serve` without flags: loopback, trust, no TLS.
 """
 
@@ -87,6 +90,8 @@ class ServerConfig:
     engine: EngineConfig | None = field(default_factory=EngineConfig)
     auth: AuthMethod = AuthMethod.TRUST
     tls: TlsConfig | None = None
+    max_connections: int = 100
+    max_statement_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host:
@@ -106,3 +111,13 @@ class ServerConfig:
                              f"HERON_PASSWORD) or --host 127.0.0.1")
         if self.tls is not None and not isinstance(self.tls, TlsConfig):
             raise ValueError(f"tls must be a TlsConfig or None, got {self.tls!r}")
+        if not _is_count(self.max_connections, minimum=1):
+            raise ValueError(f"max_connections must be a whole number >= 1, got "
+                             f"{self.max_connections!r}")
+        if not _is_count(self.max_statement_tokens, minimum=0):
+            raise ValueError(f"max_statement_tokens must be a whole number of tokens >= 0 (0: no "
+                             f"limit), got {self.max_statement_tokens!r}")
+
+
+def _is_count(value: object, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum

@@ -8,15 +8,21 @@ the shared `CancelRegistry`, authenticates the start-up user against the data di
 message loop: the simple query protocol here (several statements of one Query in one implicit
 transaction, all or nothing), the extended one in `server.extended`, whose messages are
 discarded after an error until Sync, where the implicit transaction ends, and the COPY
-sub-protocol in `server.copy`. A portal's rows go out as they are read: each call to the thread
-pool reads and encodes at most `ENCODE_BATCH_ROWS` rows (vectorized, `encode.encode_values`),
-and the output is flushed whenever `FLUSH_BYTES` are buffered, so a result of any size streams in
-bounded memory. Every session call (planning, DuckDB, the engine) runs on the shared thread pool;
-calls of one connection are awaited one at a time, so they stay ordered, and a statement without
-a large result costs one call. A connection whose session LISTENs passes on notifications
-(`server.notify`) while it waits for the client, outside transaction blocks, and after each
-Query or Sync publishes the NOTIFYs its session committed. Errors reach the client as
-ErrorResponse; protocol violations are fatal (08P01) and close only this connection.
+sub-protocol in `server.copy`. A portal's rows go out as they are read: each call to the
+connection's worker reads and encodes at most `ENCODE_BATCH_ROWS` rows (vectorized,
+`encode.encode_values`), and the output is flushed whenever `FLUSH_BYTES` are buffered, so a
+result of any size streams in bounded memory. Every session call (planning, DuckDB, the engine)
+runs on the connection's own worker thread (`server.worker`), so a session that waits never holds
+up another; calls are awaited one at a time, so they stay ordered, and a statement without a
+large result costs one call. While a call runs, what the client sends is read ahead; a client
+that closes its end meanwhile cancels the running statement (its work stops, as PostgreSQL's
+`client_connection_check_interval` does). A connection whose session LISTENs passes on
+notifications (`server.notify`) while it waits for the client, outside transaction blocks, and
+after each Query or Sync publishes the NOTIFYs its session committed. Errors reach the client as
+ErrorResponse. A message whose frame is sound but whose fields are not (`protocol.Malformed`) is
+an ERROR like any other, and the connection goes on; broken framing is fatal (08P01) and closes
+only this connection. Past `ServerContext.max_connections` sessions, a new one is refused after
+its start-up packet with FATAL 53300, as PostgreSQL does.
 
 Each authenticated connection has its `Backend` in the server's `Activity` (pg_stat_activity):
 it reports the query a Query, Parse or Execute starts working on and the idle state at each
@@ -56,6 +62,7 @@ from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
 from heron.server.session import CatalogGeneration, Session
 from heron.server.transaction import TransactionStatus
+from heron.server.worker import Worker
 
 T = TypeVar("T")
 
@@ -98,13 +105,16 @@ class CancelRegistry:
 
 @dataclass
 class ServerContext:
-    """What every connection shares: the database, the engine, the thread pool, cancel keys, the
+    """What every connection shares: the database, the engine, how many sessions may be open at
+    once (`sessions` counts them), the server's defaults of session settings, cancel keys, the
     catalog generation (which tells sessions when their cached statements are stale) and the
     notification hub."""
 
     database: Database
     engine: Engine | None
-    executor: concurrent.futures.Executor
+    max_connections: int = 100
+    settings: dict[str, str] = field(default_factory=dict)
+    sessions: int = 0
     registry: CancelRegistry = field(default_factory=CancelRegistry)
     auth: AuthMethod = AuthMethod.TRUST
     tls: ssl.SSLContext | None = None
@@ -121,10 +131,6 @@ class ServerContext:
         pg_activity.register(self._functions, self.activity)
 
 
-class _Fatal(Exception):
-    """Ends the connection after the error has been sent."""
-
-
 class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  context: ServerContext) -> None:
@@ -136,6 +142,8 @@ class Connection:
         self.extended = ExtendedQuery(self)
         self._out = bytearray()
         self._pid = 0
+        self._admitted = False  # counted in `context.sessions`
+        self._worker = Worker("heron-session")
         self._reported: dict[str, str] = {}
         self._running = False  # a statement is executing: CancelRequest interrupts it
         self._pending: concurrent.futures.Future[Any] | None = None
@@ -156,10 +164,10 @@ class Connection:
         try:
             if await self._startup():
                 await self._serve()
-        except (asyncio.IncompleteReadError, ConnectionError, _Fatal):
+        except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except ProtocolError as exc:
-            await self._fatal(SqlState.PROTOCOL_VIOLATION, str(exc))
+            await self._fatal(exc.sqlstate, str(exc))
         except asyncio.CancelledError:
             # Server shutdown: tell the client why, like PostgreSQL's "terminating connection".
             await self._fatal(SqlState.ADMIN_SHUTDOWN,
@@ -226,6 +234,8 @@ class Connection:
         self.context.notifications.unsubscribe(self)
         if self._pid:
             self.context.registry.remove(self._pid)
+        if self._admitted:
+            self.context.sessions -= 1
         if self._pending is not None and not self._pending.done():
             # The worker thread still uses the session: interrupt it and wait before closing.
             self.cancel()
@@ -236,6 +246,7 @@ class Connection:
                 await self.call(self.session.close)
             except Exception:  # noqa: BLE001 - closing must not take the server down
                 traceback.print_exc(file=sys.stderr)
+        self._worker.close()
         if self.backend is not None:
             self.context.activity.close(self.backend)
         self.writer.close()
@@ -251,9 +262,27 @@ class Connection:
             pass
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work on the thread pool, one call at a time for this connection."""
-        self._pending = self.context.executor.submit(fn, *args)
-        return await asyncio.wrap_future(self._pending)
+        """Run blocking work on the connection's worker thread, one call at a time. Meanwhile
+        the client's next messages are read ahead: if it closes its end, the work is cancelled
+        (it would be for no one)."""
+        self._pending = self._worker.submit(fn, *args)
+        done = asyncio.wrap_future(self._pending)
+        if self.messages is None or self.messages.closed:
+            return await done
+        gone = asyncio.ensure_future(self.messages.read_ahead())
+        try:
+            await asyncio.wait({done, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if not done.done():
+            # The client closed its end (or its connection broke): stop the work, then end the
+            # connection without running what it sent before.
+            if self.session is not None:
+                self.session.cancel()
+            with contextlib.suppress(Exception):
+                await done
+            raise ConnectionResetError("the client closed the connection")
+        return done.result()
 
     # -- output ----------------------------------------------------------------------------
 
@@ -353,6 +382,11 @@ class Connection:
         extensions = [k for k in params if k.startswith("_pq_.")]
         if minor > 0 or extensions:
             self.send(protocol.negotiate_protocol_version(0, extensions))
+        if self.context.sessions >= self.context.max_connections:
+            await self._fatal(SqlState.TOO_MANY_CONNECTIONS, "sorry, too many clients already")
+            return False
+        self.context.sessions += 1
+        self._admitted = True
         user = params.get("user")
         if not user:
             await self._fatal(SqlState.INVALID_AUTHORIZATION_SPECIFICATION,
@@ -378,6 +412,7 @@ class Connection:
                 lambda: Session(self.context.database, self.context.engine, user=user,
                                 database_name=params.get("database") or user,
                                 parameters=settings, generation=self.context.generation,
+                                server_settings=self.context.settings,
                                 backend=self.backend))
         except SqlError as exc:
             await self._fatal(exc.sqlstate, exc.message)
@@ -404,6 +439,7 @@ class Connection:
             protocol.Describe: self.extended.describe,
             protocol.Execute: self.extended.execute,
             protocol.Close: self.extended.close,
+            protocol.Malformed: self._malformed,
         }
         while True:
             message = await self._next_message()
@@ -419,23 +455,50 @@ class Connection:
             if isinstance(message, protocol.Flush):
                 await self.flush()
                 continue
-            if isinstance(message, protocol.CopyData | protocol.CopyDone | protocol.CopyFail):
+            if isinstance(message, protocol.CopyData | protocol.CopyDone | protocol.CopyFail) or (
+                    isinstance(message, protocol.Malformed) and message.kind in _COPY_KINDS):
                 continue  # after a failed COPY the client's remaining copy data is dropped
+            if isinstance(message, protocol.Malformed) and message.kind == b"X":
+                return  # a Terminate ends the connection, whatever its body
+            if isinstance(message, protocol.Malformed) and message.kind == b"S":
+                await self._malformed_sync(message)
+                continue
             if self._skip_until_sync:
                 continue  # PostgreSQL discards extended-protocol messages after an error
             self._report_active(message)
             try:
                 await handlers[type(message)](message)
+            except ConnectionError:
+                raise  # the client is gone: no one to answer
             except Exception as exc:  # noqa: BLE001 - every failure becomes ErrorResponse
                 self._send_error(exc)
-                if isinstance(message, protocol.Query):
+                if _simple(message):
                     self._command_done()
                 else:
                     self._skip_until_sync = True
-            if isinstance(message, protocol.Query):
+            if _simple(message):
                 await self.flush()
             else:
                 await self._maybe_flush()
+
+    async def _malformed(self, message: protocol.Malformed) -> None:
+        raise self._malformed_error(message)
+
+    async def _malformed_sync(self, message: protocol.Malformed) -> None:
+        """A malformed Sync is its error, then still a Sync: the implicit transaction ends
+        (failed), skipping ends, ReadyForQuery follows."""
+        self._send_error(self._malformed_error(message))
+        await self._end_implicit(failed=True)
+        self._skip_until_sync = False
+        self._command_done()
+        await self.flush()
+
+    def _malformed_error(self, message: protocol.Malformed) -> SqlError:
+        """The error of a message whose fields could not be read, as PostgreSQL reports it; a
+        transaction block it came in fails, as after any error."""
+        assert self.session is not None
+        self.session.transaction.fail()
+        return SqlError(SqlState(message.sqlstate), message.message)
 
     def _report_active(self, message: protocol.FrontendMessage) -> None:
         """pg_stat_activity: the query a message starts working on (a Query's whole text, the
@@ -596,6 +659,17 @@ class Connection:
                 await self.call(session.end_implicit, failed)
         except Exception as exc:  # noqa: BLE001 - a failed COMMIT is the client's error
             self._send_error(exc)
+
+
+# Malformed messages of these kinds are dropped, as the rest of a failed COPY's data is.
+_COPY_KINDS = frozenset({b"d", b"c", b"f"})
+
+
+def _simple(message: protocol.FrontendMessage) -> bool:
+    """Whether a message belongs to the simple query protocol (answered with ReadyForQuery;
+    the extended protocol's messages are skipped up to Sync after an error)."""
+    return isinstance(message, protocol.Query) or (
+        isinstance(message, protocol.Malformed) and message.kind == b"Q")
 
 
 @dataclass(frozen=True, slots=True)

@@ -292,6 +292,8 @@ async def _copy_in(host: Host, portal: Portal, command: CopyCommand) -> str:
             elif not isinstance(message, protocol.Flush | protocol.Sync):
                 feed.finish(_Failed("protocol violation"))
                 await asyncio.wait({work})
+                if isinstance(message, protocol.Malformed) and message.kind in b"dcf":
+                    raise SqlError(SqlState(message.sqlstate), message.message)
                 raise SqlError(SqlState.PROTOCOL_VIOLATION,
                                f"unexpected message type 0x{_type_byte(message):02X} during "
                                "COPY from stdin")
@@ -318,6 +320,8 @@ _TYPE_BYTES = {protocol.Query: b"Q", protocol.Parse: b"P", protocol.Bind: b"B",
 
 
 def _type_byte(message: protocol.FrontendMessage) -> int:
+    if isinstance(message, protocol.Malformed):
+        return message.kind[0]
     return _TYPE_BYTES.get(type(message), b"?")[0]
 
 

@@ -2,9 +2,13 @@
 
 Contract: `read_startup` reads the untyped first packet of a connection (StartupMessage,
 SSLRequest, GSSENCRequest or CancelRequest); a `MessageReader` reads typed messages and parses each
-into a frozen dataclass (`Query`, `Parse`, `Bind`, ...). Any malformed input (unknown message type,
-a length that is too small or too large, fields that run past the end or leave bytes over) raises
-`ProtocolError`, which the connection answers with SQLSTATE 08P01 before closing.
+into a frozen dataclass (`Query`, `Parse`, `Bind`, ...). As in PostgreSQL, broken framing (an
+unknown message type, a length that is too small or too large) raises `ProtocolError`, which the
+connection answers with FATAL 08P01 before closing, while a message whose frame is sound but whose
+contents are not (fields that run past its end or leave bytes over, a negative count, text that is
+not UTF-8) becomes `Malformed`: the connection reports it as an ERROR (08P01, or 22021 for bad
+UTF-8) and goes on with the next message. While a statement runs, `read_ahead` reads what the
+client sends meanwhile (bounded) and returns when the client has gone.
 `read_sasl_initial_response` and `read_sasl_response` read the authentication exchange's
 messages (type 'p': its layout depends on the exchange, so each is read as expected). A clean end
 of stream raises `asyncio.IncompleteReadError`, which means the client went away. The other
@@ -19,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +44,18 @@ _I32 = struct.Struct("!i")
 _HEADER = struct.Struct("!ci")
 
 
+PROTOCOL_VIOLATION = "08P01"
+CHARACTER_NOT_IN_REPERTOIRE = "22021"
+
+
 class ProtocolError(Exception):
-    """The client broke the protocol; answered with SQLSTATE 08P01 and the connection closes."""
+    """The client broke the protocol. Raised by `read_startup` and the framing of `MessageReader`
+    it ends the connection (FATAL); raised while parsing a message's fields it becomes that
+    message's `Malformed` stand-in."""
+
+    def __init__(self, message: str, sqlstate: str = PROTOCOL_VIOLATION) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 # -- frontend messages ------------------------------------------------------------------------
@@ -138,8 +152,17 @@ class CopyFail:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A message in a sound frame whose fields could not be read: an ERROR, not a FATAL one."""
+
+    kind: bytes  # its type byte: which message it was meant to be
+    sqlstate: str
+    message: str
+
+
 FrontendMessage = (Query | Parse | Bind | Describe | Execute | Close | Sync | Flush | Terminate
-                   | CopyData | CopyDone | CopyFail)
+                   | CopyData | CopyDone | CopyFail | Malformed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +192,7 @@ class _Body:
     def _unpack(self, fmt: struct.Struct) -> int:
         end = self.pos + fmt.size
         if end > len(self.data):
-            raise ProtocolError("invalid message format")
+            raise ProtocolError("insufficient data left in message")
         (value,) = fmt.unpack_from(self.data, self.pos)
         self.pos = end
         return value
@@ -177,7 +200,7 @@ class _Body:
     def bytes(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self.data):
-            raise ProtocolError("invalid message format")
+            raise ProtocolError("insufficient data left in message")
         self.pos = end
         return self.data[end - n : end]
 
@@ -192,14 +215,19 @@ class _Body:
         self.pos = end + 1
         try:
             return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ProtocolError("invalid byte sequence for encoding \"UTF8\"") from None
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(_invalid_utf8(raw, exc.start), CHARACTER_NOT_IN_REPERTOIRE
+                                ) from None
 
     def int16_list(self) -> tuple[int, ...]:
+        return tuple(self.int16() for _ in range(self.count()))
+
+    def count(self) -> int:
+        """An int16 number of items that follow (PostgreSQL reads it unsigned-checked)."""
         count = self.int16()
         if count < 0:
-            raise ProtocolError("invalid message format")
-        return tuple(self.int16() for _ in range(count))
+            raise ProtocolError(f"invalid number of items {count} in message")
+        return count
 
     def end(self) -> None:
         # PostgreSQL's pq_getmsgend: bytes left over mean the client and we disagree on framing.
@@ -241,28 +269,55 @@ class MessageReader:
 
     `next()` waits for the next message; `pending` holds the messages already complete in what
     the socket delivered (a pipelining client's Bind/Execute pairs, for one), so a handler can
-    see what follows without waiting. Reading is done in chunks, and a chunk is only taken from
-    the stream whole, so cancelling a waiting `next()` loses nothing.
+    see what follows without waiting. `read_ahead()` reads on while a statement runs (at most
+    `READ_AHEAD_MESSAGES` wait in `pending`) and returns once the client has closed its end
+    (`closed`). Reading is done in chunks, one reader at a time, and a chunk is only taken from
+    the stream whole, so cancelling a waiting `next()` or `read_ahead()` loses nothing.
     """
 
     CHUNK_BYTES = 256 * 1024
+    READ_AHEAD_MESSAGES = 64
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self.reader = reader
         self.pending: collections.deque[FrontendMessage] = collections.deque()
+        self.closed = False  # the client closed its end: no more messages will come
         self._data = bytearray()
         self._error: ProtocolError | None = None  # raised once the messages before it are read
+        self._reading = asyncio.Lock()
+        self._taken = asyncio.Event()  # set when a message leaves `pending`
 
     async def next(self) -> FrontendMessage:
         while not self.pending:
             if self._error is not None:
                 raise self._error
+            if self.closed:
+                raise asyncio.IncompleteReadError(bytes(self._data), None)
+            await self._read_chunk(lambda: not self.pending)
+        self._taken.set()
+        return self.pending.popleft()
+
+    async def read_ahead(self) -> None:
+        """Read what the client sends meanwhile; return when it has closed its end."""
+        while not self.closed:
+            if self._error is not None or len(self.pending) >= self.READ_AHEAD_MESSAGES:
+                self._taken.clear()
+                await self._taken.wait()  # room again (or never: the caller cancels us)
+                continue
+            await self._read_chunk(lambda: len(self.pending) < self.READ_AHEAD_MESSAGES)
+
+    async def _read_chunk(self, wanted: Callable[[], bool]) -> None:
+        """Read one chunk and parse what it completes, unless another reader got there first
+        and made it unnecessary (`wanted()` false once this one's turn comes)."""
+        async with self._reading:
+            if self.closed or self._error is not None or not wanted():
+                return
             chunk = await self.reader.read(self.CHUNK_BYTES)
             if not chunk:
-                raise asyncio.IncompleteReadError(bytes(self._data), None)
+                self.closed = True
+                return
             self._data += chunk
             self._parse_complete()
-        return self.pending.popleft()
 
     def _parse_complete(self) -> None:
         data, pos = self._data, 0
@@ -278,8 +333,11 @@ class MessageReader:
                 if end > len(data):
                     break
                 body = _Body(bytes(data[pos + 5 : end]))
-                message = parser(body)
-                body.end()
+                try:
+                    message = parser(body)
+                    body.end()
+                except ProtocolError as exc:  # the frame was sound: the next message follows
+                    message = Malformed(kind, exc.sqlstate, str(exc))
                 self.pending.append(message)
                 pos = end
         except ProtocolError as exc:
@@ -310,24 +368,27 @@ async def read_sasl_response(reader: asyncio.StreamReader) -> SASLResponse:
     return SASLResponse(body.bytes(len(body.data)))
 
 
+def _invalid_utf8(raw: bytes, start: int) -> str:
+    """PostgreSQL's message for bad UTF-8: the bytes of the sequence that begins there."""
+    lead = raw[start]
+    length = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if (
+        0xF0 <= lead < 0xF8) else 1
+    shown = " ".join(f"0x{b:02x}" for b in raw[start : start + length])
+    return f'invalid byte sequence for encoding "UTF8": {shown}'
+
+
 def _parse(body: _Body) -> Parse:
     name, sql = body.cstring(), body.cstring()
-    count = body.int16()
-    if count < 0:
-        raise ProtocolError("invalid message format")
     # OIDs are unsigned on the wire.
-    oids = tuple(body.int32() & 0xFFFFFFFF for _ in range(count))
+    oids = tuple(body.int32() & 0xFFFFFFFF for _ in range(body.count()))
     return Parse(name, sql, oids)
 
 
 def _bind(body: _Body) -> Bind:
     portal, statement = body.cstring(), body.cstring()
     param_formats = body.int16_list()
-    count = body.int16()
-    if count < 0:
-        raise ProtocolError("invalid message format")
     params: list[bytes | None] = []
-    for _ in range(count):
+    for _ in range(body.count()):
         size = body.int32()
         if size < -1:
             raise ProtocolError(f"invalid length {size} of bind parameter")

@@ -153,11 +153,13 @@ class Session:
     database_name: str = "heron"
     parameters: dict[str, str] = field(default_factory=dict)
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
+    # The server's own defaults (`heron serve` flags), in place of the built-in ones: what RESET
+    # goes back to, as postgresql.conf's values are in PostgreSQL.
+    server_settings: dict[str, str] = field(default_factory=dict)
     backend: Backend | None = None  # the server's entry for this session (pg_stat_activity)
 
     def __post_init__(self) -> None:
-        self._settings = {k.lower(): (k, v) for k, v in {**OTHER_DEFAULTS,
-                                                         **REPORTED_DEFAULTS}.items()}
+        self._settings = {k.lower(): (k, v) for k, v in self._defaults_by_name().items()}
         self._settings["session_authorization"] = ("session_authorization", self.user)
         role = self.database.roles.get(self.user)
         self._settings["is_superuser"] = ("is_superuser",
@@ -482,9 +484,12 @@ class Session:
         self._settings_changed()
         return Result(kind.name, None, None)
 
+    def _defaults_by_name(self) -> dict[str, str]:
+        return {**OTHER_DEFAULTS, **REPORTED_DEFAULTS, **self.server_settings}
+
     def _reset(self, name: str) -> None:
         key = name.lower()
-        defaults = {k.lower(): v for k, v in {**OTHER_DEFAULTS, **REPORTED_DEFAULTS}.items()}
+        defaults = {k.lower(): v for k, v in self._defaults_by_name().items()}
         if key == "all":
             for setting, value in defaults.items():
                 if setting not in READ_ONLY:

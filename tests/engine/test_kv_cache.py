@@ -21,6 +21,7 @@ from heron.engine.spec import ModelSpec
 SPEC = ModelSpec.from_config({
     "model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+    "max_position_embeddings": 4096,
 })
 TOKEN_BYTES = kv_bytes_per_token(SPEC, torch.float32)  # 2 x 2 layers x 2 heads x 16 x 4 B
 
@@ -154,7 +155,7 @@ def test_qwen3_4b_numbers() -> None:
     spec = ModelSpec.from_config({
         "model_type": "qwen3", "hidden_size": 2560, "intermediate_size": 9728,
         "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "head_dim": 128, "vocab_size": 151936,
+        "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
     })
     assert kv_bytes_per_token(spec, torch.bfloat16) == 147456  # DESIGN §5: 147 KB
     # The ~7.3 GFLOP per token of DESIGN §5 (linear layers) at position 0.

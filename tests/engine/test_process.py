@@ -68,9 +68,9 @@ def test_child_death_mid_session_raises(tiny_qwen3: tuple[Path, object]) -> None
     try:
         engine._process.kill()  # noqa: SLF001 - simulate the OOM killer
         engine._process.join()  # noqa: SLF001
-        with pytest.raises(EngineError, match="engine process"):
+        with pytest.raises(EngineError, match="engine process was killed by SIGKILL"):
             engine.answer(boolean([filter_prompt("x", "y?")]))
-        with pytest.raises(EngineError, match="closed"):
+        with pytest.raises(EngineError, match="killed by SIGKILL"):  # and stays closed
             engine.count_tokens(["x"])
     finally:
         engine.close()
@@ -159,7 +159,7 @@ def test_every_waiting_caller_hears_of_a_dead_child(tiny_qwen3: tuple[Path, obje
         for t in threads:
             t.join(30)
         assert time.monotonic() - started < 10
-        assert len(errors) == 3 and all("engine process exited" in str(e) for e in errors)
+        assert len(errors) == 3 and all("killed by SIGKILL" in str(e) for e in errors)
     finally:
         engine.close()
 

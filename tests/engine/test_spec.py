@@ -23,6 +23,7 @@ BASE = {
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "vocab_size": 100,
+    "max_position_embeddings": 2048,
 }
 LLAMA3 = {
     "factor": 8.0,
@@ -55,6 +56,8 @@ def test_qwen3_spec() -> None:
         ({"model_type": "gpt2"}, "unsupported model_type"),
         ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1.0}}, "unsupported rope_type"),
         ({"hidden_act": "gelu"}, "hidden_act"),
+        ({"max_position_embeddings": None}, r"max_position_embeddings .* \(the model's context\)"),
+        ({"max_position_embeddings": 0}, "max_position_embeddings"),
     ],
 )
 def test_unsupported_configs_are_refused(patch: dict, message: str) -> None:

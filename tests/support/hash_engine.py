@@ -33,7 +33,8 @@ from heron.engine.prompts import Prompt
 _TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
 _MODULUS = (1 << 61) - 1
 INFO = ModelInfo(name="hash-engine", architecture="hash", num_layers=2, hidden_size=64,
-                 vocab_size=1000, num_params=1_000_000, dtype="float32", device="cpu")
+                 vocab_size=1000, num_params=1_000_000, dtype="float32", device="cpu",
+                 context_tokens=1 << 20)
 
 
 def _unit(*parts: str) -> float:
