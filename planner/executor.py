@@ -266,6 +266,7 @@ class _Execution:
         self.fields = fields  # per operator marker: its prompt values, parameters bound
         self.functions: list[str] = []
         self.tables: list[str] = []
+        self._fetched: dict[str, pa.Table] = {}  # candidate queries' rows, by their SQL
         self.asked: dict[str, _Asked] = {op.marker: _Asked() for op in plan.operators}
         self.done: set[str] = set()  # operators run (or, for EXPLAIN, planned)
         self.answered_markers: set[str] = set()  # operators whose markers became lookups
@@ -384,10 +385,9 @@ class _Execution:
             return OperatorWork(op, 1, passed, asked.metrics, reused=reused)
         pending = self._pending()
         goal = self._goal(op, pending)
-        table = self.executor.fetch(self._candidate_query(
+        rows = _rows(self._candidate_rows(self._candidate_query(
             op, pending, ranked=goal.keys if goal else (), top=goal.rows if goal and goal.top
-            else None))
-        rows = _rows(table)
+            else None)))
         anchor = self._anchor(op)
         ordered = rows
         if op.pairs and anchor is not None and not (goal and goal.keys):
@@ -560,6 +560,14 @@ class _Execution:
         found by then)."""
         select = self._candidate_query(op, unknown)
         query = select.subquery("c")
+        if self.deadline is None:  # a run asks them all anyway: fetched once, then read here
+            table = self._candidate_rows(select)
+            name = f"{MATERIALIZED}{uuid.uuid4().hex[:12]}"
+            self.con.register(name, table)
+            self.tables.append(name)
+            query = exp.select("*").from_(name).subquery("c")
+            rows = _rows(self._fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
+            return query, table.num_rows, rows, True
         try:
             total = int(self._fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
                         .column(0)[0].as_py())
@@ -579,6 +587,15 @@ class _Execution:
         # IS NOT NULL, which the values of documents seldom are.
         rows_from = select.args["from_"].this.this
         return query, self.executor.estimated_rows(rows_from), list(dict.fromkeys(rows)), False
+
+    def _candidate_rows(self, select: exp.Select) -> pa.Table:
+        """A candidate query's rows, fetched once per execution: the anchor choice, the
+        optimizer and the operator itself often ask the same query (tables do not change
+        while a statement runs, and its volatile inputs were materialized first)."""
+        sql = select.sql(dialect="duckdb")
+        if sql not in self._fetched:
+            self._fetched[sql] = self.executor.fetch(select)
+        return self._fetched[sql]
 
     def _fetch(self, query: exp.Expression) -> pa.Table:
         """A query's rows, within EXPLAIN's deadline (`_OutOfTime` past it)."""
