@@ -4,13 +4,18 @@ Contract: `register(con, roles)` registers, on a connection that outlives the se
 directory's root connection), the Python functions the catalog calls: the roles it lists
 (pg_roles, pg_user, pg_auth_members, pg_get_userbyid, ::regrole; `roles()` is asked at each
 statement) and PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`).
-`Catalog(con, user)` creates, once per DuckDB connection and outside any transaction, the TEMP
-macros and views that answer PostgreSQL 15's catalog: the relations of `pg_catalog`
+`Catalog(con, user)` serves one DuckDB connection: at once the session's functions (version(),
+current_user, current_setting(), ...), and, before the first statement that may read the
+catalog (`Catalog.ready(sql)`, called before a statement is classified), the TEMP macros and
+views that answer PostgreSQL 15's catalog: the relations of `pg_catalog`
 (`heron.planner.pg_catalog_relations`) and `information_schema`
 (`heron.planner.pg_information_schema`) with PostgreSQL's columns, and its functions
-(`heron.planner.pg_catalog_functions`). TEMP objects are per connection and shadow the built-in
-ones of the same unqualified name; statements reach them as `heron.planner.pg_catalog_rewrite`
-rewrites them. They read snapshots of DuckDB's catalog: `Catalog.refresh(sql)`, called before a
+(`heron.planner.pg_catalog_functions`) — ~0.2 s of DDL that a session which never reads the
+catalog (a pooled application connection) does not pay. TEMP objects are per connection and
+shadow the built-in ones of the same unqualified name; statements reach them as
+`heron.planner.pg_catalog_rewrite` rewrites them. Created in a transaction that rolls back,
+they are gone with it: `rolled_back()` notices, and the next catalog statement creates them
+again. They read snapshots of DuckDB's catalog: `Catalog.refresh(sql)`, called before a
 statement runs, takes new ones when the statement reads the catalog and DuckDB's catalog changed
 since the last (a cheap fingerprint decides). `publish_settings(con, settings)` makes the
 session's run-time settings visible to `current_setting()` and pg_settings (a DuckDB session
@@ -78,6 +83,11 @@ _READS_CATALOG = ("pg_", "heron_", "format_type", "col_description", "obj_descri
 assert all(any(word in name for word in _READS_CATALOG) for name in (
     *(r.name for r in pg_catalog_relations.RELATIONS), *SNAPSHOTS, *CATALOG_MACROS,
     *(pg_information_schema.view_name(r.name) for r in pg_information_schema.RELATIONS)))
+
+
+def _reads_catalog(sql: str) -> bool:
+    lowered = sql.lower()
+    return any(word in lowered for word in _READS_CATALOG)
 
 
 def _system_relations() -> str:
@@ -189,9 +199,10 @@ class Catalog:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, user: str = "heron",
                  server_version: str = "16.4") -> None:
-        """Create the shim on `con` (once, outside a transaction). Without `register` on the
-        database before, `user` is the only role (a superuser). The first snapshot is taken by
-        the first statement that reads the catalog."""
+        """Create the session's functions on `con` (outside a transaction). Without `register`
+        on the database before, `user` is the only role (a superuser). The relations are created
+        by the first statement that may read them, the first snapshot taken by the first that
+        does."""
         self.con = con
         registered = con.execute("SELECT count(*) FROM duckdb_functions() "
                                  "WHERE function_name = ?", [ROLES_FUNCTION]).fetchall()[0][0]
@@ -199,6 +210,23 @@ class Catalog:
             register(con, lambda: (RoleRow(user, BOOTSTRAP_SUPERUSER, superuser=True,
                                            login=True),))
         _create_macros(con, session_macros(user, server_version))
+        self._installed = False
+
+    def ready(self, sql: str) -> None:
+        """Before classifying `sql`: the shim's relations and macros exist if it may read them."""
+        if not self._installed and _reads_catalog(sql):
+            self._install()
+            self._installed = True
+
+    def rolled_back(self) -> None:
+        """After a rollback: whether the relations survived it (not if it created them)."""
+        if self._installed:
+            self._installed = bool(self.con.execute(
+                "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = ?",
+                [_HELPERS[0][0]]).fetchall()[0][0])  # created with the rest, or not at all
+
+    def _install(self) -> None:
+        con = self.con
         self._stamp(None)
         for name, sql in _HELPERS:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
@@ -214,8 +242,8 @@ class Catalog:
     def refresh(self, sql: str) -> None:
         """Before running `sql`: if it reads the catalog and DuckDB's catalog changed since the
         last snapshot, take new snapshots."""
-        lowered = sql.lower()
-        if any(word in lowered for word in _READS_CATALOG):
+        if _reads_catalog(sql):
+            self.ready(sql)
             self._snapshot()
 
     def _snapshot(self) -> None:

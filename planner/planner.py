@@ -98,8 +98,9 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        return statement.classify(self.con,
-                                  pg_semantics.rewrite(pg_catalog_rewrite.rewrite(sql)))
+        rewritten = pg_catalog_rewrite.rewrite(sql)
+        self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
+        return statement.classify(self.con, pg_semantics.rewrite(rewritten))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that
@@ -203,6 +204,7 @@ class Planner:
         """Roll back; never fails (after an error DuckDB may have ended the transaction)."""
         with contextlib.suppress(SqlError):
             self._run("ROLLBACK")
+        self.catalog.rolled_back()
 
     def _run(self, sql: str) -> None:
         try:

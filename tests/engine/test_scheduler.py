@@ -101,14 +101,15 @@ def _assert_identical(got: list[torch.Tensor], expected: list[torch.Tensor],
 _CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
 ALL_KINDS = tuple(AnswerKind)
 CUDA_TEXT = pytest.mark.xfail(strict=True, reason=(
-    "on the H200 the log-probabilities of generated tokens moved by ~1e-6 (the ids did not) when "
-    "the same TEXT request ran in 13-token chunks; BOOLEAN, SCORE and LABEL are bit-identical"))
+    "on the H200 the log-probabilities of generated tokens move by 9.5e-7 (the ids do not) when "
+    "the TEXT request runs in 13-token chunks after the other kinds' prompts (their document "
+    "blocks cached); TEXT alone, in 8- and 13-token chunks, is bit-identical"))
 
 
 @pytest.mark.parametrize(("device", "kinds"), [
     ("cpu", ALL_KINDS),
     pytest.param("cuda", ALL_KINDS[:-1], marks=_CUDA, id="cuda-BOOLEAN-SCORE-LABEL"),
-    pytest.param("cuda", ALL_KINDS[-1:], marks=[_CUDA, CUDA_TEXT], id="cuda-TEXT"),
+    pytest.param("cuda", ALL_KINDS, marks=[_CUDA, CUDA_TEXT], id="cuda-all"),
 ])
 def test_answers_are_bit_identical_whatever_shares_the_chunk(
     tiny_qwen3: tuple[Path, torch.nn.Module], device: str, kinds: tuple[AnswerKind, ...],

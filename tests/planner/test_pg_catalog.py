@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from heron.planner import pg_catalog
+from heron.planner import Planner, pg_catalog
 from heron.planner.pg_catalog_rewrite import rewrite
 
 
@@ -291,3 +291,25 @@ def test_catalog_functions(catalog):
     assert query(catalog, "SELECT format_type(0, NULL), format_type(99999, NULL), "
                           "pg_has_role('alice', 'pg_database_owner', 'MEMBER')") == [
         ("-", "???", True)]
+
+
+# -- when the shim is created ----------------------------------------------------------------
+
+def test_the_relations_are_created_by_the_first_statement_that_may_read_them():
+    """A session that never reads the catalog does not pay for it; one whose first catalog
+    statement ran in a transaction that rolled back gets the relations again."""
+    con = duckdb.connect()
+    planner = Planner(con)
+    temp_views = ("SELECT count(*) FROM duckdb_views() WHERE temporary "
+                  "AND view_name = 'heron_system_relations'")  # the shim's own
+    assert planner.execute(planner.prepare("SELECT 1 AS one")).rows.read_all().to_pylist() == [
+        {"one": 1}]
+    assert con.execute(temp_views).fetchall() == [(0,)]
+    planner.begin()
+    counted = "SELECT count(*) AS n FROM pg_catalog.pg_class WHERE relname = 'pg_class'"
+    assert planner.execute(planner.prepare(counted)).rows.read_all().to_pylist() == [{"n": 1}]
+    planner.rollback()
+    assert con.execute(temp_views).fetchall() == [(0,)]  # gone with the transaction
+    assert planner.execute(planner.prepare(counted)).rows.read_all().to_pylist() == [{"n": 1}]
+    assert con.execute(temp_views).fetchall() == [(1,)]
+    con.close()
