@@ -192,3 +192,27 @@ def test_values_under_limit_are_asked_only_for_rows_that_can_be_returned(con):
     _, (work,) = run(planner, "SELECT id FROM reviews ORDER BY AI.SCORE(('How good is it? ', "
                               "body)) DESC, movie_id LIMIT 3")
     assert work.candidates == 200
+
+
+def test_a_join_sends_one_prefix_object_per_anchor_and_fetches_its_candidates_once(con):
+    """Host work around a join: thousands of pairs repeat an anchor's document, so its pairs
+    share one prefix string (hashed once for the answer keys, pickled once to the engine), and
+    the anchor choice and the operator read one fetch of the candidate query."""
+    planner, engine = planner_for(con)
+    planner.publish_settings({"heron.reuse_answers": "off"})
+    fetched = []
+    fetch = planner.executor.fetch
+
+    def counting(query, deadline=None):
+        fetched.append(query.sql(dialect="duckdb"))
+        return fetch(query, deadline)
+
+    planner.executor.fetch = counting
+    _, (work,) = run(planner, quail.SHAPES["BIO-2"])
+    prompts = [p for r in engine.requests for p in r.prompts]
+    assert len(prompts) == work.metrics.prompts > len({p.prefix for p in prompts})
+    for request in engine.requests:
+        texts = {p.prefix for p in request.prompts}
+        assert len({id(p.prefix) for p in request.prompts}) == len(texts)
+    candidate_queries = [sql for sql in fetched if sql.startswith("SELECT DISTINCT")]
+    assert len(candidate_queries) == len(set(candidate_queries)) == 1
