@@ -10,7 +10,8 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    picks the next (under `heron.order = cost`: a scope's conjuncts in the cheapest order, their
    selectivities from the catalog or, when unknown, measured on a sample of their candidates).
 3. An operator's candidates come from DuckDB (`planner.candidates`: the distinct prompt values
-   over the rows where it stands, every answered condition applied); the engine answers one
+   over the rows where it stands, every answered condition applied; each candidate query is
+   fetched once per execution, equal texts decoded into one shared string); the engine answers one
    prompt per candidate not answered before (the answer store, keyed by model and exact prompt,
    serves repeats across statements unless `heron.reuse_answers` is off). Pairs are asked
    grouped by anchor, around the anchor chosen on the candidates with only the calls the
