@@ -99,6 +99,8 @@ _NAME_TOKENS = {TokenType.VAR, TokenType.IDENTIFIER}
 def check(con: duckdb.DuckDBPyConnection, sql: str, role: Role | None, *,
           main_database: str) -> None:
     """Refuse `sql` (42501) when `role` lacks a privilege it needs; see the module docstring."""
+    if role is not None and role.superuser and "detach" not in sql.lower():
+        return  # nothing to check: not tokenizing saves ~5 % of a `SELECT 1`'s server time
     try:
         tokens = _tokenize(sql)
     except TokenError:
