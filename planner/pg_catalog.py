@@ -10,10 +10,11 @@ catalog (`Catalog.ready(sql)`, called before a statement is classified), the TEM
 views that answer PostgreSQL 15's catalog: the relations of `pg_catalog`
 (`heron.planner.pg_catalog_relations`) and `information_schema`
 (`heron.planner.pg_information_schema`) with PostgreSQL's columns, and its functions
-(`heron.planner.pg_catalog_functions`) — ~0.2 s of DDL that a session which never reads the
-catalog (a pooled application connection) does not pay. TEMP objects are per connection and
-shadow the built-in ones of the same unqualified name; statements reach them as
-`heron.planner.pg_catalog_rewrite` rewrites them. Created in a transaction that rolls back,
+(`heron.planner.pg_catalog_functions`), and the sessions' activity views and backend functions
+acting for the session's `caller` (`heron.planner.pg_activity`) — ~0.2 s of DDL that a session
+which never reads the catalog (a pooled application connection) does not pay. TEMP objects are
+per connection and shadow the built-in ones of the same unqualified name; statements reach them
+as `heron.planner.pg_catalog_rewrite` rewrites them. Created in a transaction that rolls back,
 they are gone with it: `rolled_back()` notices, and the next catalog statement creates them
 again. They read snapshots of DuckDB's catalog: `Catalog.refresh(sql)`, called before a
 statement runs, takes new ones when the statement reads the catalog and DuckDB's catalog changed
@@ -198,7 +199,8 @@ class Catalog:
     its stamp (the catalog's fingerprint it was taken at) with it."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, user: str = "heron",
-                 server_version: str = "16.4") -> None:
+                 server_version: str = "16.4", caller: pg_activity.Caller = pg_activity.NO_SERVER
+                 ) -> None:
         """Create the session's functions on `con` (outside a transaction). Without `register`
         on the database before, `user` is the only role (a superuser). The relations are created
         by the first statement that may read them, the first snapshot taken by the first that
@@ -210,6 +212,7 @@ class Catalog:
             register(con, lambda: (RoleRow(user, BOOTSTRAP_SUPERUSER, superuser=True,
                                            login=True),))
         _create_macros(con, session_macros(user, server_version))
+        self.caller = caller  # whom the activity views and backend functions act for
         self._installed = False
 
     def ready(self, sql: str) -> None:
@@ -227,6 +230,7 @@ class Catalog:
 
     def _install(self) -> None:
         con = self.con
+        pg_activity.install(con, self.caller)
         self._stamp(None)
         for name, sql in _HELPERS:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")

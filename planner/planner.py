@@ -41,7 +41,6 @@ from heron.planner import (
     dialect,
     explain,
     logical,
-    pg_activity,
     pg_catalog,
     pg_catalog_rewrite,
     pg_semantics,
@@ -74,8 +73,7 @@ class Planner:
                  caller: Caller = NO_SERVER, progress: ProgressListener | None = None
                  ) -> None:
         self.con = con
-        self.catalog = pg_catalog.Catalog(con, user, server_version)
-        pg_activity.install(con, caller)
+        self.catalog = pg_catalog.Catalog(con, user, server_version, caller)
         views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
