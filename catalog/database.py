@@ -55,6 +55,9 @@ class Database:
             migrate_main_to_public(self._root)
         if first_start and load_demo:
             demo.load(self._root)
+        # Macros in `main` are left by the migration only: counted once, as listing them scans
+        # every DuckDB function (~10 ms, which each new session would otherwise pay).
+        self._legacy_macros = _holds_macros(self._root, LEGACY_SCHEMA)
         self.statistics = Statistics.load(self.data_dir / STATISTICS_FILE)
         self.answers = AnswerStore()
 
@@ -71,7 +74,7 @@ class Database:
         `reviews` names `demo.reviews` until the user creates a `reviews` of their own."""
         con = self._root.cursor()
         path = [DEFAULT_SCHEMA]
-        if _holds_objects(con, LEGACY_SCHEMA):
+        if self._legacy_macros or _holds_objects(con, LEGACY_SCHEMA):
             path.append(LEGACY_SCHEMA)
         if _schema_exists(con, demo.SCHEMA):
             path.append(demo.SCHEMA)
@@ -104,10 +107,14 @@ def _holds_objects(con: duckdb.DuckDBPyConnection, schema: str) -> bool:
                    AND schema_name = $1 AND NOT internal)
                 + (SELECT count(*) FROM duckdb_sequences() WHERE database_name =
                    current_database() AND schema_name = $1)
-                + (SELECT count(*) FROM duckdb_functions() WHERE database_name =
-                   current_database() AND schema_name = $1 AND NOT internal)
                 + (SELECT count(*) FROM duckdb_types() WHERE database_name = current_database()
                    AND schema_name = $1 AND NOT internal)""", [schema]).fetchall()[0][0])
+
+
+def _holds_macros(con: duckdb.DuckDBPyConnection, schema: str) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE database_name = current_database() "
+        "AND schema_name = ? AND NOT internal", [schema]).fetchall()[0][0])
 
 
 def migrate_main_to_public(con: duckdb.DuckDBPyConnection) -> None:
