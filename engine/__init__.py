@@ -18,6 +18,14 @@ Public surface (importing this package never imports torch — the server proces
 
 from __future__ import annotations
 
+import os
+
+# MKL's reproducible mode, read when torch loads MKL (torch is imported after this package): by
+# default its CPU GEMMs may take other code paths from run to run when the cores are contended,
+# which moved a score by 1e-4 between two runs of the same prompts (an engine process beside a
+# busy one). Costs nothing measurable on our GEMM shapes.
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
+
 from heron.engine.api import (
     DEFAULT_MODEL,
     AnswerKind,

@@ -20,6 +20,8 @@ from support.checkpoints import QWEN_VOCAB, save_tiny
 from support.heron_process import START_TIMEOUT_S, HeronProcess, start_heron
 from support.postgres import PostgresProcess, find_binaries, start_postgres
 
+import heron.engine  # noqa: F401 - before torch loads MKL: its reproducible mode (engine/__init__)
+
 if TYPE_CHECKING:
     import torch
 
