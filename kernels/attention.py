@@ -182,6 +182,30 @@ def _kernel() -> Any:
         return kt, vt
 
     @triton.jit
+    def absorb_tile(qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start,
+                    kv_head, stride_k, stride_v, token, offset, scale_log2,
+                    BLOCK_N: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr):
+        """One key tile folded into the running softmax of the program's rows (max ``m_i``,
+        sum ``l_i``, weighted values ``acc``). With ``MASKED``, keys past the list or after a
+        row's causal limit weigh exactly 0; without, every row sees every key of the tile."""
+        kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head, stride_k,
+                          stride_v, BLOCK_N, D)
+        scores = tl.dot(qt, tl.trans(kt)) * scale_log2
+        if MASKED:
+            n = start + tl.arange(0, BLOCK_N)
+            visible = (n[None, :] < kv_len) & (n[None, :] <= token[:, None] + offset)
+            scores = tl.where(visible, scores, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        safe = m_new
+        if MASKED:  # rows with nothing visible yet keep m = -inf; their weights stay exactly 0
+            safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - safe)
+        p = tl.exp2(scores - safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
+        return m_new, l_i, acc
+
+    @triton.jit
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
         q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, stride_q, stride_k,
@@ -217,30 +241,13 @@ def _kernel() -> Any:
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
         for start in range(0, whole, BLOCK_N):
-            kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
-                              stride_k, stride_v, BLOCK_N, D)
-            scores = tl.dot(qt, tl.trans(kt)) * scale_log2
-            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(scores - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
-            m_i = m_new
+            m_i, l_i, acc = absorb_tile(
+                qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
+                stride_k, stride_v, token, offset, scale_log2, BLOCK_N, D, False)
         for start in range(whole, end, BLOCK_N):
-            kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
-                              stride_k, stride_v, BLOCK_N, D)
-            n = start + tl.arange(0, BLOCK_N)
-            scores = tl.dot(qt, tl.trans(kt)) * scale_log2
-            visible = (n[None, :] < kv_len) & (n[None, :] <= token[:, None] + offset)
-            scores = tl.where(visible, scores, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-            # Rows with nothing visible yet keep m = -inf; their weights stay exactly 0.
-            safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha = tl.exp2(m_i - safe)
-            p = tl.exp2(scores - safe[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            acc = acc * alpha[:, None] + tl.dot(p.to(vt.dtype), vt)
-            m_i = m_new
+            m_i, l_i, acc = absorb_tile(
+                qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
+                stride_k, stride_v, token, offset, scale_log2, BLOCK_N, D, True)
         result = acc / l_i[:, None]
         o_rows = (q_start + token).to(tl.int64) * stride_o + head * D
         tl.store(out_ptr + o_rows[:, None] + dims[None, :], result.to(out_ptr.dtype.element_ty),
