@@ -563,10 +563,7 @@ class _Execution:
         query = select.subquery("c")
         if self.deadline is None:  # a run asks them all anyway: fetched once, then read here
             table = self._candidate_rows(select)
-            name = f"{MATERIALIZED}{uuid.uuid4().hex[:12]}"
-            self.con.register(name, table)
-            self.tables.append(name)
-            query = exp.select("*").from_(name).subquery("c")
+            query = exp.select("*").from_(self._register_rows(table)).subquery("c")
             rows = _rows(self._fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
             return query, table.num_rows, rows, True
         try:
@@ -758,13 +755,17 @@ class _Execution:
             ctes = visible_ctes(scope) if scope is not None else []
             if ctes:
                 probe.set("with_", exp.With(expressions=ctes))
-            rows = self.executor.fetch(probe)
-            name = f"{MATERIALIZED}{uuid.uuid4().hex[:12]}"
-            self.con.register(name, rows)
-            self.tables.append(name)
+            name = self._register_rows(self.executor.fetch(probe))
             alias = item.alias_or_name
             item.replace(exp.Table(this=exp.to_identifier(name),
                                    alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+    def _register_rows(self, rows: pa.Table) -> str:
+        """Name `rows` in DuckDB for this execution (unregistered when it closes)."""
+        name = f"{MATERIALIZED}{uuid.uuid4().hex[:12]}"
+        self.con.register(name, rows)
+        self.tables.append(name)
+        return name
 
     def final_sql(self) -> str:
         return self.tree.sql(dialect="duckdb")

@@ -219,7 +219,6 @@ class Catalog:
         """Before classifying `sql`: the shim's relations and macros exist if it may read them."""
         if not self._installed and _reads_catalog(sql):
             self._install()
-            self._installed = True
 
     def rolled_back(self) -> None:
         """After a rollback: whether the relations survived it (not if it created them)."""
@@ -242,12 +241,14 @@ class Catalog:
         for relation in pg_information_schema.RELATIONS:  # they call the catalog macros
             con.execute(f"CREATE OR REPLACE TEMP VIEW "
                         f"{pg_information_schema.view_name(relation.name)} AS {relation.sql()}")
+        self._installed = True
 
     def refresh(self, sql: str) -> None:
         """Before running `sql`: if it reads the catalog and DuckDB's catalog changed since the
         last snapshot, take new snapshots."""
         if _reads_catalog(sql):
-            self.ready(sql)
+            if not self._installed:
+                self._install()
             self._snapshot()
 
     def _snapshot(self) -> None:
