@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import psycopg
+from support.tables import fresh_table
 
 TIMEOUT_S = 20
 
@@ -41,11 +42,6 @@ def _statements(conn: psycopg.Connection, statements: tuple[str, ...]) -> list[A
     return seen
 
 
-def _fresh(conn: psycopg.Connection, table: str, columns: str) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute(f"CREATE TABLE {table} ({columns})")
-
-
 # -- COPY ---------------------------------------------------------------------------------------
 
 _COPY_ROWS = [(1, "plain", 1.5, b"\x00\x01"), (2, "tab\tnew\nline\\slash", None, None),
@@ -55,7 +51,7 @@ _COPY_ROWS = [(1, "plain", 1.5, b"\x00\x01"), (2, "tab\tnew\nline\\slash", None,
 def psycopg_copy(server: Server) -> list[Any]:
     seen: list[Any] = []
     with psycopg.connect(server.dsn, autocommit=True) as conn:
-        _fresh(conn, "s_copy", "id integer, s text, f float8, b bytea")
+        fresh_table(conn, "s_copy", "id integer, s text, f float8, b bytea")
         cur = conn.cursor()
         with cur.copy("COPY s_copy FROM STDIN") as copy:
             for row in _COPY_ROWS[:2]:
@@ -254,7 +250,7 @@ def psycopg2_named_cursor(server: Server) -> list[Any]:
 def savepoints(server: Server) -> list[Any]:
     seen: list[Any] = []
     with psycopg.connect(server.dsn, autocommit=True) as conn:
-        _fresh(conn, "s_save", "id integer PRIMARY KEY, note text")
+        fresh_table(conn, "s_save", "id integer PRIMARY KEY, note text")
         seen += _statements(conn, (
             "SAVEPOINT outside", "BEGIN", "INSERT INTO s_save VALUES (1, 'a')", "SAVEPOINT one",
             "INSERT INTO s_save VALUES (2, 'b')", "SAVEPOINT two",
@@ -280,7 +276,7 @@ def savepoints(server: Server) -> list[Any]:
 
 def transaction_modes(server: Server) -> list[Any]:
     with psycopg.connect(server.dsn, autocommit=True) as conn:
-        _fresh(conn, "s_modes", "i integer")
+        fresh_table(conn, "s_modes", "i integer")
         return _statements(conn, (
             "BEGIN ISOLATION LEVEL REPEATABLE READ", "SHOW transaction_isolation", "COMMIT",
             "BEGIN READ ONLY", "SELECT count(*) FROM s_modes", "INSERT INTO s_modes VALUES (1)",
@@ -313,7 +309,7 @@ def write_conflict(server: Server) -> list[Any]:
     once the first commits; Heron at once)."""
     seen: list[Any] = []
     with psycopg.connect(server.dsn, autocommit=True) as setup_conn:
-        _fresh(setup_conn, "s_conflict", "id integer PRIMARY KEY, n integer")
+        fresh_table(setup_conn, "s_conflict", "id integer PRIMARY KEY, n integer")
         setup_conn.execute("INSERT INTO s_conflict VALUES (1, 0)")
     first = psycopg.connect(server.dsn)
     second = psycopg.connect(server.dsn)
@@ -345,7 +341,7 @@ def executemany(server: Server) -> list[Any]:
     seen: list[Any] = []
     rows = [(i, f"name {i}", None if i % 7 else 1.5 * i) for i in range(300)]
     with psycopg.connect(server.dsn, autocommit=True) as conn:
-        _fresh(conn, "s_many", "id integer PRIMARY KEY, name text NOT NULL, score float8")
+        fresh_table(conn, "s_many", "id integer PRIMARY KEY, name text NOT NULL, score float8")
         cur = conn.cursor()
         cur.executemany("INSERT INTO s_many VALUES (%s, %s, %s)", rows)
         seen.append(cur.rowcount)

@@ -13,21 +13,11 @@ from pathlib import Path
 
 import pytest
 from support.pgwire import SYNC, RawClient, bind, execute, kinds, message, parse, query
+from support.tables import fresh_table
 
 psycopg = pytest.importorskip("psycopg")
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def conn(heron_server):
-    with psycopg.connect(heron_server.dsn, autocommit=True) as c:
-        yield c
-
-
-def _fresh(conn, table: str, columns: str) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute(f"CREATE TABLE {table} ({columns})")
 
 
 def _psql(server, command: str) -> subprocess.CompletedProcess[str]:
@@ -40,7 +30,7 @@ def _psql(server, command: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
 def test_psql_copy_both_ways(heron_server, conn, tmp_path):
-    _fresh(conn, "cp_psql", "id integer, name text, price numeric(8,2)")
+    fresh_table(conn, "cp_psql", "id integer, name text, price numeric(8,2)")
     source = tmp_path / "in.csv"
     source.write_text("id,name,price\n1,apple,1.50\n2,\"pear, green\",\n3,kiwi,0.25\n")
     done = _psql(heron_server, f"\\copy cp_psql FROM '{source}' WITH (FORMAT csv, HEADER)")
@@ -54,7 +44,7 @@ def test_psql_copy_both_ways(heron_server, conn, tmp_path):
 
 
 def test_bad_data_leaves_nothing(conn):
-    _fresh(conn, "cp_bad", "id integer, name text")
+    fresh_table(conn, "cp_bad", "id integer, name text")
     cur = conn.cursor()
     with pytest.raises(psycopg.errors.InvalidTextRepresentation), cur.copy(
             "COPY cp_bad FROM STDIN") as copy:
@@ -69,7 +59,7 @@ def test_bad_data_leaves_nothing(conn):
 
 
 def test_client_abort_is_copy_fail(heron_server, conn):
-    _fresh(conn, "cp_fail", "id integer")
+    fresh_table(conn, "cp_fail", "id integer")
     cur = conn.cursor()
     with pytest.raises(RuntimeError), cur.copy("COPY cp_fail FROM STDIN") as copy:
         copy.write(b"1\n2\n")
@@ -89,7 +79,7 @@ def test_client_abort_is_copy_fail(heron_server, conn):
 
 def test_copy_inside_a_transaction_rolls_back_with_it(heron_server):
     with psycopg.connect(heron_server.dsn) as c:
-        _fresh(c, "cp_tx", "id integer")
+        fresh_table(c, "cp_tx", "id integer")
         c.commit()
         with c.cursor().copy("COPY cp_tx FROM STDIN") as copy:
             copy.write(b"1\n2\n")
@@ -99,7 +89,7 @@ def test_copy_inside_a_transaction_rolls_back_with_it(heron_server):
 
 
 def test_copy_where_and_columns(conn):
-    _fresh(conn, "cp_where", "id integer, name text, flag boolean DEFAULT true")
+    fresh_table(conn, "cp_where", "id integer, name text, flag boolean DEFAULT true")
     with conn.cursor().copy("COPY cp_where (name, id) FROM STDIN (FORMAT csv) WHERE id > 1"
                             ) as copy:
         copy.write(b"a,1\nb,2\nc,3\n")

@@ -15,12 +15,6 @@ psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def conn(heron_server):
-    with psycopg.connect(heron_server.dsn, autocommit=True) as c:
-        yield c
-
-
 def test_text_parameters(conn):
     row = conn.execute(
         "SELECT %s AS s, %s::int + 1 AS n, %s AS f, %s AS d, %s AS b",

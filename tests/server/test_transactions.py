@@ -5,25 +5,15 @@ implicit transaction of a pipeline. (Agreement with PostgreSQL: tests/oracle.)""
 from __future__ import annotations
 
 import pytest
+from support.tables import fresh_table
 
 psycopg = pytest.importorskip("psycopg")
 
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def conn(heron_server):
-    with psycopg.connect(heron_server.dsn, autocommit=True) as c:
-        yield c
-
-
-def _fresh(conn, table: str, columns: str) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute(f"CREATE TABLE {table} ({columns})")
-
-
 def test_rollback_to_replays_earlier_writes_after_a_failure(conn):
-    _fresh(conn, "tx_replay", "id integer PRIMARY KEY, note text")
+    fresh_table(conn, "tx_replay", "id integer PRIMARY KEY, note text")
     conn.execute("BEGIN")
     conn.execute("CREATE TABLE tx_made_here (i integer)")
     conn.execute("INSERT INTO tx_made_here VALUES (1), (2)")
@@ -52,7 +42,7 @@ def test_rollback_to_replays_earlier_writes_after_a_failure(conn):
 ])
 def test_rollback_to_past_an_unrepeatable_write_is_refused(conn, columns, write, reason):
     conn.execute("CREATE SEQUENCE IF NOT EXISTS tx_seq")
-    _fresh(conn, "tx_volatile", columns)
+    fresh_table(conn, "tx_volatile", columns)
     conn.execute("BEGIN")
     conn.execute(write.format(t="tx_volatile"))
     conn.execute("SAVEPOINT s")
@@ -69,7 +59,7 @@ def test_rollback_to_past_an_unrepeatable_write_is_refused(conn, columns, write,
 def test_rollback_to_with_nothing_to_undo_keeps_volatile_writes(conn):
     """Only a replay is inexact: a savepoint after which nothing was written or failed costs
     nothing, whatever came before it."""
-    _fresh(conn, "tx_cheap", "id integer, note text")
+    fresh_table(conn, "tx_cheap", "id integer, note text")
     conn.execute("BEGIN")
     conn.execute("INSERT INTO tx_cheap VALUES (1, gen_random_uuid()::text)")
     conn.execute("SAVEPOINT s")
@@ -80,8 +70,8 @@ def test_rollback_to_with_nothing_to_undo_keeps_volatile_writes(conn):
 
 
 def test_a_replay_that_reads_another_sessions_rows_fails_with_40001(heron_server, conn):
-    _fresh(conn, "tx_source", "i integer")
-    _fresh(conn, "tx_target", "i integer PRIMARY KEY")
+    fresh_table(conn, "tx_source", "i integer")
+    fresh_table(conn, "tx_target", "i integer PRIMARY KEY")
     conn.execute("INSERT INTO tx_source VALUES (1), (2)")
     conn.execute("BEGIN")
     conn.execute("INSERT INTO tx_target SELECT i FROM tx_source")
@@ -148,7 +138,7 @@ def test_invalid_statement_timeout_is_refused(conn):
 
 
 def test_pipeline_is_one_implicit_transaction(conn):
-    _fresh(conn, "tx_pipe", "i integer PRIMARY KEY")
+    fresh_table(conn, "tx_pipe", "i integer PRIMARY KEY")
     with pytest.raises(psycopg.errors.UniqueViolation), conn.pipeline():
         conn.execute("INSERT INTO tx_pipe VALUES (1)")
         conn.execute("SELECT * FROM tx_pipe")
