@@ -19,19 +19,19 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from heron.bench.engine import ARCHS, WORDS, build_model, text
+from heron.bench.engine import ARCHS, WORDS, Arch, build_model, text
 from heron.engine.api import AnswerKind, Request
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import Prompt, filter_prompt, join_prompt
 
 
-def workload(name: str, rng: random.Random, size: int) -> tuple[list[Prompt], list[Prompt]]:
-    """(warm-up prompts, timed prompts) of a workload."""
+def workload(name: str, arch: Arch, rng: random.Random, size: int
+             ) -> tuple[list[Prompt], list[Prompt]]:
+    """(warm-up prompts, timed prompts) of a workload; the join's anchors are `arch`'s reports."""
     if name == "filter":
         warm = [filter_prompt(text(rng, 230), "Is this a warm-up?") for _ in range(64)]
         return warm, [filter_prompt(text(rng, 230), "Is it about a river?") for _ in range(size)]
-    arch = ARCHS["qwen3-4b"]
     reports = [text(rng, arch.report_words) for _ in range(arch.reports)]
     terms = [f"{' '.join(rng.sample(WORDS, 2))} {i}" for i in range(size)]
     question = "Report: DOCUMENT 0 Does the report mention DOCUMENT 1?"  # as the planner words it
@@ -51,7 +51,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp()) / "model"
     build_model(folder, ARCHS[args.arch], args.device)
     engine = LocalEngine(EngineConfig(model=str(folder), device=args.device, dtype=args.dtype))
-    warm, prompts = workload(args.workload, random.Random(1), args.size)
+    warm, prompts = workload(args.workload, ARCHS[args.arch], random.Random(1), args.size)
     engine.answer(Request(AnswerKind.BOOLEAN, tuple(warm)))
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else lambda: None
     sync()
