@@ -1,11 +1,11 @@
 """Row log-sum-exp of wide logits (the normalizer of a full-vocabulary log-softmax).
 
 Contract: ``logsumexp_rows(x)`` for x [R, V] returns float32 [R], ``log(sum(exp(x[r])))`` computed
-in float32. ``logsumexp_rows_reference`` is the torch twin and the CPU path. The Triton kernel
-(CUDA only) runs one program per row over the vocabulary in fixed blocks, so a row's result does
-not depend on how many rows share the call — torch's CUDA reduction picks its launch shape by the
-tensor's size, which changes a row's rounding (seen as TEXT log-probabilities that moved with the
-chunk, bench/NOTES.md).
+in float32, and a row's result does not depend on how many rows share the call. A plain torch
+reduction breaks that on both devices: it splits the work by the tensor's size (CUDA: the launch
+shape; CPU: the threads), which changes a row's rounding. ``logsumexp_rows_reference`` is the torch
+twin and the CPU path: one reduction per row. The Triton kernel (CUDA only) runs one program per
+row over the vocabulary in fixed blocks.
 """
 
 from __future__ import annotations
@@ -19,7 +19,12 @@ BLOCK = 4096  # vocabulary entries per step: part of the numerics (the summation
 
 
 def logsumexp_rows_reference(x: torch.Tensor) -> torch.Tensor:
-    return torch.logsumexp(x.float(), dim=-1)
+    # One call per row: on the H200 host's 16-thread Xeon one call over all rows moved TEXT
+    # log-probabilities by 9.5e-7 with the chunk size (bench/NOTES.md); a 2-core machine did not.
+    rows = x.float()
+    if not len(rows):
+        return rows.new_empty(0)
+    return torch.stack([torch.logsumexp(row, dim=-1) for row in rows])
 
 
 def logsumexp_rows(x: torch.Tensor) -> torch.Tensor:
