@@ -102,6 +102,12 @@ def fused() -> None:
     gu = torch.randn(TOKENS, 2 * INTERMEDIATE, device="cuda", dtype=torch.bfloat16)
     record("silu*mul torch", bench(lambda: silu_mul_reference(gu)))
     record("silu*mul Triton fused", bench(lambda: silu_mul(gu)))
+    # FP8 layers: the activation quantization after the kernel, or inside it.
+    record("add+rmsnorm, then FP8 row quantization", bench(
+        lambda: quantize_rows(add_rmsnorm(x, r, w, 1e-6)[0])))
+    record("add+rmsnorm quantizing", bench(lambda: add_rmsnorm(x, r, w, 1e-6, quantize=True)))
+    record("silu*mul, then FP8 row quantization", bench(lambda: quantize_rows(silu_mul(gu))))
+    record("silu*mul quantizing", bench(lambda: silu_mul(gu, quantize=True)))
 
 
 def attention() -> None:

@@ -153,6 +153,8 @@ class Decoder:
         hidden = self.embed[chunk.token_ids]
         q_size = spec.num_heads * spec.head_dim
         writes = chunk.write_index.numel() > 0
+        # FP8 projections take their input rows quantized by the norm or SiLU·mul before them.
+        quantize = self.layers[0].gate_up.fp8
         # The residual add of each block is fused with the norm that follows it.
         x = ops.rmsnorm(hidden, self.layers[0].input_norm, eps)
         for index, layer in enumerate(self.layers):
@@ -166,10 +168,12 @@ class Decoder:
             attn = attend(q, k, v, chunk.spans, chunk.row_prefix, chunk.prefix_slots, store,
                           self.scale, chunk.attention)
             out = ops.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
-            x, hidden = ops.add_rmsnorm(out, hidden, layer.post_norm, eps)
-            out = ops.linear(ops.silu_mul(ops.linear(x, layer.gate_up, None)), layer.down, None)
+            x, hidden = ops.add_rmsnorm(out, hidden, layer.post_norm, eps, quantize)
+            gated = ops.silu_mul(ops.linear(x, layer.gate_up, None), quantize)
+            out = ops.linear(gated, layer.down, None)
             if index + 1 < len(self.layers):
-                x, hidden = ops.add_rmsnorm(out, hidden, self.layers[index + 1].input_norm, eps)
+                x, hidden = ops.add_rmsnorm(out, hidden, self.layers[index + 1].input_norm, eps,
+                                            quantize)
 
         reads = torch.cat([chunk.answer_index, chunk.vocab_index])
         return ops.add_rmsnorm(out[reads], hidden[reads], self.final_norm, eps)[0]

@@ -13,7 +13,9 @@ canonical evaluation needs it (a row's bits never depend on what else shares the
   since MKL's GEMM rounds a row differently with the batch.
 
 ``Weight`` is one linear layer's weight: bf16 (or float32), or FP8 e4m3 with a per-output-channel
-scale; ``Weight.quantized`` makes the FP8 form at load.
+scale; ``Weight.quantized`` makes the FP8 form at load. A linear with FP8 weights quantizes its
+input rows, unless they come already quantized (``fp8.QuantizedRows``): ``add_rmsnorm`` and
+``silu_mul`` given ``quantize=True`` produce them in the same pass (the same bits).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import torch.nn.functional as F
 
 from heron.engine import invariant
 from heron.kernels import add_rmsnorm, fp8, logsumexp, matmul, qk_norm_rope, rmsnorm, silu_mul
+from heron.kernels.fp8 import QuantizedRows
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class Weight:
         return self.data.shape
 
 
-Linear = Callable[[torch.Tensor, Weight, torch.Tensor | None], torch.Tensor]
+Activations = torch.Tensor | QuantizedRows  # a linear layer's input rows
+Linear = Callable[[Activations, Weight, torch.Tensor | None], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,9 @@ class Ops:
     linear: Linear  # a decoder layer's projections
     head: Linear  # an LM head: few rows at a time, a wide vocabulary
     rmsnorm: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
-    add_rmsnorm: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float],
-                          tuple[torch.Tensor, torch.Tensor]]
+    add_rmsnorm: Callable[..., tuple[Activations, torch.Tensor]]  # (x, residual, w, eps, quantize)
     qk_norm_rope: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
-    silu_mul: Callable[[torch.Tensor], torch.Tensor]
+    silu_mul: Callable[..., Activations]  # (gate_up, quantize)
     logsumexp: Callable[[torch.Tensor], torch.Tensor]  # rows of vocabulary logits, float32
     kernels: bool  # the fused Triton kernels (else the torch twins)
 
@@ -80,36 +83,44 @@ class Ops:
 
 
 def _tiled(tile: int) -> Linear:
-    def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None
+    def linear(x: Activations, weight: Weight, bias: torch.Tensor | None = None
                ) -> torch.Tensor:
         if weight.fp8:  # dequantized once per call: the CPU path is the reference, not fast
             assert weight.scale is not None
-            q, scale = fp8.quantize_rows_reference(x)
+            rows = _quantized(x)
             data = weight.data.float() * weight.scale
-            return invariant.linear(q.float() * scale, data, bias, tile).to(x.dtype)
+            return invariant.linear(rows.data.float() * rows.scale, data, bias, tile).to(rows.dtype)
+        assert isinstance(x, torch.Tensor)
         return invariant.linear(x, weight.data, bias, tile)
 
     return linear
+
+
+def _quantized(x: Activations) -> QuantizedRows:
+    return x if isinstance(x, QuantizedRows) else QuantizedRows.of(x)
 
 
 def _with_bias(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     return out if bias is None else out + bias
 
 
-def _linear_fast(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None
+def _linear_fast(x: Activations, weight: Weight, bias: torch.Tensor | None = None
                  ) -> torch.Tensor:
     if weight.fp8:
         assert weight.scale is not None
         return _with_bias(fp8.fp8_linear(x, weight.data, weight.scale), bias)
+    assert isinstance(x, torch.Tensor)
     return F.linear(x, weight.data, bias)
 
 
-def _linear_invariant(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None
+def _linear_invariant(x: Activations, weight: Weight, bias: torch.Tensor | None = None
                       ) -> torch.Tensor:
     if weight.fp8:
         assert weight.scale is not None
-        q, scale = fp8.quantize_rows(x)
-        out = matmul.scaled_matmul(q, scale, weight.data, weight.scale, out_dtype=x.dtype)
+        rows = _quantized(x)
+        out = matmul.scaled_matmul(rows.data, rows.scale, weight.data, weight.scale,
+                                   out_dtype=rows.dtype)
     else:
+        assert isinstance(x, torch.Tensor)
         out = matmul.matmul(x, weight.data)
     return _with_bias(out, bias)

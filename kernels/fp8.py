@@ -8,16 +8,34 @@ per token and multiplies on the FP8 tensor cores, returning [M, N] in x's dtype.
 ``fp8_linear_reference`` is the twin: the same quantized operands dequantized and multiplied in
 float32 — so the test measures the kernel, and the quantization error is the model's choice.
 ``quantize_rows`` runs a Triton kernel on CUDA (one read, one write) and torch elsewhere.
+``QuantizedRows`` are activations a fused kernel quantized as it produced them (the norms and
+SiLU·mul feeding FP8 linears: ``kernels.add_rmsnorm``, ``kernels.silu_mul``), bit for bit what
+``quantize_rows`` gives for the rows it would have written; FP8 linears take them as they are.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 E4M3_MAX = 448.0
+
+
+@dataclass(frozen=True)
+class QuantizedRows:
+    """Rows of ``dtype`` as ``quantize_rows`` gives them: ``data`` [M, K] e4m3, ``scale`` [M, 1]."""
+
+    data: torch.Tensor
+    scale: torch.Tensor
+    dtype: torch.dtype  # what the rows were computed in: a linear layer's output dtype
+
+    @classmethod
+    def of(cls, rows: torch.Tensor) -> QuantizedRows:
+        """The twin of a fused kernel's quantized output: ``rows`` quantized (torch on CPU)."""
+        return cls(*quantize_rows(rows.reshape(-1, rows.shape[-1])), rows.dtype)
 
 
 def quantize_rows_reference(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -49,12 +67,30 @@ def fp8_linear_reference(x: torch.Tensor, weight_q: torch.Tensor, weight_scale: 
     return product.to(x.dtype)
 
 
-def fp8_linear(x: torch.Tensor, weight_q: torch.Tensor, weight_scale: torch.Tensor
-               ) -> torch.Tensor:
-    """x [M, K] (bf16) @ weight [N, K]^T on the FP8 tensor cores; weight_scale [N, 1]."""
-    q, scale = quantize_rows(x)
-    return torch._scaled_mm(q, weight_q.T, scale_a=scale, scale_b=weight_scale.T,
-                            out_dtype=x.dtype)
+def fp8_linear(x: torch.Tensor | QuantizedRows, weight_q: torch.Tensor,
+               weight_scale: torch.Tensor) -> torch.Tensor:
+    """x [M, K] (bf16, or already quantized) @ weight [N, K]^T on the FP8 tensor cores (cuBLAS);
+    weight_scale [N, 1]."""
+    rows = x if isinstance(x, QuantizedRows) else QuantizedRows(*quantize_rows(x), x.dtype)
+    return torch._scaled_mm(rows.data, weight_q.T, scale_a=rows.scale, scale_b=weight_scale.T,
+                            out_dtype=rows.dtype)
+
+
+@functools.cache
+def row_quantizer() -> Any:
+    """The Triton device function every kernel quantizing a row with (``quantize_rows``, the
+    fused norm and SiLU·mul): float32 values of one whole row (lanes past it 0) -> the e4m3
+    values (still float32, clamped) and the row's scale."""
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    @triton.jit
+    def quantize_row_values(x):
+        amax = tl.max(tl.abs(x), axis=0)
+        scale = tl.where(amax > 0, amax / 448.0, 1.0)
+        return tl.clamp(x / scale, -448.0, 448.0), scale
+
+    return quantize_row_values
 
 
 @functools.cache
@@ -62,15 +98,15 @@ def _kernel() -> Any:
     import triton  # noqa: PLC0415
     import triton.language as tl  # noqa: PLC0415
 
+    quantize_row_values = row_quantizer()
+
     @triton.jit
     def quantize_row(x_ptr, q_ptr, scale_ptr, k, BLOCK: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         cols = tl.arange(0, BLOCK)
         mask = cols < k
         x = tl.load(x_ptr + row * k + cols, mask=mask, other=0.0).to(tl.float32)
-        amax = tl.max(tl.abs(x), axis=0)
-        scale = tl.where(amax > 0, amax / 448.0, 1.0)
-        q = tl.clamp(x / scale, -448.0, 448.0)
+        q, scale = quantize_row_values(x)
         tl.store(q_ptr + row * k + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
         tl.store(scale_ptr + row, scale)
 

@@ -4,8 +4,10 @@ Contract: ``silu_mul(gate_up)`` takes [..., 2I] (gate in the first half, up in t
 engine fuses the two projections) and returns [..., I] in the input dtype, computed in float32 and
 rounded once. ``silu_mul_reference`` is the torch twin and the CPU path, made of ops whose
 rounding does not depend on the tensor's size; the Triton kernel (CUDA only) is elementwise: on
-both, each row's result is independent of the others. Triton is imported on
-first use.
+both, each row's result is independent of the others. With ``quantize`` (the product feeds an
+FP8 linear) the result comes back as ``fp8.QuantizedRows`` — exactly ``quantize_rows`` of the
+rows it would have returned — from one program per whole row, which writes e4m3 rows and their
+scales instead of bf16 rows. Triton is imported on first use.
 """
 
 from __future__ import annotations
@@ -15,20 +17,31 @@ from typing import Any
 
 import torch
 
+from heron.kernels.fp8 import QuantizedRows, row_quantizer
 
-def silu_mul_reference(gate_up: torch.Tensor) -> torch.Tensor:
+
+def silu_mul_reference(gate_up: torch.Tensor, quantize: bool = False
+                       ) -> torch.Tensor | QuantizedRows:
     # x / (1 + exp(-x)) rather than F.silu: torch's vectorized and scalar-tail SiLU round
     # differently on CPU, which would make a row's result depend on the tensor's size.
     gate, up = gate_up.float().chunk(2, dim=-1)
-    return (gate / (1 + torch.exp(-gate)) * up).to(gate_up.dtype)
+    out = (gate / (1 + torch.exp(-gate)) * up).to(gate_up.dtype)
+    return QuantizedRows.of(out) if quantize else out
 
 
-def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
+def silu_mul(gate_up: torch.Tensor, quantize: bool = False) -> torch.Tensor | QuantizedRows:
     """Triton twin of ``silu_mul_reference``; input on a CUDA device."""
     import triton  # noqa: PLC0415 - GPU machines only
 
     width = gate_up.shape[-1] // 2
     rows = gate_up.reshape(-1, 2 * width).contiguous()
+    if quantize:
+        q = torch.empty(rows.shape[0], width, dtype=torch.float8_e4m3fn, device=gate_up.device)
+        scale = torch.empty(rows.shape[0], 1, dtype=torch.float32, device=gate_up.device)
+        block = triton.next_power_of_2(width)  # a whole row per program: its scale needs it all
+        _quantizing_kernel()[(rows.shape[0],)](rows, q, scale, width, BLOCK=block,
+                                               num_warps=8)  # H200: 8 ≈ 16 ≈ 32 > 4 (2x)
+        return QuantizedRows(q, scale, gate_up.dtype)
     out = torch.empty(rows.shape[0], width, dtype=gate_up.dtype, device=gate_up.device)
     block = 1024
     grid = (rows.shape[0], triton.cdiv(width, block))
@@ -52,3 +65,26 @@ def _kernel() -> Any:
         tl.store(out_ptr + row * width + cols, out.to(out_ptr.dtype.element_ty), mask=mask)
 
     return silu_mul_rows
+
+
+@functools.cache
+def _quantizing_kernel() -> Any:
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    quantize_row_values = row_quantizer()
+
+    @triton.jit
+    def silu_mul_quantize_rows(x_ptr, q_ptr, scale_ptr, width, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < width
+        gate = tl.load(x_ptr + row * 2 * width + cols, mask=mask, other=0.0).to(tl.float32)
+        up = tl.load(x_ptr + row * 2 * width + width + cols, mask=mask, other=0.0).to(tl.float32)
+        # Rounded to the input dtype first: the rows the unfused kernel would write.
+        out = (gate / (1.0 + tl.exp(-gate)) * up).to(x_ptr.dtype.element_ty).to(tl.float32)
+        q, scale = quantize_row_values(out)
+        tl.store(q_ptr + row * width + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
+        tl.store(scale_ptr + row, scale)
+
+    return silu_mul_quantize_rows

@@ -17,6 +17,7 @@ from support.engine_reference import (
     reference_generate,
     reference_label_logprobs,
     reference_logits,
+    with_fp8_linears,
 )
 
 from heron.engine.api import AnswerKind, EngineError, Request
@@ -62,6 +63,23 @@ def test_answer_logits_match_transformers(checkpoint: tuple[Path, torch.nn.Modul
     scores = engine.answer(Request(AnswerKind.SCORE, tuple(prompts)))
     assert scores.values == pytest.approx(p_true.tolist(), abs=1e-5)
     assert scores.scores == answers.scores == scores.values
+    engine.close()
+
+
+def test_fp8_answer_logits_match_transformers_with_fp8_linears(
+    checkpoint: tuple[Path, torch.nn.Module],
+) -> None:
+    """``dtype="fp8"``: every decoder projection on quantized operands — the activations quantized
+    by the norms and SiLU·mul that produce them — and nothing else changed."""
+    folder, model = checkpoint
+    engine = _engine(folder, chunk_tokens=64, dtype="fp8")
+    prompts = mixed_prompts()
+    evaluation = engine.evaluate(boolean(prompts))
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+    expected = reference_logits(with_fp8_linears(model), ids, engine.answer_tokens.ids)
+    torch.testing.assert_close(evaluation.answer_logits, expected, atol=ATOL, rtol=0)
+    # FP8 is not a no-op: the plain model's logits are far from these.
+    assert (reference_logits(model, ids, engine.answer_tokens.ids) - expected).abs().max() > 0.01
     engine.close()
 
 

@@ -10,6 +10,7 @@ from heron.engine.attention.reference import merge_partials
 from heron.engine.rope import inverse_frequencies, rotary_tables
 from heron.engine.spec import RopeSpec
 from heron.kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_reference
+from heron.kernels.fp8 import QuantizedRows, quantize_rows, quantize_rows_reference
 from heron.kernels.logsumexp import logsumexp_rows, logsumexp_rows_reference
 from heron.kernels.lse_merge import lse_merge, lse_merge_reference
 from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
@@ -69,6 +70,20 @@ def test_silu_mul_reference() -> None:
         assert torch.equal(silu_mul_reference(wide[start:start + rows]), full[start:start + rows])
 
 
+def test_quantizing_twins_are_the_unfused_rows_quantized() -> None:
+    x, r, w = torch.randn(5, 64), torch.randn(5, 64), torch.randn(64)
+    y, h = add_rmsnorm_reference(x, r, w, 1e-6)
+    normed, h_q = add_rmsnorm_reference(x, r, w, 1e-6, quantize=True)
+    gated = silu_mul_reference(torch.cat([x, r], dim=-1), quantize=True)
+    assert torch.equal(h_q, h)
+    for rows, expected in ((normed, y), (gated, silu_mul_reference(torch.cat([x, r], dim=-1)))):
+        assert isinstance(rows, QuantizedRows) and rows.dtype == torch.float32
+        q, scale = quantize_rows_reference(expected)
+        assert torch.equal(rows.data.float(), q.float()) and torch.equal(rows.scale, scale)
+        torch.testing.assert_close(rows.data.float() * rows.scale, expected, atol=0.0,
+                                   rtol=2**-3)  # e4m3: 3 mantissa bits
+
+
 def test_lse_merge_reference_is_the_attention_merge() -> None:
     a, b = torch.randn(6, 4, 8), torch.randn(6, 4, 8)
     la, lb = torch.randn(6, 4), torch.randn(6, 4)
@@ -95,6 +110,26 @@ def test_add_rmsnorm_kernel(shape: tuple[int, int]) -> None:
     torch.testing.assert_close(y.float(), y0.float(), **BF16)
 
 
+def assert_same_quantized(rows: QuantizedRows, expected: torch.Tensor) -> None:
+    q, scale = quantize_rows(expected)
+    assert rows.dtype == expected.dtype
+    assert torch.equal(rows.data.view(torch.uint8), q.view(torch.uint8))
+    assert torch.equal(rows.scale, scale)
+
+
+@cuda
+@pytest.mark.parametrize("shape", [(1, 64), (37, 576), (300, 2560), (64, 4096), (5, 1000)])
+def test_add_rmsnorm_quantizing_is_the_unfused_norm_quantized(shape: tuple[int, int]) -> None:
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 3
+    r = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 3
+    w = torch.randn(shape[-1], device="cuda", dtype=torch.bfloat16)
+    x[0] = -r[0]  # an all-zero row: scale 1
+    y, h = add_rmsnorm(x, r, w, 1e-6)
+    rows, h_q = add_rmsnorm(x, r, w, 1e-6, quantize=True)
+    assert isinstance(rows, QuantizedRows) and torch.equal(h_q, h)
+    assert_same_quantized(rows, y)
+
+
 @cuda
 @pytest.mark.parametrize(("heads", "kv_heads", "dim", "norm"),
                          [(32, 8, 128, True), (16, 8, 128, True), (9, 3, 64, False)])
@@ -116,6 +151,15 @@ def test_qk_norm_rope_kernel(heads: int, kv_heads: int, dim: int, norm: bool) ->
 def test_silu_mul_kernel(shape: tuple[int, int]) -> None:
     x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
     torch.testing.assert_close(silu_mul(x).float(), silu_mul_reference(x).float(), **BF16)
+
+
+@cuda
+@pytest.mark.parametrize("shape", [(1, 2 * 64), (513, 2 * 9728), (7, 2 * 3072), (3, 2 * 1000)])
+def test_silu_mul_quantizing_is_the_unfused_product_quantized(shape: tuple[int, int]) -> None:
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
+    rows = silu_mul(x, quantize=True)
+    assert isinstance(rows, QuantizedRows)
+    assert_same_quantized(rows, silu_mul(x))
 
 
 @cuda

@@ -1,9 +1,11 @@
 """Engine test helpers: the real Qwen3 tokenizer file, a prompt mix exercising prefix sharing,
-transformers' references (answer logits, summed label log-probabilities, greedy generation), and
-requests. Imported as `support.engine_reference` (pytest puts tests/ on sys.path)."""
+transformers' references (answer logits, summed label log-probabilities, greedy generation; a
+model's FP8 twin), and requests. Imported as `support.engine_reference` (pytest puts tests/ on
+sys.path)."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +15,7 @@ import torch
 from heron.engine.api import AnswerKind, Request
 from heron.engine.prompts import Prompt, filter_prompt, join_prompt
 from heron.engine.tokenizer import TokenizedPrompts
+from heron.kernels.fp8 import quantize_rows_reference
 
 
 def qwen_tokenizer_json() -> Path:
@@ -100,3 +103,28 @@ def boolean(prompts: Sequence[Prompt]) -> Request:
 def full_ids(tokenized: TokenizedPrompts) -> list[list[int]]:
     """Each prompt's whole token ids (prefix, then suffix)."""
     return [[*tokenized.ids(i)[0], *tokenized.ids(i)[1]] for i in range(len(tokenized))]
+
+
+def with_fp8_linears(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of a transformers model whose decoder layers' linears compute as the engine's FP8
+    layers do: weights quantized per output channel, input rows per token, the product of the
+    dequantized operands in float32 (the LM head stays as it is)."""
+    twin = copy.deepcopy(model)
+
+    def quantized(linear: torch.nn.Linear) -> None:
+        data, scale = quantize_rows_reference(linear.weight.data)
+        weight = data.float() * scale
+
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            q, rows = quantize_rows_reference(x.reshape(-1, x.shape[-1]))
+            out = ((q.float() * rows) @ weight.T).reshape(*x.shape[:-1], -1)
+            return out if linear.bias is None else out + linear.bias
+
+        linear.forward = forward  # type: ignore[method-assign]
+
+    for layer in twin.model.layers:
+        attention, mlp = layer.self_attn, layer.mlp
+        for linear in (attention.q_proj, attention.k_proj, attention.v_proj, attention.o_proj,
+                       mlp.gate_proj, mlp.up_proj, mlp.down_proj):
+            quantized(linear)
+    return twin
