@@ -8,9 +8,10 @@ Contract:
   (``VocabRead``: log-probabilities of given ids at a position, and the greedy next token).
 - ``pack(rows, device, ...)`` concatenates the rows into ``ChunkInputs``: token ids and positions
   on the device, the attention plan (rows holding the same ``Prefix`` object share one prefix
-  slot), the KV writes, and the readout indices; ``ChunkInputs.answer_of`` / ``vocab_of`` say
-  which readouts belong to which row. Pure host work (numpy, then one device copy per array), so
-  it can run while the device computes the previous chunk.
+  slot), each token's arena slot (where its K/V is kept), and the readout indices;
+  ``ChunkInputs.answer_of`` / ``vocab_of`` say which readouts belong to which row. Pure host
+  work (numpy, then one device copy per array), so it can run while the device computes the
+  previous chunk.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class ChunkInputs:
     row_prefix: list[int | None]
     prefix_slots: list[np.ndarray]
     attention: AttentionPlan | SegmentPlan
-    write_index: torch.Tensor  # [W] packed token whose K/V is written
-    write_slots: torch.Tensor  # [W] where it goes
+    token_slots: torch.Tensor  # [T] arena slot each token's K/V is written to, -1 if not kept
+    kept: int  # how many tokens have a slot
     answer_index: torch.Tensor  # [A] packed token of each answer read
     vocab_index: torch.Tensor  # [V] packed token of each vocabulary read
     vocab_targets: torch.Tensor  # [V, max targets] (padded with id 0)
@@ -92,7 +93,7 @@ def pack(
     row_prefix: list[int | None] = []
     prefix_slots: list[np.ndarray] = []
     slot_of: dict[int, int] = {}
-    positions, writes_at, write_slots = [], [], []
+    positions, token_slots = [], []
     answer_index, answer_of = [], []
     vocab_index, vocab_of, targets = [], [], []
     start = 0
@@ -107,9 +108,7 @@ def pack(
             if slot == len(prefix_slots):
                 prefix_slots.append(row.prefix.slots)
             row_prefix.append(slot)
-        if row.writes is not None:
-            writes_at.append(np.arange(start, start + n, dtype=np.int64))
-            write_slots.append(row.writes)
+        token_slots.append(np.full(n, -1, dtype=np.int64) if row.writes is None else row.writes)
         answer_of.append(len(answer_index) if row.answer else -1)
         if row.answer:
             answer_index.append(start + n - 1)
@@ -126,10 +125,8 @@ def pack(
     def on_device(array: np.ndarray) -> torch.Tensor:
         return to_device(array, device)
 
-    def joined(parts: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-
     token_ids = np.concatenate([row.tokens for row in rows]).astype(np.int64)
+    slots = np.concatenate(token_slots).astype(np.int64)
     return ChunkInputs(
         token_ids=on_device(token_ids),
         positions=on_device(np.concatenate(positions)),
@@ -137,8 +134,8 @@ def pack(
         row_prefix=row_prefix,
         prefix_slots=prefix_slots,
         attention=attention.plan(spans, row_prefix, prefix_slots, num_heads, kv_width, device),
-        write_index=on_device(joined(writes_at)),
-        write_slots=on_device(joined(write_slots)),
+        token_slots=on_device(slots),
+        kept=int((slots >= 0).sum()),
         answer_index=on_device(np.asarray(answer_index, dtype=np.int64)),
         vocab_index=on_device(np.asarray(vocab_index, dtype=np.int64)),
         vocab_targets=on_device(padded_targets),

@@ -38,6 +38,7 @@ from heron.engine.kv_cache import KVArena
 from heron.engine.ops import Ops, Weight
 from heron.engine.rope import inverse_frequencies, rotary_tables
 from heron.engine.spec import ModelSpec
+from heron.kernels.qk_norm_rope import ArenaWrite
 
 
 @dataclass(frozen=True)
@@ -152,19 +153,17 @@ class Decoder:
         cos, sin = rotary_tables(self.inv_freq, chunk.positions, self.dtype)
         hidden = self.embed[chunk.token_ids]
         q_size = spec.num_heads * spec.head_dim
-        writes = chunk.write_index.numel() > 0
         # FP8 projections take their input rows quantized by the norm or SiLU·mul before them.
         quantize = self.layers[0].gate_up.fp8
         # The residual add of each block is fused with the norm that follows it.
         x = ops.rmsnorm(hidden, self.layers[0].input_norm, eps)
         for index, layer in enumerate(self.layers):
             qkv = ops.linear(x, layer.qkv, layer.qkv_bias)
-            q, k, v = ops.qk_norm_rope(qkv, spec.num_heads, spec.num_kv_heads, layer.q_norm,
-                                       layer.k_norm, eps, cos, sin)
             store = (arena.keys[index], arena.values[index])
-            if writes:  # before attention: later rows of this chunk may read these slots
-                store[0].index_copy_(0, chunk.write_slots, k.index_select(0, chunk.write_index))
-                store[1].index_copy_(0, chunk.write_slots, v.index_select(0, chunk.write_index))
+            # Kept K/V reach the arena before attention: later rows of the chunk may read them.
+            write = ArenaWrite(*store, chunk.token_slots) if chunk.kept else None
+            q, k, v = ops.qk_norm_rope(qkv, spec.num_heads, spec.num_kv_heads, layer.q_norm,
+                                       layer.k_norm, eps, cos, sin, write)
             attn = attend(q, k, v, chunk.spans, chunk.row_prefix, chunk.prefix_slots, store,
                           self.scale, chunk.attention)
             out = ops.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)
