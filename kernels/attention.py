@@ -12,6 +12,13 @@ Returns ``out`` [T, Hq, D] in q's dtype (rows of no segment are left as they wer
 to fill it in place) and, when ``with_lse``, the float32 log-sum-exp [T, Hq] of the scaled scores
 (natural log), the input of an LSE merge.
 
+Two options make a cascade (a prefix part, then a row's own part) two launches and no merge:
+``q_index`` [S] makes query position p of the segments read ``q[q_index[p]]`` (``out`` and the
+log-sum-exp are then [S, ...], in segment order) — the rows over one prefix are stacked without a
+gather; with ``scatter`` as well, position p's output goes to ``out[q_index[p]]``. ``initial``
+= (out0 [S, Hq, D] float32, lse0 [S, Hq]) continues position p's softmax from a partial result
+over other keys (the prefix part), so the output is attention over the union of both key sets.
+
 Batch invariance: a query's result depends only on its segment's key list and causal offset
 (and on ``Launch.rows``, which a caller fixes per kind of call). Programs cover (a tile of
 ``rows // group`` consecutive queries of one segment, one key head with all its query heads);
@@ -107,10 +114,16 @@ def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
 
 def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                 segments: Segments, scale: float, out: torch.Tensor | None = None,
-                                with_lse: bool = False
+                                with_lse: bool = False, q_index: torch.Tensor | None = None,
+                                scatter: bool = False,
+                                initial: tuple[torch.Tensor, torch.Tensor] | None = None,
                                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    out = torch.zeros_like(q) if out is None else out
-    lse_all = torch.full(q.shape[:2], float("-inf"), device=q.device) if with_lse else None
+    positions = q.shape[0] if q_index is None else q_index.shape[0]
+    out = torch.zeros((positions, *q.shape[1:]), dtype=q.dtype, device=q.device) if (
+        out is None) else out
+    lse_all = (torch.full((positions, q.shape[1]), float("-inf"), device=q.device) if with_lse
+               else None)
+    rows = (torch.arange(positions, device=q.device) if q_index is None else q_index.long())
     group = q.shape[1] // k.shape[1]
     cpu = [t.cpu().tolist() for t in (segments.q_start, segments.q_len, segments.kv_start,
                                       segments.kv_len, segments.causal_offset)]
@@ -119,45 +132,59 @@ def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
         if ql == 0:
             continue
         slots = index[ks:ks + kl]
-        qi = q[qs:qs + ql].float()  # [ql, Hq, D]
+        qi = q[rows[qs:qs + ql]].float()  # [ql, Hq, D]
         keys = k[slots].float().repeat_interleave(group, dim=1)  # [kl, Hq, D]
         values = v[slots].float().repeat_interleave(group, dim=1)
         scores = torch.einsum("qhd,khd->hqk", qi, keys) * scale
         visible = torch.arange(kl)[None, :] <= torch.arange(ql)[:, None] + offset
         scores = scores.masked_fill(~visible.to(q.device), float("-inf"))
-        lse = torch.logsumexp(scores, dim=-1)  # [Hq, ql]
-        probs = torch.exp(scores - lse[..., None])
-        out[qs:qs + ql] = torch.einsum("hqk,khd->qhd", probs, values).to(out.dtype)
+        lse = torch.logsumexp(scores, dim=-1).T  # [ql, Hq]
+        result = torch.einsum("hqk,khd->qhd", torch.exp(scores - lse.T[..., None]), values)
+        if initial is not None:  # the union with the partial's keys: the log-sum-exp merge
+            out0, lse0 = initial[0][qs:qs + ql].float(), initial[1][qs:qs + ql]
+            total = torch.logaddexp(lse0, lse)
+            result = (out0 * torch.exp(lse0 - total)[..., None]
+                      + result * torch.exp(lse - total)[..., None])
+            lse = total
+        out[rows[qs:qs + ql] if scatter else slice(qs, qs + ql)] = result.to(out.dtype)
         if lse_all is not None:
-            lse_all[qs:qs + ql] = lse.T
+            lse_all[qs:qs + ql] = lse
     return out, lse_all
 
 
 def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
                       scale: float, out: torch.Tensor | None = None, with_lse: bool = False,
-                      launch: Launch = Launch(), block_n: int = BLOCK_N
+                      launch: Launch = Launch(), block_n: int = BLOCK_N,
+                      q_index: torch.Tensor | None = None, scatter: bool = False,
+                      initial: tuple[torch.Tensor, torch.Tensor] | None = None,
                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Triton twin of ``segment_attention_reference``; tensors on a CUDA device. ``block_n``
     is for benchmarks only: the engine keeps ``BLOCK_N`` so that results never change."""
 
-    tokens, heads, dim = q.shape
+    _, heads, dim = q.shape
+    positions = q.shape[0] if q_index is None else q_index.shape[0]
     kv_heads = k.shape[1]
     group = heads // kv_heads
-    out = torch.empty_like(q) if out is None else out
-    lse = (torch.empty(tokens, heads, dtype=torch.float32, device=q.device) if with_lse
+    out = torch.empty((positions, heads, dim), dtype=q.dtype, device=q.device) if (
+        out is None) else out
+    lse = (torch.empty(positions, heads, dtype=torch.float32, device=q.device) if with_lse
            else out)  # unread when with_lse is False
     if max(segments.host_q_len, default=0) == 0:
         return out, (lse if with_lse else None)
+    if initial is not None:
+        assert initial[0].is_contiguous() and initial[1].is_contiguous()
+    init_out, init_lse = initial if initial is not None else (out, out)  # unread without it
     block_m = max(1, launch.rows // group)  # query tokens per program, all heads of a KV head
     tile_seg, tile_first_q = segments.tiles(block_m)
     grid = (tile_seg.shape[0], kv_heads)
     _kernel()[grid](
         q, k, v, out, lse, tile_seg, tile_first_q, segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
+        q_index if q_index is not None else segments.q_start, init_out, init_lse,
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
         GROUP=group, BLOCK_M=block_m, ROWS=launch.rows, BLOCK_N=block_n, D=dim,
-        KV_HEADS=kv_heads, WITH_LSE=with_lse, num_warps=launch.num_warps,
-        num_stages=launch.num_stages)
+        KV_HEADS=kv_heads, WITH_LSE=with_lse, Q_INDEXED=q_index is not None, SCATTER=scatter,
+        INITIAL=initial is not None, num_warps=launch.num_warps, num_stages=launch.num_stages)
     return out, (lse if with_lse else None)
 
 
@@ -208,10 +235,11 @@ def _kernel() -> Any:
     @triton.jit
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
-        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, stride_q, stride_k,
-        stride_v, stride_o, scale_log2, GROUP: tl.constexpr, BLOCK_M: tl.constexpr,
-        ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, KV_HEADS: tl.constexpr,
-        WITH_LSE: tl.constexpr,
+        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, q_index_ptr, init_out_ptr,
+        init_lse_ptr, stride_q, stride_k, stride_v, stride_o, scale_log2, GROUP: tl.constexpr,
+        BLOCK_M: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+        KV_HEADS: tl.constexpr, WITH_LSE: tl.constexpr, Q_INDEXED: tl.constexpr,
+        SCATTER: tl.constexpr, INITIAL: tl.constexpr,
     ):
         tile = tl.program_id(0)
         kv_head = tl.program_id(1)
@@ -222,7 +250,6 @@ def _kernel() -> Any:
         kv_start = tl.load(kv_start_ptr + seg)
         kv_len = tl.load(kv_len_ptr + seg)
         offset = tl.load(offset_ptr + seg)
-        heads_total = KV_HEADS * GROUP
 
         # Row r of the tile: query token first + r // GROUP, head kv_head * GROUP + r % GROUP.
         r = tl.arange(0, ROWS)
@@ -230,8 +257,12 @@ def _kernel() -> Any:
         head = kv_head * GROUP + r % GROUP
         valid = (r < BLOCK_M * GROUP) & (token < q_len)
         dims = tl.arange(0, D)
-        q_rows = (q_start + token).to(tl.int64) * stride_q + head * D
-        qt = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=valid[:, None], other=0.0)
+        position = (q_start + token).to(tl.int64)  # in the segments' query space
+        source = position
+        if Q_INDEXED:
+            source = tl.load(q_index_ptr + position, mask=valid, other=0).to(tl.int64)
+        qt = tl.load(q_ptr + (source * stride_q + head * D)[:, None] + dims[None, :],
+                     mask=valid[:, None], other=0.0)
 
         last = tl.minimum(first + BLOCK_M, q_len) - 1  # the tile's last query token
         end = tl.minimum(kv_len, last + offset + 1)
@@ -240,6 +271,13 @@ def _kernel() -> Any:
         m_i = tl.full((ROWS,), float("-inf"), dtype=tl.float32)
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
+        heads_total = KV_HEADS * GROUP
+        if INITIAL:  # the partial's state: max lse (log2 units), sum 1, its normalized output
+            m_i = tl.load(init_lse_ptr + position * heads_total + head, mask=valid,
+                          other=float("-inf")) * 1.4426950408889634
+            l_i = tl.where(valid, 1.0, 0.0)
+            acc = tl.load(init_out_ptr + (position * heads_total + head)[:, None] * D
+                          + dims[None, :], mask=valid[:, None], other=0.0)
         for start in range(0, whole, BLOCK_N):
             m_i, l_i, acc = absorb_tile(
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
@@ -249,12 +287,11 @@ def _kernel() -> Any:
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
                 stride_k, stride_v, token, offset, scale_log2, BLOCK_N, D, True)
         result = acc / l_i[:, None]
-        o_rows = (q_start + token).to(tl.int64) * stride_o + head * D
-        tl.store(out_ptr + o_rows[:, None] + dims[None, :], result.to(out_ptr.dtype.element_ty),
-                 mask=valid[:, None])
+        target = source if SCATTER else position
+        tl.store(out_ptr + (target * stride_o + head * D)[:, None] + dims[None, :],
+                 result.to(out_ptr.dtype.element_ty), mask=valid[:, None])
         if WITH_LSE:
             lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
-            tl.store(lse_ptr + (q_start + token).to(tl.int64) * heads_total + head, lse,
-                     mask=valid)
+            tl.store(lse_ptr + position * heads_total + head, lse, mask=valid)
 
     return segment_attention_tiles

@@ -3,15 +3,15 @@
 Contract: ``plan_segments(rows, row_prefix, prefix_slots, device)`` builds a ``SegmentPlan`` once
 per forward pass (one host-to-device copy per part, every layer reuses it);
 ``segment_packed_attention(q, k, v, store, scale, plan)`` meets the backend contract of
-``engine.attention`` with three kernel launches and one merge per layer:
+``engine.attention`` with three kernel launches per layer:
 
 - rows without a prefix: causal over their own keys, written straight to the output;
-- the own part of suffix rows: causal over their own keys, float32 with log-sum-exps;
 - the shared part of suffix rows: the queries of every row over one prefix stacked into one
   segment over that prefix's store slots (the prefix's keys are read once per query tile, not
-  once per row), float32 with log-sum-exps;
-- the two partials merged by their log-sum-exps and scattered to the rows' tokens
-  (``kernels/lse_merge.py``).
+  once per row), read in place through an index, float32 with log-sum-exps;
+- the own part of suffix rows: causal over their own keys, continuing each query's softmax from
+  its shared partial (the log-sum-exp merge inside the kernel) and written straight to the
+  rows' tokens.
 
 Every kernel computes a query from its own key list in fixed key tiles, with a tile height fixed
 per part (``LAUNCHES``), whatever else shares the launch, so a row's output is bit-identical
@@ -30,7 +30,6 @@ import torch
 from heron.engine.attention.plan import RowSpan
 from heron.kernels.attention import Launch, Segments, segment_attention
 from heron.kernels.host import to_device
-from heron.kernels.lse_merge import lse_merge
 
 # Query rows per program for each part: tall tiles where a segment holds many queries (whole
 # documents, an anchor's stacked rows), short ones for the own part of short suffix rows
@@ -94,13 +93,11 @@ def segment_packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if plan.suffix_tokens is None:
         return out
     assert plan.own is not None and plan.shared is not None
-    queries = q.index_select(0, plan.suffix_tokens)  # suffix order: each prefix's rows stacked
-    partial = torch.empty(queries.shape, dtype=torch.float32, device=q.device)
-    own_out, own_lse = segment_attention(queries, k, v, plan.own, scale, out=partial,
-                                         with_lse=True, launch=LAUNCHES["own"])
-    shared_out, shared_lse = segment_attention(queries, store[0], store[1], plan.shared, scale,
-                                               out=torch.empty_like(partial), with_lse=True,
-                                               launch=LAUNCHES["shared"])
-    assert own_lse is not None and shared_lse is not None
-    lse_merge(shared_out, shared_lse, own_out, own_lse, out, plan.suffix_tokens)
+    suffix = plan.suffix_tokens  # suffix order: each prefix's rows stacked
+    partial = torch.empty((suffix.shape[0], *q.shape[1:]), dtype=torch.float32, device=q.device)
+    shared = segment_attention(q, store[0], store[1], plan.shared, scale, out=partial,
+                               with_lse=True, launch=LAUNCHES["shared"], q_index=suffix)
+    assert shared[1] is not None
+    segment_attention(q, k, v, plan.own, scale, out=out, launch=LAUNCHES["own"], q_index=suffix,
+                      scatter=True, initial=(shared[0], shared[1]))
     return out

@@ -69,6 +69,51 @@ def test_reference_matches_attend_with_lse() -> None:
         torch.testing.assert_close(lse[qs[s]:qs[s] + ql[s]], expected_lse, atol=1e-5, rtol=1e-5)
 
 
+def cascade(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
+            attention=segment_attention_reference) -> tuple[torch.Tensor, torch.Tensor]:
+    """The suffix segments' attention as the engine computes it: every suffix row's queries over
+    its prefix (read through an index, non-causal), then over its own keys continuing from
+    that partial and scattered to the rows' tokens. Returns (out, the suffix tokens)."""
+    qs, ql = segments.q_start.tolist(), segments.q_len.tolist()
+    ks, kl = segments.kv_start.tolist(), segments.kv_len.tolist()
+    offsets = segments.causal_offset.tolist()
+    index = segments.kv_index.cpu().numpy()
+    suffix = [s for s in range(len(qs)) if offsets[s]]
+    tokens = np.concatenate([np.arange(qs[s], qs[s] + ql[s]) for s in suffix])
+    starts = np.concatenate([[0], np.cumsum([ql[s] for s in suffix])[:-1]])
+    prefixes = [index[ks[s]:ks[s] + offsets[s]] for s in suffix]
+    shared = Segments.build(starts, [ql[s] for s in suffix], prefixes,
+                            [len(p) for p in prefixes], q.device)
+    own = Segments.build(starts, [ql[s] for s in suffix],
+                         [index[ks[s] + offsets[s]:ks[s] + kl[s]] for s in suffix],
+                         [0] * len(suffix), q.device)
+    q_index = torch.as_tensor(tokens, device=q.device)
+    partial = torch.empty(len(tokens), *q.shape[1:], device=q.device)
+    part, part_lse = attention(q, k, v, shared, 0.1, out=partial, with_lse=True, q_index=q_index)
+    out = torch.zeros_like(q)
+    attention(q, k, v, own, 0.1, out=out, q_index=q_index, scatter=True,
+              initial=(part, part_lse))
+    return out, q_index
+
+
+def test_reference_cascade_is_attention_over_prefix_and_own_keys() -> None:
+    q, k, v, segments = arena_case(np.random.default_rng(3), "cpu", torch.float32)
+    expected, _ = segment_attention_reference(q, k, v, segments, 0.1)
+    got, tokens = cascade(q, k, v, segments)
+    torch.testing.assert_close(got[tokens], expected[tokens], atol=1e-5, rtol=1e-5)
+
+
+@cuda
+@pytest.mark.parametrize(("heads", "kv_heads", "dim"), [(8, 2, 64), (32, 8, 128), (4, 2, 16)])
+def test_kernel_cascade_matches_reference(heads: int, kv_heads: int, dim: int) -> None:
+    q, k, v, segments = arena_case(np.random.default_rng(heads), "cuda", torch.bfloat16, heads,
+                                   kv_heads, dim)
+    expected, _ = segment_attention_reference(q, k, v, segments, 0.1)
+    got, tokens = cascade(q, k, v, segments, segment_attention)
+    torch.testing.assert_close(got[tokens].float(), expected[tokens].float(), atol=2e-2,
+                               rtol=2e-2)
+
+
 @cuda
 @pytest.mark.parametrize(("heads", "kv_heads", "dim"), [(8, 2, 64), (32, 8, 128), (16, 8, 128),
                                                         (9, 3, 64)])

@@ -1,18 +1,17 @@
 """The fused elementwise kernels against their torch twins (GPU), and the twins' own semantics
-(CPU): residual add + RMSNorm, QK-norm + RoPE, SiLU·mul, LSE merge."""
+(CPU): residual add + RMSNorm (quantizing for FP8), QK-norm + RoPE (and the arena write), SiLU·mul
+(quantizing for FP8), and the row log-sum-exp."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from heron.engine.attention.reference import merge_partials
 from heron.engine.rope import inverse_frequencies, rotary_tables
 from heron.engine.spec import RopeSpec
 from heron.kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_reference
 from heron.kernels.fp8 import QuantizedRows, quantize_rows, quantize_rows_reference
 from heron.kernels.logsumexp import logsumexp_rows, logsumexp_rows_reference
-from heron.kernels.lse_merge import lse_merge, lse_merge_reference
 from heron.kernels.qk_norm_rope import ArenaWrite, qk_norm_rope, qk_norm_rope_reference
 from heron.kernels.rmsnorm import rmsnorm_reference
 from heron.kernels.silu_mul import silu_mul, silu_mul_reference
@@ -113,17 +112,6 @@ def test_quantizing_twins_are_the_unfused_rows_quantized() -> None:
                                    atol=float(rows.scale.max()) * 2**-9, rtol=2**-4)
 
 
-def test_lse_merge_reference_is_the_attention_merge() -> None:
-    a, b = torch.randn(6, 4, 8), torch.randn(6, 4, 8)
-    la, lb = torch.randn(6, 4), torch.randn(6, 4)
-    lb[0] = float("-inf")  # an empty key set contributes nothing
-    out = torch.zeros(10, 4, 8)
-    index = torch.tensor([9, 0, 3, 4, 7, 1])
-    lse_merge_reference(a, la, b, lb, out, index)
-    torch.testing.assert_close(out[index], merge_partials(a, la, b, lb))
-    torch.testing.assert_close(out[9], a[0])
-
-
 # -- kernels against twins (GPU) -----------------------------------------------------------------
 
 
@@ -193,20 +181,6 @@ def test_silu_mul_quantizing_is_the_unfused_product_quantized(shape: tuple[int, 
     rows = silu_mul(x, quantize=True)
     assert isinstance(rows, QuantizedRows)
     assert_same_quantized(rows, silu_mul(x))
-
-
-@cuda
-def test_lse_merge_kernel() -> None:
-    rows, heads, dim = 1000, 32, 128
-    a, b = (torch.randn(rows, heads, dim, device="cuda") for _ in range(2))
-    la, lb = (torch.randn(rows, heads, device="cuda") * 5 for _ in range(2))
-    lb[:10] = float("-inf")
-    index = torch.randperm(2 * rows, device="cuda")[:rows]
-    got = torch.full((2 * rows, heads, dim), 7.0, device="cuda", dtype=torch.bfloat16)
-    expected = got.clone()
-    lse_merge(a, la, b, lb, got, index)
-    lse_merge_reference(a, la, b, lb, expected, index)
-    torch.testing.assert_close(got.float(), expected.float(), **BF16)
 
 
 def test_logsumexp_reference_rows_do_not_depend_on_the_batch() -> None:
