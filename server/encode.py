@@ -432,8 +432,28 @@ def _pg_micros(micros: int) -> int:
     return micros - _UNIX_TO_PG_MICROS
 
 
+# Below this many values, packing each with `struct` beats numpy's fixed cost per call (a
+# `SELECT 1` pays it on every execution).
+PACK_EACH_BELOW = 16
+_STRUCT_FORMATS = {">i2": "!h", ">i4": "!i", ">i8": "!q", ">u4": "!I", ">f4": "!f", ">f8": "!d"}
+
+
 def _fixed_width(a: pa.Array, dtype: str) -> Wire:
-    """Big-endian packing of a numeric column in one numpy pass, then sliced per value."""
+    """Big-endian packing of a numeric column (numpy dtype `dtype`), one value each."""
+    if len(a) < PACK_EACH_BELOW:
+        return packed_each(a, dtype)
+    return packed_at_once(a, dtype)
+
+
+def packed_each(a: pa.Array, dtype: str) -> Wire:
+    """`_fixed_width` value by value (`struct`): the twin of `packed_at_once` for short
+    columns."""
+    pack = struct.Struct(_STRUCT_FORMATS[dtype]).pack
+    return [None if v is None else pack(v) for v in a.to_pylist()]
+
+
+def packed_at_once(a: pa.Array, dtype: str) -> Wire:
+    """`_fixed_width` in one numpy pass, then sliced per value."""
     width = int(dtype[-1])
     filled = a.fill_null(0) if a.null_count else a
     raw = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype).tobytes()

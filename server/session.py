@@ -325,7 +325,7 @@ class Session:
 
     def _answers(self, statement: Statement) -> bool:
         """Whether the session answers this statement itself (else the planner runs it)."""
-        if statement.kind not in {Kind.SET, Kind.RESET, Kind.SHOW}:
+        if statement.kind not in (Kind.SET, Kind.RESET, Kind.SHOW):
             return statement.kind in _SESSION_KINDS
         if statement.command is None:
             return False
@@ -375,7 +375,7 @@ class Session:
             self._live.append(result.rows)  # the timeout stays armed while its rows stream
         else:
             self.disarm_timeout()
-        if statement.kind in {Kind.SET, Kind.RESET} or statement.verb == "USE":
+        if statement.kind in (Kind.SET, Kind.RESET) or statement.verb == "USE":
             shared_macros.use(self.planner.con)  # DuckDB's search path may have been replaced
         self.transaction.after(statement, params, result)
         return result
