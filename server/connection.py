@@ -636,7 +636,7 @@ class Connection:
             self._send_notices(result)
             if describe and result.columns is not None:
                 formats = result_formats(portal.formats, len(result.columns))
-                self.send(protocol.row_description(encode.fields(result.columns, formats)))
+                self.send(encode.row_description(tuple(result.columns), tuple(formats)))
             sent = 0
             while chunk.rows:
                 self.send(chunk.messages)
