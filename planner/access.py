@@ -4,7 +4,8 @@ Contract: `check(con, sql, role, main_database=...)` raises `SqlError` 42501 (Po
 insufficient_privilege, with a hint saying what to do instead) when the statement `sql` needs a
 privilege `role` lacks, and returns None otherwise; nothing runs (the check reads only the text and
 DuckDB's function and relation catalogs, never a file). Superusers may do everything except detach
-the database Heron serves, which nobody may (55006). Other roles:
+the database Heron serves or the shared macros' (`heron.planner.shared_macros`), which nobody may
+(55006). Other roles:
 - reading server files — `read_csv(...)` and DuckDB's other file-reading table functions, a file
   named where a table goes (`FROM 'x.csv'`, `FROM "x.csv"`, `FROM data.parquet`,
   `DESCRIBE 'x.csv'`, ...), `COPY t FROM 'file'` — needs the privileges of pg_read_server_files;
@@ -31,6 +32,7 @@ from sqlglot.tokens import Token, TokenType
 
 from heron.catalog.roles import Predefined, Role
 from heron.planner.errors import SqlError, SqlState
+from heron.planner.pg_catalog_functions import SHARED_DATABASE
 
 _TOKENIZER = DuckDB().tokenizer_class
 
@@ -106,10 +108,17 @@ def check(con: duckdb.DuckDBPyConnection, sql: str, role: Role | None, *,
     except TokenError:
         return  # DuckDB refuses it as a syntax error before anything runs
     words = [t.text.upper() for t in tokens[:4]]
-    if words[:1] == ["DETACH"] and _detached_name(tokens) == main_database.lower():
-        raise SqlError(SqlState.OBJECT_IN_USE,
-                       f'cannot detach database "{main_database}": Heron serves it',
-                       hint="ATTACH another database under a new name and leave this one.")
+    if words[:1] == ["DETACH"]:
+        detached = _detached_name(tokens)
+        if detached == main_database.lower():
+            raise SqlError(SqlState.OBJECT_IN_USE,
+                           f'cannot detach database "{main_database}": Heron serves it',
+                           hint="ATTACH another database under a new name and leave this one.")
+        if detached == SHARED_DATABASE:
+            raise SqlError(SqlState.OBJECT_IN_USE,
+                           f'cannot detach database "{SHARED_DATABASE}": every session\'s '
+                           "PostgreSQL functions live in it",
+                           hint="ATTACH another database under a new name and leave this one.")
     if role is not None and role.superuser:
         return
     for requirement in requirements(con, tokens):

@@ -3,12 +3,13 @@
 Contract: `register(con, roles)` registers, on a connection that outlives the sessions (the data
 directory's root connection), the Python functions the catalog calls: the roles it lists
 (pg_roles, pg_user, pg_auth_members, pg_get_userbyid, ::regrole; `roles()` is asked at each
-statement) and PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`).
+statement) and PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`), and attaches
+the macros every session shares (`heron.planner.shared_macros`).
 `Catalog(con, user)` serves one DuckDB connection: at once the session's functions (version(),
-current_user, current_setting(), ...), and, before the first statement that may read the
-catalog (`Catalog.ready(sql)`, called before a statement is classified), the TEMP macros and
-views that answer PostgreSQL 15's catalog: the relations of `pg_catalog`
-(`heron.planner.pg_catalog_relations`) and `information_schema`
+current_user, current_setting(), ...: the shared macros, put on its search path), and, before
+the first statement that may read the catalog (`Catalog.ready(sql)`, called before a statement
+is classified), the TEMP macros and views that answer PostgreSQL 15's catalog: the relations
+of `pg_catalog` (`heron.planner.pg_catalog_relations`) and `information_schema`
 (`heron.planner.pg_information_schema`) with PostgreSQL's columns, and its functions
 (`heron.planner.pg_catalog_functions`), and the sessions' activity views and backend functions
 acting for the session's `caller` (`heron.planner.pg_activity`) — ~0.2 s of DDL that a session
@@ -33,8 +34,14 @@ from dataclasses import asdict, dataclass
 import duckdb
 import pyarrow as pa
 
-from heron.planner import pg_activity, pg_catalog_relations, pg_information_schema, pg_viewdef
-from heron.planner.pg_catalog_functions import CATALOG_MACROS, SETTINGS_VARIABLE, session_macros
+from heron.planner import (
+    pg_activity,
+    pg_catalog_relations,
+    pg_information_schema,
+    pg_viewdef,
+    shared_macros,
+)
+from heron.planner.pg_catalog_functions import CATALOG_MACROS, SETTINGS_VARIABLE, create_macro
 from heron.planner.pg_catalog_relations import (
     BOOTSTRAP_SUPERUSER,
     DATABASE_OWNER_ROLE,
@@ -139,7 +146,7 @@ def _snapshot_schemas() -> dict[str, pa.Schema]:
     con = duckdb.connect()
     try:
         register(con, list)
-        _create_macros(con, session_macros(BOOTSTRAP_USER, ""))
+        shared_macros.use(con)
         for name, sql in _HELPERS:
             con.execute(f"CREATE TEMP VIEW {name} AS {sql}")
         schemas = {}
@@ -156,17 +163,12 @@ def _views() -> list[tuple[str, str]]:
     return [(r.name, r.sql()) for r in pg_catalog_relations.RELATIONS]
 
 
-def _create_macros(con: duckdb.DuckDBPyConnection,
-                   macros: Mapping[str, tuple[tuple[str, str], ...]]) -> None:
-    for name, overloads in macros.items():
-        body = ", ".join(f"({params}) AS {sql}" for params, sql in overloads)
-        con.execute(f"CREATE OR REPLACE TEMP MACRO {name} {body}")
-
-
 def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRow]]) -> None:
-    """Register the catalog's Python functions. A Python function belongs to the whole DuckDB
-    database but is kept alive by the connection that registered it: register on a connection
-    that outlives the others (the data directory's root connection)."""
+    """Register the catalog's Python functions and attach the shared macros
+    (`heron.planner.shared_macros`). A Python function belongs to the whole DuckDB database but
+    is kept alive by the connection that registered it: register on a connection that outlives
+    the others (the data directory's root connection)."""
+    shared_macros.attach(con)
     con.create_function(ROLES_FUNCTION, lambda: json.dumps([asdict(r) for r in roles()]), [],
                         "VARCHAR", side_effects=True)
     con.create_function(VIEWDEF_FUNCTION, pg_viewdef.deparse, ["VARCHAR", "VARCHAR", "BOOLEAN"],
@@ -201,17 +203,17 @@ class Catalog:
     def __init__(self, con: duckdb.DuckDBPyConnection, user: str = "heron",
                  server_version: str = "16.4", caller: pg_activity.Caller = pg_activity.NO_SERVER
                  ) -> None:
-        """Create the session's functions on `con` (outside a transaction). Without `register`
-        on the database before, `user` is the only role (a superuser). The relations are created
-        by the first statement that may read them, the first snapshot taken by the first that
-        does."""
+        """Make the session's functions callable on `con` (outside a transaction): the shared
+        macros on its search path, reading `user` and `server_version` as the session's until
+        `publish_settings` tells otherwise. Without `register` on the database before, `user` is
+        the only role (a superuser). The relations are created by the first statement that may
+        read them, the first snapshot taken by the first that does."""
         self.con = con
-        registered = con.execute("SELECT count(*) FROM duckdb_functions() "
-                                 "WHERE function_name = ?", [ROLES_FUNCTION]).fetchall()[0][0]
-        if not registered:
+        if not shared_macros.attached(con):  # `register` attaches them
             register(con, lambda: (RoleRow(user, BOOTSTRAP_SUPERUSER, superuser=True,
                                            login=True),))
-        _create_macros(con, session_macros(user, server_version))
+        shared_macros.use(con)
+        publish_settings(con, {"session_authorization": user, "server_version": server_version})
         self.caller = caller  # whom the activity views and backend functions act for
         self._installed = False
 
@@ -237,7 +239,8 @@ class Catalog:
             con.register(name, schema.empty_table())
         for name, sql in _views():
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
-        _create_macros(con, CATALOG_MACROS)
+        for name, overloads in CATALOG_MACROS.items():
+            con.execute(create_macro(name, overloads, temporary=True))
         for relation in pg_information_schema.RELATIONS:  # they call the catalog macros
             con.execute(f"CREATE OR REPLACE TEMP VIEW "
                         f"{pg_information_schema.view_name(relation.name)} AS {relation.sql()}")

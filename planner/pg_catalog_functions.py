@@ -1,12 +1,15 @@
 """PostgreSQL's catalog functions as DuckDB macros.
 
-Contract: `session_macros(user, server_version)` are the macros that read no catalog view
-(version, current_setting, current_user, quote_ident, pg_size_pretty, ...) and `CATALOG_MACROS`
-those answered from the catalog views of `heron.planner.pg_catalog_relations` (pg_get_userbyid,
-pg_table_is_visible, format_type, pg_get_indexdef, pg_get_constraintdef, pg_get_viewdef,
-col_description, the privilege functions, the `::regclass` family of look-ups, ...). Each maps a
-macro name to its overloads, `(parameters, body)`; the shim creates the first group before the
-views and the second after them (DuckDB binds a view or macro when it is created).
+Contract: `SESSION_MACROS` are the macros that read no catalog view (version, current_setting,
+current_user, quote_ident, pg_size_pretty, ...): they depend on no session — what differs between
+sessions (the role, the server's version, the settings) they read from the session variable
+`SETTINGS_VARIABLE` (`pg_catalog.publish_settings`) — so every session shares one definition of
+them (`heron.planner.shared_macros`). `CATALOG_MACROS` are those answered from the catalog views
+of `heron.planner.pg_catalog_relations` (pg_get_userbyid, pg_table_is_visible, format_type,
+pg_get_indexdef, pg_get_constraintdef, pg_get_viewdef, col_description, the privilege functions,
+the `::regclass` family of look-ups, ...), created on each session's connection after its views
+(DuckDB binds a view or macro when it is created). Each maps a macro name to its overloads,
+`(parameters, body)`.
 
 Each behaves as PostgreSQL 15's function of that name for the objects Heron has, with these
 limits: a view's size is 0, a table's or index's unknown (NULL: DuckDB keeps none per relation),
@@ -26,8 +29,10 @@ from collections.abc import Mapping
 from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION
 from heron.planner.pg_catalog_types import TYPE_NAMES, literal, values
 
-VERSION = "PostgreSQL {server_version} on x86_64-pc-linux-gnu, 64-bit"
 SETTINGS_VARIABLE = "heron_settings"
+# Where SESSION_MACROS live (`heron.planner.shared_macros`): the `main` schema of a read-only
+# database at the end of every session's search path, which no user schema list shows.
+SHARED_DATABASE = "heron_shared"
 
 Macros = dict[str, tuple[tuple[str, str], ...]]
 
@@ -48,6 +53,13 @@ _KEYWORD_LIST = (
     "xmlattributes xmlconcat xmlelement xmlexists xmlforest xmlnamespaces xmlparse xmlpi "
     "xmlroot xmlserialize xmltable")
 KEYWORDS = frozenset(_KEYWORD_LIST.split())
+
+
+def create_macro(name: str, overloads: tuple[tuple[str, str], ...], *, temporary: bool = False
+                 ) -> str:
+    """The statement creating (or replacing) macro `name` with its overloads."""
+    body = ", ".join(f"({params}) AS {sql}" for params, sql in overloads)
+    return f"CREATE OR REPLACE {'TEMP ' if temporary else ''}MACRO {name} {body}"
 
 
 def _case(arg: str, rows: Mapping[object, object], default: str = "NULL") -> str:
@@ -98,19 +110,28 @@ def _size_pretty(arg: str) -> str:
             f"::VARCHAR || ' PB' END")
 
 
-# DuckDB's own current_setting (a TEMP macro of the name shadows it).
-_PATH_SCHEMAS = """coalesce(nullif(list_transform(list_filter(string_split(
-    system.main.current_setting('search_path'), ','), lambda heron_s: trim(heron_s) <> ''),
+# DuckDB's own current_setting (the macro of the name shadows it); the shared macros' schema is
+# none of the session's.
+_PATH_SCHEMAS = f"""coalesce(nullif(list_transform(list_filter(string_split(
+    system.main.current_setting('search_path'), ','), lambda heron_s: trim(heron_s) <> ''
+    AND split_part(trim(heron_s), '.', 1) <> '{SHARED_DATABASE}'),
     lambda heron_s: trim(split_part(heron_s, '.', -1))), []), [current_schema()])"""
 
 
-def session_macros(user: str, server_version: str) -> Macros:
+def _session_value(name: str) -> str:
+    """A value the session published under `name` (lower case) in `SETTINGS_VARIABLE`."""
+    return f"getvariable('{SETTINGS_VARIABLE}')[{literal(name)}]"
+
+
+def _session_macros() -> Macros:
     settings = f"getvariable('{SETTINGS_VARIABLE}')[lower(name_arg)]"
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
-    current_user = literal(user)
+    # The session's role: its session_authorization (read-only, as in PostgreSQL).
+    current_user = _session_value("session_authorization")
     no_text = "NULL::VARCHAR"
     return {
-        "version": (("", literal(VERSION.format(server_version=server_version))),),
+        "version": (("", f"'PostgreSQL ' || {_session_value('server_version')} "
+                         "|| ' on x86_64-pc-linux-gnu, 64-bit'"),),
         "current_setting": (
             ("name_arg", f"coalesce({settings}, {unknown})"),
             ("name_arg, missing_ok_arg",
@@ -174,6 +195,9 @@ def session_macros(user: str, server_version: str) -> Macros:
         "has_column_privilege": (("table_arg, column_arg, privilege_arg", "true"),
                                  ("role_arg, table_arg, column_arg, privilege_arg", "true")),
     }
+
+
+SESSION_MACROS: Macros = _session_macros()
 
 
 _CLASSES = "pg_class heron_c LEFT JOIN pg_namespace heron_n ON heron_n.oid = heron_c.relnamespace"

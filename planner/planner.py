@@ -74,7 +74,6 @@ class Planner:
                  ) -> None:
         self.con = con
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller)
-        views.install(con)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
         self.settings = Settings()

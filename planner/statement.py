@@ -13,11 +13,12 @@ Running on DuckDB: `run(con, statement, params)` returns a `Result` — the rows
 record batches; with `stream=True` a SELECT's rows are read from DuckDB as the client takes them,
 in bounded memory) and the command tag PostgreSQL would send ("SELECT 3", "INSERT 0 2", "CREATE
 TABLE", ...; SELECT and FETCH are tagged by `Result.tag` with the rows returned). With a
-connection's `PreparedStatements`, a statement with parameters runs as EXECUTE of a DuckDB
-prepared statement with its values as typed literals (`literal`), the fast twin of binding the
-values. `describe` and `bind_columns` report result columns by binding, without running
-anything; `insert_many` runs one INSERT ... VALUES for many parameter rows at once (an Arrow
-table); `insert_rows` runs an INSERT reading a registered Arrow batch (COPY). DuckDB's errors
+connection's `PreparedStatements`, a statement with parameters (or one without, from its second
+run on) runs as EXECUTE of a DuckDB prepared statement with its values as typed literals
+(`literal`), the fast twin of binding the values (and of planning the statement again).
+`describe` and `bind_columns` report result columns by binding, without running anything;
+`insert_many` runs one INSERT ... VALUES for many parameter rows at once (an Arrow table);
+`insert_rows` runs an INSERT reading a registered Arrow batch (COPY). DuckDB's errors
 become `SqlError`s (`errors.from_duckdb`).
 """
 
@@ -373,26 +374,33 @@ class PreparedStatements:
 
     A statement with parameters runs as `EXECUTE name(literal, ...)` of a statement DuckDB
     prepared once for its text, its values written as literals of the types DuckDB gives the
-    Python values (`literal`): binding the values each time costs DuckDB several times more. The
-    newest `capacity` texts are kept. Running with the values bound (`submit` with values) is the
-    reference; tests compare the two on random values."""
+    Python values (`literal`): binding the values each time costs DuckDB several times more. A
+    statement without parameters runs as `EXECUTE name` from the second time its text runs on
+    (a prepared `SELECT 1` takes DuckDB half the time; a text that runs once, as most literal
+    statements do, is not worth preparing). The newest `capacity` texts are kept (and as many
+    seen once). Running the text with the values bound (`submit`) is the reference; tests compare
+    the two on random values. DuckDB binds a prepared statement again when the catalog changed."""
 
     KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE})
 
     def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
         self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._next = 0
 
     def execute_text(self, con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
                      ) -> str | None:
         """The EXECUTE that runs `sql` with `params`, preparing it first if needed; None when
-        DuckDB cannot prepare it or a value has no literal (then the values are bound)."""
+        DuckDB cannot prepare it, a value has no literal (then the values are bound), or `sql`
+        has no parameters and did not run before (then it runs as it is)."""
         try:
             arguments = ", ".join(literal(value) for value in params)
         except ValueError:
             return None
         name = self._names.get(sql)
+        if name is None and not params and not self._seen_before(sql):
+            return None
         if name is None:
             name = f"__heron_prepared_{self._next}"
             try:
@@ -407,7 +415,17 @@ class PreparedStatements:
                     _seam.submit(con, f"DEALLOCATE {evicted}", None).drain()
         else:
             self._names.move_to_end(sql)
-        return f"EXECUTE {name}({arguments})"
+        return f"EXECUTE {name}({arguments})" if params else f"EXECUTE {name}"
+
+    def _seen_before(self, sql: str) -> bool:
+        """Whether `sql` ran before (remembering that it did now)."""
+        if sql in self._seen:
+            del self._seen[sql]
+            return True
+        self._seen[sql] = None
+        if len(self._seen) > self.capacity:
+            self._seen.popitem(last=False)
+        return False
 
 
 def literal(value: Any) -> str:
@@ -492,11 +510,11 @@ def run(
     """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement, whose
     parameters are already bound). With `stream`, a SELECT's rows stay in DuckDB until read
     (`Rows.live`); everything else is read out before this returns. With `prepared`, a statement
-    with parameters runs through DuckDB's prepared statements (`PreparedStatements`)."""
+    runs through DuckDB's prepared statements (`PreparedStatements`)."""
     streamed = stream and statement.kind is Kind.SELECT
     text, values = sql or statement.sql, list(params) or None
-    if values and prepared is not None and sql is None and statement.kind in prepared.KINDS:
-        execute = prepared.execute_text(con, text, values)
+    if prepared is not None and sql is None and statement.kind in prepared.KINDS:
+        execute = prepared.execute_text(con, text, values or ())
         if execute is not None:
             text, values = execute, None
     try:

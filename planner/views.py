@@ -1,10 +1,11 @@
 """AI views: views whose query calls AI functions, stored with the calls intact and planned when
 a statement reads them.
 
-Contract: `install(con)` defines, on a session's DuckDB connection, the macros that stand for AI
-calls inside stored views (`__heron_ai_boolean`, ..._label, ..._score, ..._text): DuckDB binds a
-view through them (its columns and their types, the columns each call reads), and evaluating one
-outside the planner fails with a message naming the call. `encode(tree)` is the CREATE VIEW
+Contract: `MACROS` are the macros that stand for AI calls inside stored views
+(`__heron_ai_boolean`, ..._label, ..._score, ..._text), which every session shares
+(`heron.planner.shared_macros`): DuckDB binds a view through them (its columns and their types,
+the columns each call reads), and evaluating one outside the planner fails with a message naming
+the call. `encode(tree)` is the CREATE VIEW
 statement to store for a parsed CREATE VIEW calling AI functions: each call becomes a macro call
 holding the call's text as written and the list of its prompt values. `expand(con, tree)`
 replaces, in a parsed statement, every reference to an AI view — a view whose query calls AI
@@ -26,18 +27,19 @@ from heron.engine.api import AnswerKind
 from heron.planner import dialect, functions, scopes
 from heron.planner.dialect import AIFunction
 from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.pg_catalog_functions import Macros
 
 MACRO = "__heron_ai_"
 _KINDS = {kind: f"{MACRO}{kind.value}" for kind in AnswerKind}
 MAX_DEPTH = 16  # views reading views reading views ...
 
 
-def install(con: duckdb.DuckDBPyConnection) -> None:
-    for kind, name in _KINDS.items():
-        sql_type = next(f.sql_type for f in functions.FUNCTIONS.values() if f.answer is kind)
-        con.execute(f"CREATE OR REPLACE TEMP MACRO {name}(call_text, prompt_values) AS "
-                    f"CAST(error('this view calls ' || call_text || ', which only Heron''s "
-                    f"planner evaluates') AS {sql_type})")
+_SQL_TYPES = {f.answer: f.sql_type for f in reversed(functions.FUNCTIONS.values())}
+MACROS: Macros = {
+    name: (("call_text, prompt_values",
+            f"CAST(error('this view calls ' || call_text || ', which only Heron''s planner "
+            f"evaluates') AS {_SQL_TYPES[kind]})"),)
+    for kind, name in _KINDS.items()}
 
 
 def encode(tree: exp.Create) -> str:

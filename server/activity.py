@@ -103,8 +103,14 @@ class _Running:
     at: float  # time.monotonic()
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+def _now() -> float:
+    """Seconds since the epoch: what a backend notes at every message, turned into timestamps
+    only when pg_stat_activity is read (`_timestamp`)."""
+    return time.time()
+
+
+def _timestamp(seconds: float | None) -> dt.datetime | None:
+    return None if seconds is None else dt.datetime.fromtimestamp(seconds, dt.UTC)
 
 
 class Backend:
@@ -127,9 +133,9 @@ class Backend:
         self._lock = threading.Lock()
         self._state = BackendState.IDLE
         self._query = ""
-        self._query_start: dt.datetime | None = None
+        self._query_start: float | None = None
         self._state_change = self.started
-        self._xact_start: dt.datetime | None = None
+        self._xact_start: float | None = None
         self._running: dict[str, _Running] = {}  # by operator marker
         self._noticed: dict[str, float] = {}  # elapsed seconds of a stage at its last NOTICE
 
@@ -207,8 +213,9 @@ class Backend:
                 usesysid=role.oid if role is not None else None, usename=self.user,
                 application_name=self.application_name, client_addr=self.client.address,
                 client_hostname=None, client_port=self.client.port,
-                backend_start=self.started, xact_start=self._xact_start,
-                query_start=self._query_start, state_change=self._state_change,
+                backend_start=_timestamp(self.started), xact_start=_timestamp(self._xact_start),
+                query_start=_timestamp(self._query_start),
+                state_change=_timestamp(self._state_change),
                 wait_event_type=waiting[0], wait_event=waiting[1], state=self._state.value,
                 backend_xid=None, backend_xmin=None, query_id=None, query=self._query,
                 backend_type=BACKEND_TYPE)

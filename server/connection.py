@@ -36,7 +36,6 @@ server's shutdown does to one connection (FATAL 57P01, then the usual clean-up).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import datetime as dt
 import re
@@ -72,6 +71,7 @@ ENCODE_BATCH_ROWS = 8192  # rows read and encoded per thread-pool call, so huge 
 # (whose numpy and Arrow calls cost a fixed few microseconds each); both send the same bytes.
 VECTORIZED_MIN_ROWS = 64
 FLUSH_BYTES = 64 * 1024  # buffered output that triggers a write before Sync/Flush
+WATCH_CLIENT_AFTER_S = 0.005  # a call lasting longer has the client's messages read meanwhile
 
 
 class CancelRegistry:
@@ -143,16 +143,16 @@ class Connection:
         self._out = bytearray()
         self._pid = 0
         self._admitted = False  # counted in `context.sessions`
-        self._worker = Worker("heron-session")
+        self._loop = asyncio.get_running_loop()
+        self._worker = Worker("heron-session", self._loop)
         self._reported: dict[str, str] = {}
         self._running = False  # a statement is executing: CancelRequest interrupts it
-        self._pending: concurrent.futures.Future[Any] | None = None
+        self._client_left = False  # the client closed its end while a call ran
         self._skip_until_sync = False
         self.messages: protocol.MessageReader | None = None  # after start-up
         self._listening: set[str] = set()  # channels this connection is subscribed to
         self._inbox: list[Notification] = []
         self._notified = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task[Any] | None = None
         self._ticking: asyncio.TimerHandle | None = None  # Backend.tick's next call
         self._closing = False  # nothing more is written but the FATAL of the end
@@ -236,11 +236,10 @@ class Connection:
             self.context.registry.remove(self._pid)
         if self._admitted:
             self.context.sessions -= 1
-        if self._pending is not None and not self._pending.done():
-            # The worker thread still uses the session: interrupt it and wait before closing.
+        if self._worker.busy:
+            # The worker thread still uses the session: interrupt it (the session closes after,
+            # on the same thread).
             self.cancel()
-            with contextlib.suppress(BaseException):  # its outcome no longer matters
-                await asyncio.wrap_future(self._pending)
         if self.session is not None:
             try:
                 await self.call(self.session.close)
@@ -262,27 +261,44 @@ class Connection:
             pass
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work on the connection's worker thread, one call at a time. Meanwhile
-        the client's next messages are read ahead: if it closes its end, the work is cancelled
-        (it would be for no one)."""
-        self._pending = self._worker.submit(fn, *args)
-        done = asyncio.wrap_future(self._pending)
+        """Run blocking work on the connection's worker thread, one call at a time. A call that
+        lasts (`WATCH_CLIENT_AFTER_S`) has the client's next messages read ahead meanwhile: if
+        it closes its end, the work is cancelled (it would be for no one) and the connection
+        ends without running what the client sent before."""
+        done = self._worker.submit(fn, *args)
         if self.messages is None or self.messages.closed:
             return await done
-        gone = asyncio.ensure_future(self.messages.read_ahead())
+        # Watching costs a task and a loop turn or two, more than a small statement's own
+        # work on the loop: most calls are over before it would start.
+        watch = self._loop.call_later(WATCH_CLIENT_AFTER_S, self._watch_client, done)
         try:
-            await asyncio.wait({done, gone}, return_when=asyncio.FIRST_COMPLETED)
+            result = await done
+        except Exception:
+            if self._client_left:
+                raise ConnectionResetError("the client closed the connection") from None
+            raise
         finally:
-            gone.cancel()
-        if not done.done():
-            # The client closed its end (or its connection broke): stop the work, then end the
-            # connection without running what it sent before.
-            if self.session is not None:
-                self.session.cancel()
-            with contextlib.suppress(Exception):
-                await done
+            watch.cancel()
+        if self._client_left:
             raise ConnectionResetError("the client closed the connection")
-        return done.result()
+        return result
+
+    def _watch_client(self, call: asyncio.Future[Any]) -> None:
+        """Read the client's messages while `call` runs; cancel its work if the client leaves."""
+        assert self.messages is not None
+        reading = asyncio.ensure_future(self.messages.read_ahead())
+        call.add_done_callback(lambda _: reading.cancel())
+
+        def read(task: asyncio.Future[None]) -> None:
+            if task.cancelled():
+                return
+            task.exception()  # (a broken connection counts as closed)
+            if not call.done():
+                self._client_left = True
+                if self.session is not None:
+                    self.session.cancel()
+
+        reading.add_done_callback(read)
 
     # -- output ----------------------------------------------------------------------------
 
@@ -620,7 +636,7 @@ class Connection:
             self._send_notices(result)
             if describe and result.columns is not None:
                 formats = result_formats(portal.formats, len(result.columns))
-                self.send(protocol.row_description(encode.fields(result.columns, formats)))
+                self.send(encode.row_description(tuple(result.columns), tuple(formats)))
             sent = 0
             while chunk.rows:
                 self.send(chunk.messages)

@@ -12,8 +12,9 @@ Contract:
   common types (integers, floats, booleans, text, dates, timestamps without time zone), falling
   back to the reference for the others. `tests/server/test_encode.py` compares them on random
   columns.
-- `fields(columns, formats)` are the RowDescription fields announcing result columns (types from
-  `heron.planner.pg_types.for_arrow`).
+- `row_description(columns, formats)` is the RowDescription message announcing result columns
+  (types from `heron.planner.pg_types.for_arrow`), kept per columns and formats: a prepared
+  statement announces the same at every execution.
 - `session_timezone(name)` is the `timezone` for a session's TimeZone setting (UTC when unknown).
 - `numeric_binary(value)` is numeric_send's layout of a Decimal.
 - `PG_EPOCH_DATE`, `PG_EPOCH` and `INT64_MAX` describe PostgreSQL's binary dates and timestamps
@@ -23,11 +24,11 @@ Contract:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import struct
 import uuid
-from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -61,6 +62,7 @@ from heron.planner.pg_types import (
     opaque_name,
 )
 from heron.planner.statement import Column
+from heron.server import protocol
 from heron.server.protocol import Encoded, FieldDescription
 
 Wire = list[bytes | None]
@@ -432,8 +434,28 @@ def _pg_micros(micros: int) -> int:
     return micros - _UNIX_TO_PG_MICROS
 
 
+# Below this many values, packing each with `struct` beats numpy's fixed cost per call (a
+# `SELECT 1` pays it on every execution).
+PACK_EACH_BELOW = 16
+_STRUCT_FORMATS = {">i2": "!h", ">i4": "!i", ">i8": "!q", ">u4": "!I", ">f4": "!f", ">f8": "!d"}
+
+
 def _fixed_width(a: pa.Array, dtype: str) -> Wire:
-    """Big-endian packing of a numeric column in one numpy pass, then sliced per value."""
+    """Big-endian packing of a numeric column (numpy dtype `dtype`), one value each."""
+    if len(a) < PACK_EACH_BELOW:
+        return packed_each(a, dtype)
+    return packed_at_once(a, dtype)
+
+
+def packed_each(a: pa.Array, dtype: str) -> Wire:
+    """`_fixed_width` value by value (`struct`): the twin of `packed_at_once` for short
+    columns."""
+    pack = struct.Struct(_STRUCT_FORMATS[dtype]).pack
+    return [None if v is None else pack(v) for v in a.to_pylist()]
+
+
+def packed_at_once(a: pa.Array, dtype: str) -> Wire:
+    """`_fixed_width` in one numpy pass, then sliced per value."""
     width = int(dtype[-1])
     filled = a.fill_null(0) if a.null_count else a
     raw = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype).tobytes()
@@ -605,8 +627,10 @@ def _timestamp_text(a: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_valid(a), text, pa.scalar(None, pa.string()))
 
 
-def fields(columns: Sequence[Column], formats: Sequence[int]) -> list[FieldDescription]:
-    """RowDescription fields of result columns, each sent in its format (0 text, 1 binary)."""
+@functools.lru_cache(maxsize=1024)
+def row_description(columns: tuple[Column, ...], formats: tuple[int, ...]) -> bytes:
+    """The RowDescription of result columns, each sent in its format (0 text, 1 binary)."""
     types = [for_arrow(column.type) for column in columns]
-    return [FieldDescription(column.name, t.oid, t.typlen, format=fmt)
-            for column, t, fmt in zip(columns, types, formats, strict=True)]
+    return protocol.row_description([
+        FieldDescription(column.name, t.oid, t.typlen, format=fmt)
+        for column, t, fmt in zip(columns, types, formats, strict=True)])

@@ -150,7 +150,7 @@ class ExtendedQuery:
                 [decode.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
             self.host.send(protocol.no_data() if columns is None else
-                           protocol.row_description(encode.fields(columns, [0] * len(columns))))
+                           encode.row_description(tuple(columns), (0,) * len(columns)))
             return
         portal = self.host.session.portal(message.name)
         if not portal.statement.returns_rows and portal.cursor is None:
@@ -173,7 +173,7 @@ class ExtendedQuery:
             return
         portal.promised = columns
         formats = result_formats(portal.formats, len(columns))
-        self.host.send(protocol.row_description(encode.fields(columns, formats)))
+        self.host.send(encode.row_description(tuple(columns), tuple(formats)))
 
     async def _portal_columns(self, portal: Portal) -> tuple[Column, ...] | None:
         """The columns of a portal's rows, by binding (cached per statement and parameter types

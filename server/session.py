@@ -40,7 +40,17 @@ import pyarrow as pa
 
 from heron.catalog import Database
 from heron.engine.api import Engine
-from heron.planner import Column, Kind, Planner, Result, SqlError, SqlState, Statement, pg_semantics
+from heron.planner import (
+    Column,
+    Kind,
+    Planner,
+    Result,
+    SqlError,
+    SqlState,
+    Statement,
+    pg_semantics,
+    shared_macros,
+)
 from heron.planner import settings as planner_settings
 from heron.planner.access import check as check_privileges
 from heron.planner.commands import (
@@ -315,7 +325,7 @@ class Session:
 
     def _answers(self, statement: Statement) -> bool:
         """Whether the session answers this statement itself (else the planner runs it)."""
-        if statement.kind not in {Kind.SET, Kind.RESET, Kind.SHOW}:
+        if statement.kind not in (Kind.SET, Kind.RESET, Kind.SHOW):
             return statement.kind in _SESSION_KINDS
         if statement.command is None:
             return False
@@ -365,6 +375,8 @@ class Session:
             self._live.append(result.rows)  # the timeout stays armed while its rows stream
         else:
             self.disarm_timeout()
+        if statement.kind in (Kind.SET, Kind.RESET) or statement.verb == "USE":
+            shared_macros.use(self.planner.con)  # DuckDB's search path may have been replaced
         self.transaction.after(statement, params, result)
         return result
 

@@ -117,3 +117,29 @@ def test_prepared_statements_run_like_bound_values(con):
             prepared=prepared)
     assert run(con, statement, [2], prepared=prepared).rows.read_all().to_pylist() == [
         {"name": "two", "twice": 4}]
+
+
+def test_repeated_statements_without_parameters_run_like_their_text(con):
+    """From its second run on, a statement without parameters runs as EXECUTE of a prepared
+    statement: the same rows and tags as running its text (the reference), on random queries,
+    and still after DDL changed what it reads."""
+    rng = random.Random(20261201)
+    prepared = PreparedStatements(capacity=4)
+    con.execute("CREATE TABLE p (id INTEGER, name VARCHAR)")
+    con.execute("INSERT INTO p VALUES (1, 'one'), (2, 'two'), (3, NULL)")
+    texts = ["SELECT 1", "SELECT * FROM p ORDER BY id", "SELECT count(*), max(name) FROM p",
+             "SELECT id, name || '!' AS loud FROM p WHERE id > 1 ORDER BY id",
+             "SELECT now() IS NOT NULL", "SELECT [id, id * 2] FROM p ORDER BY 1"]
+    for round_ in range(60):
+        sql = rng.choice(texts)
+        statement = Statement(sql, Kind.SELECT, "SELECT", returns_rows=True, bindable=True)
+        fast = run(con, statement, prepared=prepared)
+        reference = run(con, statement)
+        assert fast.rows.read_all() == reference.rows.read_all(), sql
+        assert fast.command_tag == reference.command_tag
+        if round_ == 30:
+            con.execute("ALTER TABLE p ADD COLUMN extra INTEGER DEFAULT 7")
+    update = Statement("UPDATE p SET name = 'x' WHERE id = 3", Kind.UPDATE, "UPDATE")
+    assert [run(con, update, prepared=prepared).command_tag for _ in range(3)] == [
+        "UPDATE 1"] * 3
+    con.execute("DROP TABLE p")

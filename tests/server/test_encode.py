@@ -8,6 +8,7 @@ import struct
 import uuid
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -253,3 +254,23 @@ def test_infinite_dates_and_timestamps():
     stamps = pa.array([2**63 - 1, -(2**63 - 1)], pa.int64()).cast(pa.timestamp("us"))
     assert encode.encode_column(stamps, 1) == [struct.pack("!q", 2**63 - 1),
                                                struct.pack("!q", -(2**63))]
+
+
+@pytest.mark.parametrize(("arrow_type", "dtype"), [
+    (pa.int8(), ">i2"), (pa.uint8(), ">i2"), (pa.int16(), ">i2"), (pa.int32(), ">i4"),
+    (pa.uint16(), ">i4"), (pa.int64(), ">i8"), (pa.uint32(), ">u4"), (pa.float32(), ">f4"),
+    (pa.float64(), ">f8")])
+def test_short_columns_pack_value_by_value_like_numpy(arrow_type, dtype):
+    """The `struct` path for short columns against the numpy one, on random values with NULLs
+    (extremes, infinities, NaN and -0.0 for floats)."""
+    rng = random.Random(20261201)
+    if pa.types.is_floating(arrow_type):
+        specials = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.5e-40, 3.4e38]
+        make = lambda: rng.choice([rng.uniform(-1e6, 1e6), rng.choice(specials)])  # noqa: E731
+    else:
+        info = np.iinfo(arrow_type.to_pandas_dtype())
+        make = lambda: rng.choice([rng.randint(info.min, info.max), info.min, info.max, 0])  # noqa: E731
+    for _ in range(50):
+        values = [None if rng.random() < 0.2 else make() for _ in range(rng.randrange(0, 20))]
+        array = pa.array(values, arrow_type)
+        assert encode.packed_each(array, dtype) == encode.packed_at_once(array, dtype)

@@ -1,0 +1,85 @@
+"""The macros no session owns: created once per process, attached read-only by every database.
+
+Contract: `MACROS` — PostgreSQL's session functions (`pg_catalog_functions.SESSION_MACROS`:
+version(), current_user, current_setting(), quote_ident(), ...) and the stand-ins of AI calls in
+stored views (`views.MACROS`) — depend on no session: what differs between sessions they read
+from the session variable that `pg_catalog.publish_settings` sets. So they are created once per
+process, in a DuckDB file that `attach(con)` attaches READ_ONLY to `con`'s database as
+`SHARED_DATABASE` (once per database; `attached` tells), and `use(con)` puts its schema last on a
+connection's search path — a new session pays for no macro (~10 ms when each created its own).
+
+Read-only, so no session can change what the others call (a user's `CREATE OR REPLACE MACRO
+heron_shared.main.quote_ident ...` fails); a superuser's DETACH of it is refused
+(`heron.planner.access`). The schema comes after the user's schemas on the search path (DuckDB
+creates unqualified objects in the first one) and before DuckDB's built-ins, which the macros
+shadow as the TEMP macros they replace did; unlike a TEMP macro, a user's own macro of the same
+name in one of the search path's schemas comes first. The catalog shows none of them: its
+namespaces are the session's database's, `temp` and `system`'s (`pg_catalog_relations`), and
+current_schemas() leaves the shared schema out. A DuckDB `SET schema` / `SET search_path` that
+replaces the search path is followed by `use` (`heron.server.session`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import duckdb
+
+from heron.planner import views
+from heron.planner.pg_catalog_functions import (
+    SESSION_MACROS,
+    SHARED_DATABASE,
+    Macros,
+    create_macro,
+)
+
+MACROS: Macros = {**SESSION_MACROS, **views.MACROS}
+SHARED_SCHEMA = f"{SHARED_DATABASE}.main"
+
+_lock = threading.Lock()
+_file: Path | None = None
+
+
+def _macros_file() -> Path:
+    """The process's file holding `MACROS` (written by the first caller, removed at exit)."""
+    global _file
+    with _lock:
+        if _file is None:
+            folder = Path(tempfile.mkdtemp(prefix="heron-macros-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            path = folder / "macros.duckdb"
+            con = duckdb.connect(str(path))
+            try:
+                for name, overloads in MACROS.items():
+                    con.execute(create_macro(name, overloads))
+            finally:
+                con.close()
+            _file = path
+        return _file
+
+
+def attach(con: duckdb.DuckDBPyConnection) -> None:
+    """Attach the macros to `con`'s database (all its connections), if not yet."""
+    path = str(_macros_file()).replace("'", "''")
+    con.execute(f"ATTACH IF NOT EXISTS '{path}' AS {SHARED_DATABASE} (READ_ONLY)")
+
+
+def attached(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?",
+                            [SHARED_DATABASE]).fetchall()[0][0])
+
+
+def use(con: duckdb.DuckDBPyConnection) -> None:
+    """End `con`'s search path with the macros' schema (their database attached before)."""
+    path, default = con.execute("SELECT system.main.current_setting('search_path'), "
+                                "current_database() || '.' || current_schema()"
+                                ).fetchall()[0]
+    # An empty path means the default schema, which must stay first (where CREATE lands).
+    entries = [entry.strip() for entry in path.split(",") if entry.strip()] or [default]
+    if SHARED_SCHEMA not in entries:
+        joined = ",".join([*entries, SHARED_SCHEMA]).replace("'", "''")
+        con.execute(f"SET search_path = '{joined}'")

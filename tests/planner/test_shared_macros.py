@@ -1,0 +1,95 @@
+"""The macros every session shares: each session reads its own values through them, no session
+can change them for the others, and the catalog shows none of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heron.catalog import Database
+from heron.planner import SqlError, SqlState
+from heron.planner.pg_catalog_functions import SHARED_DATABASE
+from heron.server.session import SERVER_VERSION, Session
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory):
+    db = Database(Path(tmp_path_factory.mktemp("shared")) / "data", load_demo=False)
+    db.roles.create("alice", login=True)
+    yield db
+    db.close()
+
+
+def rows(session: Session, sql: str) -> list[tuple]:
+    result = session.execute(session.prepare(sql))
+    if result.rows is None:
+        return []
+    return [tuple(row.values()) for row in result.rows.read_all().to_pylist()]
+
+
+def test_each_session_reads_its_own_values(database):
+    heron, alice = Session(database, user="heron"), Session(database, user="alice")
+    try:
+        assert rows(alice, "SELECT current_user, session_user, current_role") == [
+            ("alice", "alice", "alice")]
+        assert rows(heron, "SELECT current_user") == [("heron",)]
+        assert rows(heron, "SELECT version()") == [
+            (f"PostgreSQL {SERVER_VERSION} on x86_64-pc-linux-gnu, 64-bit",)]
+        rows(alice, "SET TimeZone = 'Europe/Paris'")
+        assert rows(alice, "SELECT current_setting('TimeZone')") == [("Europe/Paris",)]
+        assert rows(heron, "SELECT current_setting('timezone')") == [("UTC",)]
+        # None of them is a TEMP macro of the session's own.
+        assert rows(alice, "SELECT count(*) FROM duckdb_functions() WHERE database_name = 'temp'"
+                           " AND function_name IN ('version', 'current_user', 'quote_ident')"
+                    ) == [(0,)]
+    finally:
+        heron.close()
+        alice.close()
+
+
+def test_no_session_changes_them_for_the_others(database):
+    heron, alice = Session(database, user="heron"), Session(database, user="alice")
+    try:
+        for session in (heron, alice):
+            with pytest.raises(SqlError, match="read-only"):
+                rows(session, f"CREATE OR REPLACE MACRO {SHARED_DATABASE}.main.quote_ident(x) "
+                              "AS 'evil'")
+            session.transaction.rollback()
+        with pytest.raises(SqlError) as refused:
+            rows(heron, f"DETACH {SHARED_DATABASE}")  # not even a superuser
+        assert refused.value.sqlstate is SqlState.OBJECT_IN_USE
+        heron.transaction.rollback()
+        assert rows(alice, "SELECT quote_ident('select')") == [('"select"',)]
+    finally:
+        heron.close()
+        alice.close()
+
+
+def test_they_outlive_a_duckdb_search_path_change(database):
+    session = Session(database, user="heron")
+    try:
+        rows(session, "CREATE SCHEMA elsewhere")
+        rows(session, "SET schema = 'elsewhere'")
+        assert rows(session, "SELECT current_user, current_schemas(false)") == [
+            ("heron", ["elsewhere"])]
+        rows(session, "ATTACH ':memory:' AS scratch")
+        rows(session, "USE scratch")
+        assert rows(session, "SELECT current_user") == [("heron",)]
+        rows(session, f"USE {database.catalog_name}")
+        rows(session, "DETACH scratch")
+        rows(session, "DROP SCHEMA elsewhere")
+    finally:
+        session.close()
+
+
+def test_the_catalog_shows_none_of_them(database):
+    session = Session(database, user="heron")
+    try:
+        assert rows(session, "SELECT current_schemas(true)") == [(["pg_catalog", "public"],)]
+        assert rows(session, "SELECT nspname FROM pg_namespace ORDER BY 1") == [
+            ("information_schema",), ("pg_catalog",), ("public",)]
+        assert rows(session, "SELECT count(*) FROM information_schema.schemata "
+                             f"WHERE catalog_name = '{SHARED_DATABASE}'") == [(0,)]
+    finally:
+        session.close()
