@@ -629,7 +629,7 @@ class Scheduler:
                 self._version += 1
                 continue
             job = item.job
-            if not job.active:  # withdrawn or failed meanwhile
+            if not job.active or job.cancelled:  # gone, or withdrawn below
                 continue
             if isinstance(item, _Closing):
                 job.closed = True
