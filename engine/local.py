@@ -136,11 +136,9 @@ class LocalEngine:
         more: Iterable[Sequence[Prompt]] = (),
     ) -> Evaluation:
         """What the model computes for ``request`` (see ``answers.Evaluation``)."""
-        self.check(request)
-        job = self._open(request, cancel)
-        admission = _Admission(self, job, request)
+        admission = self._start(request, cancel)
+        job = admission.job
         try:
-            admission.add(request.prompts)
             for part in more:
                 for event in _pending(job):
                     if isinstance(event, Failed):
@@ -157,11 +155,7 @@ class LocalEngine:
                     raise event.error
                 _report(event, progress)
         except BaseException:
-            if job.active:
-                job.abandon()
-                self.scheduler.wake()
-                for _ in drain(job):  # until the scheduler has let go of it
-                    pass
+            _withdraw(self.scheduler, job)
             raise
         raise AssertionError("drain ends with Finished or Failed")
 
@@ -169,13 +163,13 @@ class LocalEngine:
         """Queue ``request`` as a closed ``Job`` whose parts are all admitted (in this thread);
         its events say how it goes. ``PromptTooLong`` when a prompt does not fit the model's
         context."""
-        self.check(request)
-        job = self._open(request, cancel)
-        _Admission(self, job, request).add(request.prompts)
+        job = self._start(request, cancel).job
         self.scheduler.close(job)
         return job
 
-    def _open(self, request: Request, cancel: CancelFlag | None) -> Job:
+    def _start(self, request: Request, cancel: CancelFlag | None) -> _Admission:
+        """Check ``request``, submit its job, admit its prompts (the job stays open)."""
+        self.check(request)
         job = Job(
             request.kind,
             cancel,
@@ -186,7 +180,13 @@ class LocalEngine:
             block_tokens=self.tree.block_tokens,
         )
         self.scheduler.submit(job)
-        return job
+        admission = _Admission(self, job, self._added(request))
+        try:
+            admission.add(request.prompts)
+        except BaseException:
+            _withdraw(self.scheduler, job)
+            raise
+        return admission
 
     def _labels(self, request: Request) -> list[np.ndarray]:
         return self.tokenizer.encode([" " + label for label in request.labels])
@@ -202,15 +202,16 @@ class _Admission:
     """A job's prompts admitted in parts of growing size (the module contract), in the thread
     that submitted it."""
 
-    def __init__(self, engine: LocalEngine, job: Job, request: Request) -> None:
-        self.engine, self.job, self.request = engine, job, request
+    def __init__(self, engine: LocalEngine, job: Job, added: int) -> None:
+        self.engine, self.job = engine, job
+        self.added = added  # tokens a prompt's answer adds to it
         self.size = ADMIT_FIRST
         self.admitted = 0
 
     def add(self, prompts: Sequence[Prompt], check: bool = False) -> None:
         engine = self.engine
         if check:  # a streamed part: its prompts were not checked with the request
-            check_context(engine.tokenizer, index_prompts(prompts), engine._added(self.request),
+            check_context(engine.tokenizer, index_prompts(prompts), self.added,
                           engine.info.context_tokens, offset=self.admitted)
         position = 0
         while position < len(prompts):
@@ -219,6 +220,15 @@ class _Admission:
             position += len(part)
             self.admitted += len(part)
             self.size = min(2 * self.size, ADMIT_MOST)
+
+
+def _withdraw(scheduler: Scheduler, job: Job) -> None:
+    """Give up on ``job`` (its caller failed): wait until the step loop has let go of it."""
+    if job.active:
+        job.abandon()
+        scheduler.wake()
+        for _ in drain(job):
+            pass
 
 
 def _pending(job: Job) -> Iterator[Event]:

@@ -507,9 +507,10 @@ class _ChunkTime:
     seconds: float = 0.0  # CPU: how long it ran
 
     def length(self) -> float:
-        """Seconds it ran (on CUDA: once its work is done)."""
+        """Seconds it ran (on CUDA: once its results were waited for)."""
         if self.event is None or self.end_event is None:
             return self.seconds
+        self.end_event.synchronize()  # queued right after the results' copy: done, or at once
         return self.event.elapsed_time(self.end_event) / 1e3
 
 
