@@ -48,7 +48,7 @@ from heron.engine.prompts import Prompt
 from heron.engine.runner import ModelRunner
 from heron.engine.scheduler import Event, Failed, Finished, Job, Progress, Scheduler, drain
 from heron.engine.spec import ModelSpec
-from heron.engine.tokenizer import IndexedPrompts, PromptTokenizer, index_prompts, load_tokenizer
+from heron.engine.tokenizer import PromptTokenizer, load_tokenizer
 from heron.engine.weights import resolve_model
 
 # Admission in parts: the first is small so that the first chunk starts soon; each next one is
@@ -124,7 +124,7 @@ class LocalEngine:
     def check(self, request: Request) -> None:
         """``PromptTooLong`` for the first prompt of ``request`` that does not fit the model's
         context; runs nothing."""
-        check_context(self.tokenizer, index_prompts(request.prompts), self._added(request),
+        check_context(self.tokenizer, request.prompts, self._added(request),
                       self.info.context_tokens)
 
     def evaluate(
@@ -211,8 +211,8 @@ class _Admission:
     def add(self, prompts: Sequence[Prompt], check: bool = False) -> None:
         engine = self.engine
         if check:  # a streamed part: its prompts were not checked with the request
-            check_context(engine.tokenizer, index_prompts(prompts), self.added,
-                          engine.info.context_tokens, offset=self.admitted)
+            check_context(engine.tokenizer, prompts, self.added, engine.info.context_tokens,
+                          offset=self.admitted)
         position = 0
         while position < len(prompts):
             part = prompts[position : position + self.size]
@@ -245,26 +245,23 @@ def _report(event: Event, progress: ProgressCallback | None) -> None:
         progress(event.metrics)
 
 
-def check_context(tokenizer: PromptTokenizer, indexed: IndexedPrompts, added: int, context: int,
-                  offset: int = 0) -> None:
+def check_context(tokenizer: PromptTokenizer, prompts: Sequence[Prompt], added: int,
+                  context: int, offset: int = 0) -> None:
     """Refuse (``PromptTooLong``, numbered from ``offset``) the first prompt that, with ``added``
     tokens more, exceeds ``context`` tokens, then (``EngineError``) the first that has no tokens.
-    Bounds first (``PromptTokenizer.at_most``); only the texts of prompts whose bound exceeds the
-    context are tokenized, for their exact counts (a bound is 0 only for an empty text)."""
-    if not len(indexed):
+    Bounds first (``PromptTokenizer.at_most``, no hashing of the texts); only prompts whose bound
+    exceeds the context are tokenized, for their exact counts (a bound is 0 only for an empty
+    text)."""
+    if not prompts:
         return
     lead = len(tokenizer.lead)
-    prefixes = tokenizer.at_most(indexed.prefixes)
-    suffixes = tokenizer.at_most(indexed.suffixes)
-    bounds = prefixes[indexed.prefix_of] + suffixes[indexed.suffix_of] + lead
+    bounds = (tokenizer.at_most([p.prefix for p in prompts])
+              + tokenizer.at_most([p.suffix for p in prompts]) + lead)
     suspects = np.flatnonzero(bounds + added > context)
     if len(suspects):
-        for counts, texts, of in ((prefixes, indexed.prefixes, indexed.prefix_of),
-                                  (suffixes, indexed.suffixes, indexed.suffix_of)):
-            exact = np.unique(of[suspects])
-            counts[exact] = tokenizer.count([texts[i] for i in exact])
-        lengths = (prefixes[indexed.prefix_of[suspects]] + suffixes[indexed.suffix_of[suspects]]
-                   + lead + added)
+        tokenized = tokenizer.encode_prompts([prompts[i] for i in suspects])
+        lengths = np.fromiter((sum(map(len, tokenized.ids(i))) for i in range(len(suspects))),
+                              dtype=np.int64, count=len(suspects)) + added
         over = np.flatnonzero(lengths > context)
         if len(over):
             raise PromptTooLong(offset + int(suspects[over[0]]), int(lengths[over[0]]), context)

@@ -11,10 +11,9 @@ Contract:
   however many prompts repeat it, and says per prompt which distinct arrays it is made of.
 - ``at_most(texts)`` is an upper bound of each text's token count, without tokenizing where the
   tokenizer allows it: for byte-level BPE (every token spans at least one byte of the
-  normalized text) ``factor`` × the text's UTF-8 bytes, the factor being how much the
-  normalizer may expand them (1 with none, 3 with NFC: Unicode's bound for NFC in UTF-8); the
-  exact count for any other tokenizer. ``index_prompts`` finds a request's distinct texts
-  without tokenizing them (what a context check needs first).
+  normalized text) the bytes the normalized text may have — its ASCII characters (which NFC
+  leaves alone) plus ``byte_factor`` × the UTF-8 bytes of the others (1 with no normalizer,
+  3 with NFC: Unicode's bound on how NFC grows UTF-8); the exact count for any other tokenizer.
 - ``stop_ids`` are the ids that end a generated text (the tokenizer's eos token, and the model's
   ``eos_token_id``); ``decode`` turns generated ids back into text, special tokens dropped.
 - Thread-safe: the server's threads tokenize concurrently with the engine's step loop.
@@ -37,32 +36,6 @@ from heron.engine.prompts import Prompt
 
 # Cached token arrays: ~16M tokens, far more than the distinct texts of any one statement.
 DEFAULT_CACHE_BYTES = 64 << 20
-
-
-@dataclass(frozen=True)
-class IndexedPrompts:
-    """Prompts as indices into their distinct texts: prompt ``i`` is
-    ``prefixes[prefix_of[i]] + suffixes[suffix_of[i]]``."""
-
-    prefixes: tuple[str, ...]
-    suffixes: tuple[str, ...]
-    prefix_of: np.ndarray
-    suffix_of: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.prefix_of)
-
-
-def index_prompts(prompts: Sequence[Prompt]) -> IndexedPrompts:
-    """Each distinct prefix and suffix text once (equal strings found by a dict, whose hash
-    Python keeps per string object)."""
-    prefix_texts: dict[str, int] = {}
-    suffix_texts: dict[str, int] = {}
-    prefix_of = np.fromiter((prefix_texts.setdefault(p.prefix, len(prefix_texts)) for p in prompts),
-                            dtype=np.int64, count=len(prompts))
-    suffix_of = np.fromiter((suffix_texts.setdefault(p.suffix, len(suffix_texts)) for p in prompts),
-                            dtype=np.int64, count=len(prompts))
-    return IndexedPrompts(tuple(prefix_texts), tuple(suffix_texts), prefix_of, suffix_of)
 
 
 @dataclass(frozen=True)
@@ -126,23 +99,50 @@ class PromptTokenizer:
         return [found[key] for key in keys]
 
     def encode_prompts(self, prompts: Sequence[Prompt]) -> TokenizedPrompts:
-        """Each distinct prefix and suffix text tokenized once."""
-        indexed = index_prompts(prompts)
+        """Each distinct prefix and suffix text tokenized once (equal strings found by a dict,
+        whose hash Python keeps per string object)."""
+        prefix_texts: dict[str, int] = {}
+        suffix_texts: dict[str, int] = {}
+        prefix_of = np.fromiter(
+            (prefix_texts.setdefault(p.prefix, len(prefix_texts)) for p in prompts),
+            dtype=np.int64,
+            count=len(prompts),
+        )
+        suffix_of = np.fromiter(
+            (suffix_texts.setdefault(p.suffix, len(suffix_texts)) for p in prompts),
+            dtype=np.int64,
+            count=len(prompts),
+        )
         lead = np.asarray(self.lead, dtype=np.int32)
         prefixes = tuple(
             _frozen(np.concatenate([lead, ids])) if len(lead) else ids
-            for ids in self.encode(indexed.prefixes)
+            for ids in self.encode(list(prefix_texts))
         )
-        suffixes = tuple(self.encode(indexed.suffixes))
-        return TokenizedPrompts(prefixes, suffixes, indexed.prefix_of, indexed.suffix_of)
+        suffixes = tuple(self.encode(list(suffix_texts)))
+        return TokenizedPrompts(prefixes, suffixes, prefix_of, suffix_of)
 
     def at_most(self, texts: Sequence[str]) -> np.ndarray:
-        """An upper bound of each text's token count (int64; see the contract)."""
-        if self.byte_factor is None:
-            return np.asarray(self.count(texts), dtype=np.int64)
-        sizes = np.fromiter((len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))
-                             for t in texts), dtype=np.int64, count=len(texts))
-        return sizes * self.byte_factor
+        """An upper bound of each text's token count (int64; see the contract). An ASCII text's
+        costs O(1) (CPython knows that a string is ASCII, and its length); another's two
+        encodings per string object, however often it repeats."""
+        factor = self.byte_factor
+        if factor is None:
+            distinct = list(dict.fromkeys(texts))
+            counts = dict(zip(distinct, self.count(distinct), strict=True))
+            return np.fromiter((counts[t] for t in texts), dtype=np.int64, count=len(texts))
+        bounds: dict[int, int] = {}  # id() -> bound, for texts that are not ASCII
+
+        def bound(text: str) -> int:
+            if text.isascii():
+                return len(text)
+            found = bounds.get(id(text))
+            if found is None:
+                ascii_bytes = len(text.encode("ascii", "ignore"))
+                other = len(text.encode("utf-8", "surrogatepass")) - ascii_bytes
+                found = bounds[id(text)] = ascii_bytes + factor * other
+            return found
+
+        return np.fromiter(map(bound, texts), dtype=np.int64, count=len(texts))
 
     def count(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.encode(texts)]
@@ -192,8 +192,8 @@ def load_tokenizer(folder: Path) -> PromptTokenizer:
 
 
 def _byte_factor(spec: dict) -> int | None:
-    """How many tokens a byte of text may become at most, for a byte-level BPE tokenizer
-    whose normalizer expands bytes by a known bound; None when no such bound is known."""
+    """How many times its normalizer may grow the UTF-8 bytes of a text's non-ASCII characters,
+    for a byte-level BPE tokenizer (at most one token per byte); None when no bound is known."""
     model, pre = spec.get("model") or {}, spec.get("pre_tokenizer") or {}
     steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
     byte_level = [s for s in steps if s.get("type") == "ByteLevel"]

@@ -97,6 +97,10 @@ def test_at_most_bounds_every_count_from_above() -> None:
     counts = np.asarray(tokenizer.count(texts))
     assert np.all(bounds >= counts)
     assert np.all((bounds == 0) == (counts == 0))  # a bound is 0 only for an empty text
+    # The characters NFC grows most, alone and repeated; ASCII text is bounded by its length.
+    grown = ["\U0001d160" * 50, "\u0958" * 50, "\u0344" * 50, "\ufb2c" * 50, "a\u0301" * 50]
+    assert np.all(tokenizer.at_most(grown) >= np.asarray(tokenizer.count(grown)))
+    assert tokenizer.at_most(["plain ASCII text"]).tolist() == [16]
 
 
 def _exact_check(tokenizer: PromptTokenizer, prompts: list[Prompt], added: int,
@@ -114,7 +118,6 @@ def _exact_check(tokenizer: PromptTokenizer, prompts: list[Prompt], added: int,
 def test_the_context_check_refuses_what_tokenizing_every_prompt_would() -> None:
     from heron.engine.api import PromptTooLong
     from heron.engine.local import check_context
-    from heron.engine.tokenizer import index_prompts
 
     tokenizer = PromptTokenizer(qwen_tokenizer_json())
     rng = np.random.default_rng(1)
@@ -127,7 +130,7 @@ def test_the_context_check_refuses_what_tokenizing_every_prompt_would() -> None:
         context, added = int(rng.integers(5, 80)), int(rng.integers(0, 3))
         expected = _exact_check(tokenizer, prompts, added, context)
         try:
-            check_context(tokenizer, index_prompts(prompts), added, context, offset=100)
+            check_context(tokenizer, prompts, added, context, offset=100)
             got = None
         except PromptTooLong as exc:
             got = exc.prompt - 100, exc.tokens
