@@ -37,7 +37,10 @@ def workload(name: str, arch: Arch, rng: random.Random, size: int
     terms = [f"{' '.join(rng.sample(WORDS, 2))} {i}" for i in range(size)]
     question = "Report: DOCUMENT 0 Does the report mention DOCUMENT 1?"  # as the planner words it
     warm = [join_prompt(r, question, "warm-up") for r in reports]
-    return warm, [join_prompt(r, question, t) for r in reports for t in terms]
+    # One prefix string per anchor and one suffix per term, shared by the pairs as the
+    # planner's are (equal strings made apart would be hashed once per pair).
+    suffixes = [join_prompt("", question, t).suffix for t in terms]
+    return warm, [Prompt(w.prefix, s) for w in warm for s in suffixes]
 
 
 def main() -> None:

@@ -13,6 +13,9 @@ Contract:
   time, up to ``ADMIT_MOST``): each part is tokenized (each distinct text once, cached across
   calls) and built into tasks in the calling thread while the step loop already runs the parts
   before it, so the first chunk starts once the first part is in, not once every prompt is.
+  After the first part it waits (at most ``FIRST_LAUNCH_WAIT_S``) until the step loop has
+  launched a chunk of it: the two threads would otherwise take turns at the GIL, the first chunk
+  waiting on the next parts' Python.
   Parts of a streamed call (``more``) are checked and admitted the same way as they come. The
   call then waits for the job, calling ``progress`` in the calling thread as chunks finish. If
   the callback or ``more`` raises, the job is withdrawn and the exception propagates.
@@ -55,6 +58,8 @@ from heron.engine.weights import resolve_model
 # twice as large (fewer, cheaper hand-overs), up to a bound.
 ADMIT_FIRST = 64
 ADMIT_MOST = 4096
+# How long admission waits, after the first part, for the step loop to launch a chunk of it.
+FIRST_LAUNCH_WAIT_S = 0.1
 
 
 class LocalEngine:
@@ -97,6 +102,7 @@ class LocalEngine:
         self._thread = threading.Thread(
             target=self.scheduler.run, args=(self._stop,), name="heron-engine-steps", daemon=True
         )
+        self.background = background  # whether a thread runs the step loop
         if background:
             self._thread.start()
 
@@ -217,6 +223,11 @@ class _Admission:
         while position < len(prompts):
             part = prompts[position : position + self.size]
             engine.scheduler.add(self.job.part(engine.tokenizer.encode_prompts(part)))
+            if not self.admitted and engine.background:
+                # The step loop's host work for the first chunk (choose, pack, launch) and the
+                # next parts' (pure Python) would take turns at the GIL: the first chunk goes
+                # first, and holds the first part only.
+                self.job.launched.wait(FIRST_LAUNCH_WAIT_S)
             position += len(part)
             self.admitted += len(part)
             self.size = min(2 * self.size, ADMIT_MOST)

@@ -293,6 +293,7 @@ class Job:
         self.active = True  # until it finishes, fails or is withdrawn
         self.closed = False  # no more parts come (set by the step loop)
         self._abandoned = threading.Event()
+        self.launched = threading.Event()  # a chunk holding its work was launched
         self.started = time.perf_counter()
         # The step loop's view: the parts linked so far.
         self.groups: list[Group] = []
@@ -789,6 +790,8 @@ class Scheduler:
             group.next_task = cursor
         for task in draft.decoding:
             task.job.decode_ready.remove(task)
+        for job in draft.jobs:
+            job.launched.set()
         started = self._clock.start()
         pending = self.runner.launch(chunk)
         return _Launched(draft, chunk, pending, self._clock.end(started))

@@ -266,3 +266,27 @@ def test_withdrawn_job_parts_are_ignored(tiny_qwen3: tuple[Path, object]) -> Non
     assert not engine.scheduler.jobs and len(job.tasks) == 3
     engine.close()
 
+
+
+@pytest.mark.timeout(120)
+def test_the_first_chunk_holds_the_first_part_only(tiny_qwen3: tuple[Path, object],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Admission lets the step loop launch the first part before it builds the next, so the
+    first chunk starts as soon as its own rows are ready (all of them would fit it)."""
+    from heron.engine import local
+
+    monkeypatch.setattr(local, "ADMIT_FIRST", 3)
+    monkeypatch.setattr(local, "FIRST_LAUNCH_WAIT_S", 30.0)  # however slow the machine
+    engine = _engine(tiny_qwen3[0], chunk_tokens=4096)
+    answers_per_chunk: list[int] = []
+    launch = engine.scheduler.runner.launch
+
+    def record(chunk):  # noqa: ANN001, ANN202 - a pass-through spy
+        answers_per_chunk.append(chunk.answer_index.numel())
+        return launch(chunk)
+
+    engine.scheduler.runner.launch = record
+    request = boolean([filter_prompt(d, "Long?") for d in DOCUMENTS])
+    _same(engine.answer(request), _engine(tiny_qwen3[0], chunk_tokens=4096).answer(request))
+    assert answers_per_chunk[0] == 3 and sum(answers_per_chunk) == len(DOCUMENTS)
+    engine.close()
