@@ -1,7 +1,7 @@
 """An operator's prompts reach the engine in parts (one streamed call), with a real tiny engine:
 the same answers and work as one request, the answer store consulted and filled per part,
-progress and metrics adding up over parts, cancel mid-parts, the token budget, and a prompt too
-long in a late part refused before the model runs anything."""
+progress and metrics adding up over parts, cancel mid-parts and the token budget (a prompt too
+long in a late part: `test_bounds`)."""
 
 from __future__ import annotations
 
@@ -166,23 +166,3 @@ def test_the_token_budget_stops_a_statement_mid_parts(con, tiny_engine, small_pa
         planner.execute(planner.prepare(FILTER))
     assert info.value.sqlstate is SqlState.PROGRAM_LIMIT_EXCEEDED
 
-
-def test_a_prompt_too_long_in_a_late_part_is_refused_before_any_work(  # noqa: ANN001
-        tiny_llama3, small_parts) -> None:
-    from heron.engine.config import EngineConfig
-    from heron.engine.local import LocalEngine
-
-    engine = LocalEngine(EngineConfig(model=str(tiny_llama3[0])))  # 256 tokens of context
-    con = duckdb.connect()
-    con.execute("CREATE TABLE docs AS SELECT range AS id, CASE WHEN range = 37 THEN "
-                "repeat('many words ', 300) ELSE 'short ' || range END AS body FROM range(40)")
-    planner = Planner(con, engine)
-    with pytest.raises(SqlError) as info:
-        planner.execute(planner.prepare("SELECT id FROM docs WHERE AI.IF(('Long? ', body)) "
-                                        "ORDER BY id"))
-    error = info.value
-    assert error.sqlstate is SqlState.PROGRAM_LIMIT_EXCEEDED
-    assert "more than the model's context of 256 tokens" in error.message
-    assert "many words" in error.detail
-    assert engine.scheduler.steps == 0  # refused before the model ran anything
-    engine.close()
