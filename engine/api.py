@@ -28,7 +28,8 @@ Contract:
   nothing, and costs far less than tokenizing (texts are bounded by their bytes where the
   tokenizer allows), so a caller checks every prompt of a stream before it starts one.
 - A ``Request`` pickles each distinct text once, however many prompts repeat it (a join's anchor
-  document is shared by every pair it is part of).
+  document is shared by every pair it is part of): ``prompt_table``, which a streamed part
+  crossing a pipe uses too.
 """
 
 from __future__ import annotations
@@ -176,13 +177,24 @@ class Request:
             raise EngineError(f"max_tokens belongs to TEXT requests, not {self.kind.name}")
 
     def __reduce__(self) -> tuple[Callable[..., Request], tuple[object, ...]]:
-        # Each distinct text once, then per prompt the indices of its two texts: thousands of
-        # join pairs repeat one anchor's prefix, which pickle's memo (by object identity) misses
-        # whenever the caller built equal strings separately.
-        table: dict[str, int] = {}
-        texts = (text for p in self.prompts for text in (p.prefix, p.suffix))
-        index = [table.setdefault(text, len(table)) for text in texts]
-        return _request_from_table, (self.kind, tuple(table), index, self.labels, self.max_tokens)
+        texts, index = prompt_table(self.prompts)
+        return _request_from_table, (self.kind, texts, index, self.labels, self.max_tokens)
+
+
+def prompt_table(prompts: Sequence[Prompt]) -> tuple[tuple[str, ...], list[int]]:
+    """Prompts as each distinct text once, then per prompt the indices of its two texts: how
+    they cross a pipe. Thousands of join pairs repeat one anchor's prefix, which pickle's memo
+    (by object identity) misses whenever the caller built equal strings separately, and
+    pickling a slotted dataclass per prompt costs several times more."""
+    table: dict[str, int] = {}
+    texts = (text for p in prompts for text in (p.prefix, p.suffix))
+    index = [table.setdefault(text, len(table)) for text in texts]
+    return tuple(table), index
+
+
+def prompts_from_table(texts: tuple[str, ...], index: list[int]) -> tuple[Prompt, ...]:
+    """The prompts ``prompt_table`` made a table of."""
+    return tuple(Prompt(texts[index[i]], texts[index[i + 1]]) for i in range(0, len(index), 2))
 
 
 def _request_from_table(
@@ -192,8 +204,7 @@ def _request_from_table(
     labels: tuple[str, ...],
     max_tokens: int,
 ) -> Request:
-    prompts = tuple(Prompt(texts[index[i]], texts[index[i + 1]]) for i in range(0, len(index), 2))
-    return Request(kind, prompts, labels, max_tokens)
+    return Request(kind, prompts_from_table(texts, index), labels, max_tokens)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -59,6 +59,8 @@ from heron.engine.api import (
     ModelInfo,
     ProgressCallback,
     Request,
+    prompt_table,
+    prompts_from_table,
 )
 from heron.engine.config import EngineConfig
 from heron.engine.prompts import Prompt
@@ -97,6 +99,13 @@ class _Answer:
 class _More:
     call: int
     prompts: tuple[Prompt, ...]  # the next part of a streamed call
+
+    def __reduce__(self) -> tuple[Callable[..., _More], tuple[object, ...]]:
+        return _more_from_table, (self.call, *prompt_table(self.prompts))
+
+
+def _more_from_table(call: int, texts: tuple[str, ...], index: list[int]) -> _More:
+    return _More(call, prompts_from_table(texts, index))
 
 
 @dataclass(frozen=True)
