@@ -19,7 +19,12 @@ DuckDB candidates, the resident engine process, answers — as a session would, 
   (f) determinism: the same prompts' P(TRUE) asked alone, all together, concurrently with the
       traces and again from a warm cache must be bit-identical (with ``--deterministic``).
 
-For each it prints the wall time, input and fresh tokens and their rates. In the same run it
+For each it prints the wall time, input and fresh tokens and their rates, and how well the engine
+was kept busy (the issue's "GPU idle" target): when its first chunk started, counted from the
+statement's start, and the share of the statement's wall time during which a chunk holding its
+work was running on the device (`Metrics.first_chunk_at` and `device_seconds`: CUDA events the
+step loop records around each chunk, no synchronization; on CPU the chunks' compute time). In
+the same run it
 measures the bf16 GEMM ceiling at a prefill shape of the model, the speed of light it implies for
 fresh prefill (ceiling / FLOPs per token), and the same filter prompts through Hugging Face
 `transformers` — length-sorted batches padded at the end (exact under the causal mask, and SDPA's
@@ -93,13 +98,19 @@ class Outcome:
     input_tokens: int = 0
     fresh_tokens: int = 0
     note: str = ""
+    first_chunk_s: float | None = None  # from the statement's start to its first chunk's
+    device_seconds: float = 0.0  # chunks holding its work were running on the device
 
     def line(self) -> str:
         rate = self.input_tokens / self.seconds if self.seconds else 0.0
         fresh = self.fresh_tokens / self.seconds if self.seconds else 0.0
+        busy = ""
+        if self.first_chunk_s is not None:
+            busy = (f"first chunk at {1e3 * self.first_chunk_s:6.0f} ms, engine busy "
+                    f"{self.device_seconds / self.seconds:4.0%} of the wall  ")
         return (f"{self.name:44s} {self.seconds:8.2f} s  {self.prompts:7d} prompts  "
                 f"{self.input_tokens:11,d} input  {self.fresh_tokens:10,d} fresh  "
-                f"{rate:13,.0f} input tok/s  {fresh:11,.0f} fresh tok/s  {self.note}")
+                f"{rate:13,.0f} input tok/s  {fresh:11,.0f} fresh tok/s  {busy}{self.note}")
 
 
 def text(rng: random.Random, words: int) -> str:
@@ -200,15 +211,17 @@ def transformers_filter(folder: Path, prompts: Sequence[Any], device: str,
 
 
 def timed(planner: Any, name: str, sql: str, note: str = "") -> Outcome:
-    started = time.perf_counter()
+    from heron.engine.api import Metrics
+
+    started = time.monotonic()  # the clock of `Metrics.first_chunk_at`, in every process
     result = planner.execute(planner.prepare(sql))
-    seconds = time.perf_counter() - started
-    outcome = Outcome(name, seconds, note=note)
+    seconds = time.monotonic() - started
+    total = Metrics()
     for work in result.work:
-        outcome.prompts += work.metrics.prompts
-        outcome.input_tokens += work.metrics.input_tokens
-        outcome.fresh_tokens += work.metrics.fresh_tokens
-    return outcome
+        total.merge(work.metrics)
+    first = None if total.first_chunk_at is None else total.first_chunk_at - started
+    return Outcome(name, seconds, total.prompts, total.input_tokens, total.fresh_tokens, note,
+                   first, total.device_seconds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,8 +4,9 @@ Builds the random-weight model of `heron bench engine` and runs, through `LocalE
 process, one warm-up and one timed call of the workload under the torch profiler: `filter`
 (fresh documents of ~290 tokens, as workload (a)) or `join` (anchors of ~4,000 tokens, each asked
 about every term, as workload (b), the anchors' KV computed in the warm-up so that the timed call
-is the partners' part). Prints the wall time, the GPU's busy time and the top device and host
-entries (GPU machines; the numbers go to bench/NOTES.md).
+is the partners' part). Prints the wall time, the GPU's busy time, when the first chunk started
+after the call (admission: the first part of the prompts tokenized and scheduled) and the top
+device and host entries (GPU machines; the numbers go to bench/NOTES.md).
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def workload(name: str, arch: Arch, rng: random.Random, size: int
     terms = [f"{' '.join(rng.sample(WORDS, 2))} {i}" for i in range(size)]
     question = "Report: DOCUMENT 0 Does the report mention DOCUMENT 1?"  # as the planner words it
     warm = [join_prompt(r, question, "warm-up") for r in reports]
-    return warm, [join_prompt(r, question, t) for r in reports for t in terms]
+    # One prefix string per anchor and one suffix per term, shared by the pairs as the
+    # planner's are (equal strings made apart would be hashed once per pair).
+    suffixes = [join_prompt("", question, t).suffix for t in terms]
+    return warm, [Prompt(w.prefix, s) for w in warm for s in suffixes]
 
 
 def main() -> None:
@@ -57,6 +61,7 @@ def main() -> None:
     sync()
     started = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        called = time.monotonic()  # the clock of `Metrics.first_chunk_at`
         answers = engine.answer(Request(AnswerKind.BOOLEAN, tuple(prompts)))
         sync()
     seconds = time.perf_counter() - started
@@ -65,7 +70,9 @@ def main() -> None:
     busy = sum(e.self_device_time_total for e in events) / 1e6
     print(f"{args.workload}: {m.prompts} prompts, {m.input_tokens:,} input and "
           f"{m.fresh_tokens:,} fresh tokens in {seconds:.2f} s ({m.input_tokens / seconds:,.0f} "
-          f"input, {m.fresh_tokens / seconds:,.0f} fresh tok/s, profiled); GPU busy {busy:.2f} s")
+          f"input, {m.fresh_tokens / seconds:,.0f} fresh tok/s, profiled); GPU busy {busy:.2f} s; "
+          f"first chunk {1e3 * (m.first_chunk_at - called):.0f} ms after the call, chunks "
+          f"running {m.device_seconds:.2f} s")
     for key in ("self_cuda_time_total", "cpu_time_total"):
         print(events.table(sort_by=key, row_limit=25, max_name_column_width=70))
     if args.trace:

@@ -8,6 +8,11 @@ Contract:
   per prompt, in order, and the call's ``Metrics``. An empty request yields empty answers. Several
   threads may call one engine at once; each call is one request with its own cancel flag, and the
   engine interleaves the chunks of all of them (a short request is not queued behind a long one).
+- A call may stream its prompts: ``answer(request, more=parts)`` answers ``request.prompts`` and
+  then every part ``parts`` yields, in order, as one call (one cancel flag, one stream of progress,
+  one ``Metrics``, one fair share). ``parts`` is consumed in the calling thread while the engine
+  already answers the prompts it has, so a caller that renders its prompts lazily overlaps that
+  work with the model's. If iterating it raises, the call is withdrawn and the exception propagates.
 - A call given a ``cancel`` flag stops soon after the flag is set (between prefill chunks) with
   ``EngineCancelled``; cancelling one call never affects another; work already done stays in the
   KV cache.
@@ -18,15 +23,19 @@ Contract:
 - Every failure the user should see is an ``EngineError`` whose message is shown to SQL users.
   A request holding a prompt longer than the model's context (``ModelInfo.context_tokens``,
   counting the tokens a label or a completion adds) is refused whole with ``PromptTooLong``
-  before the model runs any of it.
+  before the model runs any of it. A streamed part is checked when it arrives, after earlier
+  parts may have run: ``Engine.check(request)`` refuses exactly what ``answer`` would, runs
+  nothing, and costs far less than tokenizing (texts are bounded by their bytes where the
+  tokenizer allows), so a caller checks every prompt of a stream before it starts one.
 - A ``Request`` pickles each distinct text once, however many prompts repeat it (a join's anchor
-  document is shared by every pair it is part of).
+  document is shared by every pair it is part of): ``prompt_table``, which a streamed part
+  crossing a pipe uses too.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -102,6 +111,13 @@ class Metrics:
     was reused (computed for another prompt of the call, or kept from earlier calls).
     ``generated_tokens`` counts the tokens a TEXT request generated (the end-of-text token
     included when it was generated).
+
+    Where the time went: ``seconds`` is the call's wall time; ``device_seconds`` how long chunks
+    holding its work ran on the device (CUDA events recorded around each chunk by the step
+    loop, no synchronization; on CPU the chunk's compute time); ``first_chunk_at`` when the
+    first of them started, on the ``time.monotonic()`` clock (system-wide, so comparable across
+    the engine's and its caller's processes), None before one ran. Several calls add up
+    (``first_chunk_at``: the earliest).
     """
 
     prompts: int = 0
@@ -110,16 +126,13 @@ class Metrics:
     cached_tokens: int = 0
     seconds: float = 0.0
     generated_tokens: int = 0
+    device_seconds: float = 0.0
+    first_chunk_at: float | None = None
 
     def __add__(self, other: Metrics) -> Metrics:
-        return Metrics(
-            prompts=self.prompts + other.prompts,
-            input_tokens=self.input_tokens + other.input_tokens,
-            fresh_tokens=self.fresh_tokens + other.fresh_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            seconds=self.seconds + other.seconds,
-            generated_tokens=self.generated_tokens + other.generated_tokens,
-        )
+        total = Metrics(**vars(self))
+        total.merge(other)
+        return total
 
     def merge(self, other: Metrics) -> None:
         """Accumulate ``other`` into this instance (for operators summing over many calls)."""
@@ -129,6 +142,9 @@ class Metrics:
         self.cached_tokens += other.cached_tokens
         self.seconds += other.seconds
         self.generated_tokens += other.generated_tokens
+        self.device_seconds += other.device_seconds
+        firsts = [t for t in (self.first_chunk_at, other.first_chunk_at) if t is not None]
+        self.first_chunk_at = min(firsts, default=None)
 
 
 # Called with the cumulative metrics of the prompts answered so far (see ``Engine.answer``).
@@ -161,13 +177,24 @@ class Request:
             raise EngineError(f"max_tokens belongs to TEXT requests, not {self.kind.name}")
 
     def __reduce__(self) -> tuple[Callable[..., Request], tuple[object, ...]]:
-        # Each distinct text once, then per prompt the indices of its two texts: thousands of
-        # join pairs repeat one anchor's prefix, which pickle's memo (by object identity) misses
-        # whenever the caller built equal strings separately.
-        table: dict[str, int] = {}
-        texts = (text for p in self.prompts for text in (p.prefix, p.suffix))
-        index = [table.setdefault(text, len(table)) for text in texts]
-        return _request_from_table, (self.kind, tuple(table), index, self.labels, self.max_tokens)
+        texts, index = prompt_table(self.prompts)
+        return _request_from_table, (self.kind, texts, index, self.labels, self.max_tokens)
+
+
+def prompt_table(prompts: Sequence[Prompt]) -> tuple[tuple[str, ...], list[int]]:
+    """Prompts as each distinct text once, then per prompt the indices of its two texts: how
+    they cross a pipe. Thousands of join pairs repeat one anchor's prefix, which pickle's memo
+    (by object identity) misses whenever the caller built equal strings separately, and
+    pickling a slotted dataclass per prompt costs several times more."""
+    table: dict[str, int] = {}
+    texts = (text for p in prompts for text in (p.prefix, p.suffix))
+    index = [table.setdefault(text, len(table)) for text in texts]
+    return tuple(table), index
+
+
+def prompts_from_table(texts: tuple[str, ...], index: list[int]) -> tuple[Prompt, ...]:
+    """The prompts ``prompt_table`` made a table of."""
+    return tuple(Prompt(texts[index[i]], texts[index[i + 1]]) for i in range(0, len(index), 2))
 
 
 def _request_from_table(
@@ -177,8 +204,7 @@ def _request_from_table(
     labels: tuple[str, ...],
     max_tokens: int,
 ) -> Request:
-    prompts = tuple(Prompt(texts[index[i]], texts[index[i + 1]]) for i in range(0, len(index), 2))
-    return Request(kind, prompts, labels, max_tokens)
+    return Request(kind, prompts_from_table(texts, index), labels, max_tokens)
 
 
 @dataclass(frozen=True)
@@ -207,7 +233,11 @@ class Engine(Protocol):
         request: Request,
         cancel: CancelFlag | None = None,
         progress: ProgressCallback | None = None,
+        *,
+        more: Iterable[Sequence[Prompt]] = (),
     ) -> Answers: ...
+
+    def check(self, request: Request) -> None: ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 

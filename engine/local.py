@@ -6,20 +6,30 @@ Contract:
   the arena (``kv_cache.arena_bytes``) and starts one thread running ``Scheduler.run``: the same
   scheduler the resident process runs. With ``background=False`` no thread runs: the caller
   drives ``scheduler.step()`` itself (tests that count chunks), and only ``submit`` is usable.
-- ``answer`` / ``evaluate`` may be called from many threads at once. Each call tokenizes its
-  prompts in the calling thread (each distinct text once, cached across calls), refuses the
-  request with ``PromptTooLong`` if a prompt exceeds the model's context, submits one
-  ``Job`` and waits for it, calling ``progress`` in the calling thread as chunks finish. If the
-  callback raises, the job is withdrawn and the exception propagates. ``evaluate`` returns the
-  raw ``Evaluation`` (logits, label log-probabilities, token ids), ``answer`` reads it.
+- ``answer`` / ``evaluate`` may be called from many threads at once. Each call refuses its
+  request with ``PromptTooLong`` if a prompt exceeds the model's context (``check``: texts
+  bounded by their bytes, only those that might not fit tokenized), submits one ``Job`` and
+  admits its prompts in parts of growing size (``ADMIT_FIRST`` prompts, then twice as many each
+  time, up to ``ADMIT_MOST``): each part is tokenized (each distinct text once, cached across
+  calls) and built into tasks in the calling thread while the step loop already runs the parts
+  before it, so the first chunk starts once the first part is in, not once every prompt is.
+  After the first part it waits (at most ``FIRST_LAUNCH_WAIT_S``) until the step loop has
+  launched a chunk of it: the two threads would otherwise take turns at the GIL, the first chunk
+  waiting on the next parts' Python.
+  Parts of a streamed call (``more``) are checked and admitted the same way as they come. The
+  call then waits for the job, calling ``progress`` in the calling thread as chunks finish. If
+  the callback or ``more`` raises, the job is withdrawn and the exception propagates.
+  ``evaluate`` returns the raw ``Evaluation`` (logits, label log-probabilities, token ids),
+  ``answer`` reads it.
 - ``close()`` stops the thread; calls still waiting fail with ``EngineError``.
 """
 
 from __future__ import annotations
 
 import math
+import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -37,11 +47,19 @@ from heron.engine.api import (
 from heron.engine.config import EngineConfig
 from heron.engine.kv_cache import PAGE_TOKENS, BlockTree, KVArena, arena_bytes, recompute_flops
 from heron.engine.model import Decoder
+from heron.engine.prompts import Prompt
 from heron.engine.runner import ModelRunner
-from heron.engine.scheduler import Failed, Finished, Job, Progress, Scheduler, drain
+from heron.engine.scheduler import Event, Failed, Finished, Job, Progress, Scheduler, drain
 from heron.engine.spec import ModelSpec
-from heron.engine.tokenizer import TokenizedPrompts, load_tokenizer
+from heron.engine.tokenizer import PromptTokenizer, load_tokenizer
 from heron.engine.weights import resolve_model
+
+# Admission in parts: the first is small so that the first chunk starts soon; each next one is
+# twice as large (fewer, cheaper hand-overs), up to a bound.
+ADMIT_FIRST = 64
+ADMIT_MOST = 4096
+# How long admission waits, after the first part, for the step loop to launch a chunk of it.
+FIRST_LAUNCH_WAIT_S = 0.1
 
 
 class LocalEngine:
@@ -84,6 +102,7 @@ class LocalEngine:
         self._thread = threading.Thread(
             target=self.scheduler.run, args=(self._stop,), name="heron-engine-steps", daemon=True
         )
+        self.background = background  # whether a thread runs the step loop
         if background:
             self._thread.start()
 
@@ -101,65 +120,162 @@ class LocalEngine:
         request: Request,
         cancel: CancelFlag | None = None,
         progress: ProgressCallback | None = None,
+        *,
+        more: Iterable[Sequence[Prompt]] = (),
     ) -> Answers:
-        evaluation = self.evaluate(request, cancel, progress)
+        evaluation = self.evaluate(request, cancel, progress, more=more)
         return read_answers(evaluation, request, self.answer_tokens, self.tokenizer.decode,
                             self.tokenizer.stop_ids)
+
+    def check(self, request: Request) -> None:
+        """``PromptTooLong`` for the first prompt of ``request`` that does not fit the model's
+        context; runs nothing."""
+        check_context(self.tokenizer, request.prompts, self._added(request),
+                      self.info.context_tokens)
 
     def evaluate(
         self,
         request: Request,
         cancel: CancelFlag | None = None,
         progress: ProgressCallback | None = None,
+        *,
+        more: Iterable[Sequence[Prompt]] = (),
     ) -> Evaluation:
         """What the model computes for ``request`` (see ``answers.Evaluation``)."""
-        job = self.submit(request, cancel)
-        for event in drain(job):
-            if isinstance(event, Progress) and progress is not None:
-                try:
-                    progress(event.metrics)
-                except BaseException:
-                    job.abandon()
-                    self.scheduler.wake()
-                    for _ in drain(job):  # until the scheduler has let go of it
-                        pass
-                    raise
-            elif isinstance(event, Finished):
-                return event.evaluation
-            elif isinstance(event, Failed):
-                raise event.error
+        admission = self._start(request, cancel)
+        job = admission.job
+        try:
+            for part in more:
+                for event in _pending(job):
+                    if isinstance(event, Failed):
+                        raise event.error
+                    _report(event, progress)
+                if job.cancelled:  # the step loop withdraws it: its Failed follows
+                    break
+                admission.add(part, check=True)
+            self.scheduler.close(job)
+            for event in drain(job):
+                if isinstance(event, Finished):
+                    return event.evaluation
+                if isinstance(event, Failed):
+                    raise event.error
+                _report(event, progress)
+        except BaseException:
+            _withdraw(self.scheduler, job)
+            raise
         raise AssertionError("drain ends with Finished or Failed")
 
     def submit(self, request: Request, cancel: CancelFlag | None = None) -> Job:
-        """Tokenize ``request`` (in this thread) and queue it as a ``Job``; its events say how
-        it goes. ``PromptTooLong`` when a prompt does not fit the model's context."""
-        tokenized = self.tokenizer.encode_prompts(request.prompts)
-        labels = self.tokenizer.encode([" " + label for label in request.labels])
-        # A label's tokens but its last are read after the prompt; a completion's tokens follow it.
-        added = max((len(ids) - 1 for ids in labels), default=0) + max(request.max_tokens - 1, 0)
-        check_context(tokenized, added, self.info.context_tokens)
+        """Queue ``request`` as a closed ``Job`` whose parts are all admitted (in this thread);
+        its events say how it goes. ``PromptTooLong`` when a prompt does not fit the model's
+        context."""
+        job = self._start(request, cancel).job
+        self.scheduler.close(job)
+        return job
+
+    def _start(self, request: Request, cancel: CancelFlag | None) -> _Admission:
+        """Check ``request``, submit its job, admit its prompts (the job stays open)."""
+        self.check(request)
         job = Job(
             request.kind,
-            tokenized,
             cancel,
             answer_width=len(self.answer_tokens.ids),
-            labels=labels,
+            labels=self._labels(request),
             max_tokens=request.max_tokens,
             stop_ids=self.tokenizer.stop_ids,
             block_tokens=self.tree.block_tokens,
         )
         self.scheduler.submit(job)
-        return job
+        admission = _Admission(self, job, self._added(request))
+        try:
+            admission.add(request.prompts)
+        except BaseException:
+            _withdraw(self.scheduler, job)
+            raise
+        return admission
+
+    def _labels(self, request: Request) -> list[np.ndarray]:
+        return self.tokenizer.encode([" " + label for label in request.labels])
+
+    def _added(self, request: Request) -> int:
+        """Tokens a prompt's answer adds to it: a label's tokens but its last are read after the
+        prompt; a completion's tokens follow it."""
+        labels = self._labels(request)
+        return max((len(ids) - 1 for ids in labels), default=0) + max(request.max_tokens - 1, 0)
 
 
-def check_context(tokenized: TokenizedPrompts, added: int, context: int) -> None:
-    """Refuse (``PromptTooLong``) the first prompt that, with ``added`` tokens more, exceeds
-    ``context`` tokens."""
-    if not len(tokenized):
+class _Admission:
+    """A job's prompts admitted in parts of growing size (the module contract), in the thread
+    that submitted it."""
+
+    def __init__(self, engine: LocalEngine, job: Job, added: int) -> None:
+        self.engine, self.job = engine, job
+        self.added = added  # tokens a prompt's answer adds to it
+        self.size = ADMIT_FIRST
+        self.admitted = 0
+
+    def add(self, prompts: Sequence[Prompt], check: bool = False) -> None:
+        engine = self.engine
+        if check:  # a streamed part: its prompts were not checked with the request
+            check_context(engine.tokenizer, prompts, self.added, engine.info.context_tokens,
+                          offset=self.admitted)
+        position = 0
+        while position < len(prompts):
+            part = prompts[position : position + self.size]
+            engine.scheduler.add(self.job.part(engine.tokenizer.encode_prompts(part)))
+            if not self.admitted and engine.background:
+                # The step loop's host work for the first chunk (choose, pack, launch) and the
+                # next parts' (pure Python) would take turns at the GIL: the first chunk goes
+                # first, and holds the first part only.
+                self.job.launched.wait(FIRST_LAUNCH_WAIT_S)
+            position += len(part)
+            self.admitted += len(part)
+            self.size = min(2 * self.size, ADMIT_MOST)
+
+
+def _withdraw(scheduler: Scheduler, job: Job) -> None:
+    """Give up on ``job`` (its caller failed): wait until the step loop has let go of it."""
+    if job.active:
+        job.abandon()
+        scheduler.wake()
+        for _ in drain(job):
+            pass
+
+
+def _pending(job: Job) -> Iterator[Event]:
+    """The events of ``job`` already queued, without waiting."""
+    while True:
+        try:
+            yield job.events.get_nowait()
+        except queue.Empty:
+            return
+
+
+def _report(event: Event, progress: ProgressCallback | None) -> None:
+    if isinstance(event, Progress) and progress is not None:
+        progress(event.metrics)
+
+
+def check_context(tokenizer: PromptTokenizer, prompts: Sequence[Prompt], added: int,
+                  context: int, offset: int = 0) -> None:
+    """Refuse (``PromptTooLong``, numbered from ``offset``) the first prompt that, with ``added``
+    tokens more, exceeds ``context`` tokens, then (``EngineError``) the first that has no tokens.
+    Bounds first (``PromptTokenizer.at_most``, no hashing of the texts); only prompts whose bound
+    exceeds the context are tokenized, for their exact counts (a bound is 0 only for an empty
+    text)."""
+    if not prompts:
         return
-    prefixes = np.fromiter((len(ids) for ids in tokenized.prefixes), np.int64)
-    suffixes = np.fromiter((len(ids) for ids in tokenized.suffixes), np.int64)
-    lengths = prefixes[tokenized.prefix_of] + suffixes[tokenized.suffix_of] + added
-    over = np.flatnonzero(lengths > context)
-    if len(over):
-        raise PromptTooLong(int(over[0]), int(lengths[over[0]]), context)
+    lead = len(tokenizer.lead)
+    bounds = (tokenizer.at_most([p.prefix for p in prompts])
+              + tokenizer.at_most([p.suffix for p in prompts]) + lead)
+    suspects = np.flatnonzero(bounds + added > context)
+    if len(suspects):
+        tokenized = tokenizer.encode_prompts([prompts[i] for i in suspects])
+        lengths = np.fromiter((sum(map(len, tokenized.ids(i))) for i in range(len(suspects))),
+                              dtype=np.int64, count=len(suspects)) + added
+        over = np.flatnonzero(lengths > context)
+        if len(over):
+            raise PromptTooLong(offset + int(suspects[over[0]]), int(lengths[over[0]]), context)
+    empty = np.flatnonzero(bounds == 0)
+    if len(empty):
+        raise EngineError(f"prompt {offset + int(empty[0]) + 1} is empty: nothing to answer from")

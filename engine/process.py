@@ -3,11 +3,15 @@
 The parent (the server) never imports torch. ``EngineProcess(config)`` spawns a child with the
 multiprocessing "spawn" context, handing it the ``EngineConfig`` whole (pickled); the child
 builds ``LocalEngine(config)`` and serves calls over a ``Pipe``. Every message is a pickled frozen
-dataclass: ``_Answer``, ``_CountTokens``, ``_Health``, ``_Cancel``, ``_Stop`` to the child;
-``_Ready``, ``_StartFailed``, ``_Started``, ``_Progress``, ``_Done``, ``_Failed`` back. Calls
-carry an id, so any number run at once: the child answers each ``_Answer`` in a thread of its own
-(the engine's scheduler interleaves their chunks) and the others at once, and a reader thread in
-the parent routes every reply to the caller waiting for that id.
+dataclass: ``_Answer``, ``_More``, ``_NoMore``, ``_Check``, ``_CountTokens``, ``_Health``,
+``_Cancel``, ``_Stop`` to the child; ``_Ready``, ``_StartFailed``, ``_Started``, ``_Progress``,
+``_Done``, ``_Failed`` back. Calls carry an id, so any number run at once: the child answers each
+``_Answer`` in a thread of its own (the engine's scheduler interleaves their chunks) and the
+others at once, and a reader thread in the parent routes every reply to the caller waiting for
+that id. A streamed call (``answer(..., more=parts)``) sends its ``_Answer`` first, then each
+part as a ``_More`` as the caller's iterator yields it (handling the replies that came meanwhile:
+progress callbacks run between parts), then ``_NoMore``; the child's call thread takes the
+parts from a queue as they come.
 
 Guarantees:
 - start-up failures in the child (unknown model, bad weights) raise ``EngineError`` in the parent
@@ -15,13 +19,16 @@ Guarantees:
   ``config.startup_timeout_s`` at the latest;
 - a call never hangs on a dead child: the reader thread notices the child's exit (or a closed
   pipe) and fails every waiting call with ``EngineDied`` (saying whether the child had begun it:
-  it acknowledges each ``_Answer`` with ``_Started``), after which the engine is closed and
-  ``died`` is set; ``kill(reason)`` ends a child that stopped answering the same way;
+  it acknowledges each ``_Answer`` with ``_Started``; a streamed call whose parts were taken from
+  the caller's iterator counts as begun, since it could not be asked again whole), after which
+  the engine is closed and ``died`` is set; ``kill(reason)`` ends a child that stopped answering
+  the same way;
 - ``health(timeout)`` asks the child whether it still answers, and how long its step loop has
   been inside one step (``Health``); no answer within ``timeout`` raises ``EngineError``;
 - the child never outlives its server: it exits at once when the pipe reports the parent gone,
   and a watchdog thread exits it when its parent process changes (the parent was killed);
-- a caller's cancel flag is forwarded as ``_Cancel(id)``: it stops that call only;
+- a caller's cancel flag is forwarded as ``_Cancel(id)``: it stops that call only (and a stream
+  sends no more parts);
 - a ``progress`` callback is called in the caller's thread with each ``_Progress`` of its call;
 - ``close()`` stops the child (politely, then by terminate), fails calls still waiting, and is
   idempotent.
@@ -38,7 +45,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -52,8 +59,11 @@ from heron.engine.api import (
     ModelInfo,
     ProgressCallback,
     Request,
+    prompt_table,
+    prompts_from_table,
 )
 from heron.engine.config import EngineConfig
+from heron.engine.prompts import Prompt
 
 _POLL_SECONDS = 0.05
 _STOP_GRACE_SECONDS = 5.0
@@ -82,6 +92,31 @@ class _Answer:
     call: int
     request: Request
     progress: bool  # whether to send _Progress messages
+    streamed: bool = False  # whether _More parts follow, then _NoMore
+
+
+@dataclass(frozen=True)
+class _More:
+    call: int
+    prompts: tuple[Prompt, ...]  # the next part of a streamed call
+
+    def __reduce__(self) -> tuple[Callable[..., _More], tuple[object, ...]]:
+        return _more_from_table, (self.call, *prompt_table(self.prompts))
+
+
+def _more_from_table(call: int, texts: tuple[str, ...], index: list[int]) -> _More:
+    return _More(call, prompts_from_table(texts, index))
+
+
+@dataclass(frozen=True)
+class _NoMore:
+    call: int
+
+
+@dataclass(frozen=True)
+class _Check:
+    call: int
+    request: Request
 
 
 @dataclass(frozen=True)
@@ -131,7 +166,8 @@ class _Progress:
 @dataclass(frozen=True)
 class _Done:
     call: int
-    value: Any  # Answers for _Answer, list[int] for _CountTokens, Health for _Health
+    value: Any  # Answers for _Answer, list[int] for _CountTokens, Health for _Health, None for
+    # _Check
 
 
 @dataclass(frozen=True)
@@ -172,19 +208,23 @@ def _serve(conn: Connection, config: EngineConfig, parent: int) -> None:
             conn.send(message)
 
     cancels: dict[int, threading.Event] = {}
+    streams: dict[int, queue.SimpleQueue[tuple[Prompt, ...] | None]] = {}  # parts to come
 
-    def answer(message: _Answer, cancel: threading.Event) -> None:
+    def answer(message: _Answer, cancel: threading.Event,
+               parts: queue.SimpleQueue[tuple[Prompt, ...] | None]) -> None:
         def progress(metrics: Metrics) -> None:
             send(_Progress(message.call, metrics))
 
         try:
             reply: _Reply = _Done(message.call, engine.answer(
-                message.request, cancel, progress if message.progress else None))
+                message.request, cancel, progress if message.progress else None,
+                more=iter(parts.get, None) if message.streamed else ()))
         except EngineError as exc:
             reply = _Failed(message.call, exc, traceback.format_exc())
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             reply = _Failed(message.call, EngineError(_message(exc)), traceback.format_exc())
         cancels.pop(message.call, None)
+        streams.pop(message.call, None)
         send(reply)
 
     conn.send(_Ready(engine.info))
@@ -198,11 +238,21 @@ def _serve(conn: Connection, config: EngineConfig, parent: int) -> None:
         if isinstance(message, _Answer):
             send(_Started(message.call))
             cancel = cancels[message.call] = threading.Event()
-            threading.Thread(target=answer, args=(message, cancel), daemon=True,
+            parts = streams[message.call] = queue.SimpleQueue()
+            threading.Thread(target=answer, args=(message, cancel, parts), daemon=True,
                              name=f"heron-call-{message.call}").start()
+        elif isinstance(message, _More | _NoMore):
+            if message.call in streams:  # else the call ended already
+                streams[message.call].put(message.prompts if isinstance(message, _More) else None)
         elif isinstance(message, _Cancel):
             if message.call in cancels:
                 cancels[message.call].set()
+        elif isinstance(message, _Check):
+            try:
+                engine.check(message.request)
+                send(_Done(message.call, None))
+            except EngineError as exc:
+                send(_Failed(message.call, exc, traceback.format_exc()))
         elif isinstance(message, _CountTokens):
             send(_Done(message.call, engine.count_tokens(message.texts)))
         elif isinstance(message, _Health):
@@ -214,6 +264,45 @@ def _serve(conn: Connection, config: EngineConfig, parent: int) -> None:
 
 def _message(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+
+
+class _Waiter:
+    """The parent's side of one call in flight: its replies as they come, its cancel flag."""
+
+    def __init__(self, engine: EngineProcess, call: int, replies: queue.SimpleQueue[_Reply],
+                 cancel: CancelFlag | None, progress: ProgressCallback | None) -> None:
+        self.engine = engine
+        self.call = call
+        self.replies = replies
+        self.cancel = cancel
+        self.progress = progress
+        self.started = False  # whether the child began it
+        self.cancel_sent = False
+
+    def forward_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set() and not self.cancel_sent:
+            self.cancel_sent = True
+            self.engine._send_quietly(_Cancel(self.call))
+
+    def take(self, reply: _Reply) -> _Done | _Failed | None:
+        """Act on a reply; the call's last one is returned."""
+        if isinstance(reply, _Started):
+            self.started = True
+            return None
+        if isinstance(reply, _Progress):
+            if self.progress is not None:
+                try:
+                    self.progress(reply.metrics)
+                except BaseException:  # the caller gives up on the call: stop it
+                    self.withdraw()
+                    raise
+            return None
+        return reply
+
+    def withdraw(self) -> None:
+        """The caller gives up on the call: no replies are routed to it, the child stops it."""
+        self.engine._forget(self.call)
+        self.engine._send_quietly(_Cancel(self.call))
 
 
 class EngineProcess:
@@ -258,13 +347,19 @@ class EngineProcess:
         request: Request,
         cancel: CancelFlag | None = None,
         progress: ProgressCallback | None = None,
+        *,
+        more: Iterable[Sequence[Prompt]] = (),
     ) -> Answers:
         if cancel is not None and cancel.is_set():
             raise EngineCancelled()
-        result = self._call(lambda call: _Answer(call, request, progress is not None),
-                            cancel, progress)
+        streamed = more != ()
+        result = self._call(lambda call: _Answer(call, request, progress is not None, streamed),
+                            cancel, progress, more=more if streamed else None)
         assert isinstance(result, Answers)
         return result
+
+    def check(self, request: Request) -> None:
+        self._call(lambda call: _Check(call, request))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return list(self._call(lambda call: _CountTokens(call, tuple(texts))))
@@ -318,7 +413,8 @@ class EngineProcess:
         self.close()
 
     def _call(self, message: Any, cancel: CancelFlag | None = None,
-              progress: ProgressCallback | None = None, timeout: float | None = None) -> Any:
+              progress: ProgressCallback | None = None, timeout: float | None = None,
+              more: Iterable[Sequence[Prompt]] | None = None) -> Any:
         replies: queue.SimpleQueue[_Reply] = queue.SimpleQueue()
         with self._sending:
             if self._closed:
@@ -328,43 +424,58 @@ class EngineProcess:
             # If the child is gone the send fails; the reader thread then tells every caller why.
             with contextlib.suppress(OSError):
                 self._conn.send(message(call))
+        waiter = _Waiter(self, call, replies, cancel, progress)
+        last = None if more is None else self._stream(waiter, more)
         deadline = None if timeout is None else time.monotonic() + timeout
-        cancel_sent = started = False
-        while True:
+        while last is None:
             # Checked before every wait, not only after a quiet one: progress replies may come
             # faster than the poll interval.
-            if cancel is not None and cancel.is_set() and not cancel_sent:
-                cancel_sent = True
-                self._send_quietly(_Cancel(call))
+            waiter.forward_cancel()
             try:
                 reply = replies.get(timeout=_POLL_SECONDS)
             except queue.Empty:
                 if deadline is not None and time.monotonic() > deadline:
-                    with self._sending:
-                        self._waiting.pop(call, None)
+                    self._forget(call)
                     raise EngineError(
                         f"the engine process did not answer within {timeout} s") from None
                 continue
-            if isinstance(reply, _Started):
-                started = True
-                continue
-            if isinstance(reply, _Progress):
-                if progress is not None:
-                    try:
-                        progress(reply.metrics)
-                    except BaseException:  # the caller gives up on the call: stop it
-                        with self._sending:
-                            self._waiting.pop(call, None)
-                        self._send_quietly(_Cancel(call))
-                        raise
-                continue
-            if isinstance(reply, _Failed):
-                if isinstance(reply.error, EngineDied):
-                    raise EngineDied(str(reply.error), started)
-                raise reply.error
-            return reply.value
+            last = waiter.take(reply)
+        if isinstance(last, _Failed):
+            if isinstance(last.error, EngineDied):
+                raise EngineDied(str(last.error), waiter.started)
+            raise last.error
+        return last.value
 
-    def _send_quietly(self, message: _Cancel) -> None:
+    def _stream(self, waiter: _Waiter, more: Iterable[Sequence[Prompt]]) -> _Done | _Failed | None:
+        """Send the parts of a streamed call as ``more`` yields them, taking the replies that
+        come meanwhile; the call's last reply if it came before the parts ended."""
+        try:
+            for part in more:
+                waiter.started = True  # its parts are taken: it cannot be asked again whole
+                while True:
+                    try:
+                        reply = waiter.replies.get_nowait()
+                    except queue.Empty:
+                        break
+                    last = waiter.take(reply)
+                    if last is not None:
+                        return last
+                waiter.forward_cancel()
+                if waiter.cancel_sent:
+                    break
+                self._send_quietly(_More(waiter.call, tuple(part)))
+        except BaseException:  # the caller's parts failed: the call is given up
+            waiter.withdraw()
+            raise
+        finally:
+            self._send_quietly(_NoMore(waiter.call))
+        return None
+
+    def _forget(self, call: int) -> None:
+        with self._sending:
+            self._waiting.pop(call, None)
+
+    def _send_quietly(self, message: _Cancel | _More | _NoMore) -> None:
         with self._sending, contextlib.suppress(OSError):
             if not self._closed:
                 self._conn.send(message)

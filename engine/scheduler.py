@@ -1,12 +1,21 @@
 """The step loop over every statement's requests: admit, choose the next chunk, run it, answer.
 
 Contract:
-- ``Scheduler.submit(job)`` (any thread) queues a ``Job`` — one request, tokenized, with its own
-  cancel flag and an event queue its caller reads: ``Progress`` (cumulative ``Metrics`` of the
-  prompts answered so far, after each chunk that held its work), then one ``Finished`` (the
+- ``Scheduler.submit(job)`` (any thread) queues a ``Job`` — one request, with its own cancel flag
+  and an event queue its caller reads: ``Progress`` (cumulative ``Metrics`` of the prompts
+  answered so far, after each chunk that held its work), then one ``Finished`` (the
   ``Evaluation``) or ``Failed`` (an ``EngineError``; ``EngineCancelled`` when cancelled).
-- ``step()`` (one thread, the engine's) admits queued jobs and withdraws cancelled ones, runs the
-  next chunk, and hands back what finished. ``run(stop)`` steps until ``stop`` is set.
+- A job's prompts come in parts: its submitting thread builds each ``JobPart`` (``Job.part``:
+  the tasks of the next tokenized prompts, numbered after the earlier ones, grouped by prefix
+  with the earlier ones) and queues it with ``add``, then ``close(job)`` once no more will come.
+  Building a part is the per-prompt work of admission, and happens in the submitting thread
+  while the device runs earlier parts; the step loop only links a part (per group, not per
+  prompt). A job finishes when it is closed and every prompt is answered.
+- ``step()`` (one thread, the engine's) admits queued jobs and parts and withdraws cancelled
+  jobs, runs the next chunk, and hands back what finished. ``run(stop)`` steps until ``stop``
+  is set.
+- Each chunk's time on the device is measured without synchronizing (``_DeviceClock``) and
+  charged to every job that had work in it (``Metrics.device_seconds``, ``first_chunk_at``).
 
 Canonical evaluation (why answers never depend on what shares a chunk): a prompt is a document
 prefix and a suffix. The prefix's KV is computed in canonical blocks at absolute positions
@@ -26,11 +35,15 @@ Policy (which rows form the next chunk, at most ``chunk_tokens`` tokens):
 - Within a job: pending decode steps first, then its prompts grouped by distinct prefix, in
   order: a group's missing blocks (each block one unit; the chain of a long document spreads over
   several chunks), then its prompts' rows once every block is computed or in the chunk.
+- Parts: a part that arrives while a chunk is prepared ahead has the chunk chosen again only
+  when the prepared one is less than half full (its rows join a later chunk otherwise): parts
+  stream in during the first chunks, and choosing again costs host time with the device idle.
 - Memory: a group pins its chain of blocks (``BlockTree.acquire``) when its first rows are
   chosen and releases it when its prompts are answered; LABEL and TEXT prompts take their private
   KV pages when chosen. When pages cannot be found the job waits for others to release theirs,
   and a waiting group with nothing running lets go of its chain, so waiting groups never hold
-  what each other needs; a prompt that could never fit the arena fails its job at admission.
+  what each other needs; a prompt that could never fit the arena fails its job when its part
+  is admitted.
 - Overlap: while the device runs chunk k the host prepares chunk k+1 (rows, layout, attention
   plan) against the state chunk k leaves. When chunk k is done, jobs that arrived or were
   cancelled meanwhile are admitted or withdrawn, and chunk k+1 is launched at once — as prepared,
@@ -227,8 +240,9 @@ _TASKS: dict[AnswerKind, type[Task]] = {
 class Group:
     """The prompts of a job that share one prefix (token for token)."""
 
-    def __init__(self, job: Job, prefix: np.ndarray) -> None:
+    def __init__(self, job: Job, index: int, prefix: np.ndarray) -> None:
         self.job = job
+        self.index = index  # its place in ``job.groups``
         self.prefix = prefix
         self.length = len(prefix)
         self.tasks: list[Task] = []
@@ -257,7 +271,6 @@ class Job:
     def __init__(
         self,
         kind: AnswerKind,
-        tokenized: TokenizedPrompts,
         cancel: CancelFlag | None = None,
         *,
         answer_width: int = 0,
@@ -275,29 +288,45 @@ class Job:
         self.labels = list(labels)
         self.max_tokens = max_tokens
         self.stop_ids = stop_ids
+        self.block_tokens = block_tokens
         self.events: queue.SimpleQueue[Event] = queue.SimpleQueue()
         self.active = True  # until it finishes, fails or is withdrawn
+        self.closed = False  # no more parts come (set by the step loop)
         self._abandoned = threading.Event()
+        self.launched = threading.Event()  # a chunk holding its work was launched
         self.started = time.perf_counter()
+        # The step loop's view: the parts linked so far.
         self.groups: list[Group] = []
         self.tasks: list[Task] = []
         self.decode_ready: list[TextTask] = []
         self.open_from = 0  # groups before it have every first row dispatched
         self.answered = Metrics()
-        n = len(tokenized)
+        self.device_seconds = 0.0
+        self.first_chunk_at: float | None = None
         self.answer_logits: torch.Tensor | None = None
         self.label_logprobs: np.ndarray | None = None
         if kind in (AnswerKind.BOOLEAN, AnswerKind.SCORE):
-            self.answer_logits = torch.zeros(n, answer_width)
+            self.answer_logits = torch.zeros(0, answer_width)
         if kind is AnswerKind.LABEL:
-            self.label_logprobs = np.zeros((n, len(self.labels)), dtype=np.float64)
+            self.label_logprobs = np.zeros((0, len(self.labels)), dtype=np.float64)
+        # The submitting thread's view: prompts and groups of the parts built so far, groups by
+        # their prefix ids (so a part's prompts join the groups of earlier parts).
+        self._built = 0
+        self._groups_built = 0
+        self._by_ids: dict[bytes, Group] = {}
+
+    def part(self, tokenized: TokenizedPrompts) -> JobPart:
+        """The tasks of the next ``len(tokenized)`` prompts (in the submitting thread)."""
+        new_groups: list[Group] = []
+        touched: dict[Group, list[Task]] = {}
+        tasks: list[Task] = []
+        task_type = _TASKS[self.kind]
         # Prompts group by distinct prefix text first (an index: cheap however long the text),
         # then texts by their ids (different texts may tokenize alike).
         by_text: dict[tuple[int, int], Group] = {}
-        by_ids: dict[bytes, Group] = {}
-        task_type = _TASKS[kind]
-        for index in range(n):
-            prefix, suffix = tokenized.ids(index)
+        for local in range(len(tokenized)):
+            index = self._built + local
+            prefix, suffix = tokenized.ids(local)
             borrow = len(suffix) == 0
             if borrow:  # the answer follows the prefix: its last token reads it
                 if len(prefix) == 0:
@@ -305,27 +334,54 @@ class Job:
                 prefix, suffix = prefix[:-1], prefix[-1:]
             # The prefix's text, and what else it holds: -1 nothing, -2 not its last token
             # (borrowed), else the head of that suffix text.
-            text_key = (int(tokenized.prefix_of[index]), -2 if borrow else -1)
-            if block_tokens and len(suffix) > LONG_SUFFIX_BLOCKS * block_tokens:
-                spill = len(suffix) - block_tokens
+            text_key = (int(tokenized.prefix_of[local]), -2 if borrow else -1)
+            if self.block_tokens and len(suffix) > LONG_SUFFIX_BLOCKS * self.block_tokens:
+                spill = len(suffix) - self.block_tokens
                 prefix, suffix = np.concatenate([prefix, suffix[:spill]]), suffix[spill:]
-                text_key = (int(tokenized.prefix_of[index]), int(tokenized.suffix_of[index]))
+                text_key = (int(tokenized.prefix_of[local]), int(tokenized.suffix_of[local]))
             group = by_text.get(text_key)
             if group is None:
                 ids_key = prefix.tobytes()
-                group = by_ids.get(ids_key)
+                group = self._by_ids.get(ids_key)
                 if group is None:
-                    group = by_ids[ids_key] = Group(self, prefix)
-                    self.groups.append(group)
+                    group = self._by_ids[ids_key] = Group(self, self._groups_built, prefix)
+                    self._groups_built += 1
+                    new_groups.append(group)
                 by_text[text_key] = group
             task = task_type(self, index, group, suffix)
-            group.tasks.append(task)
-            group.open += 1
-            self.tasks.append(task)
+            touched.setdefault(group, []).append(task)
+            tasks.append(task)
+        self._built += len(tokenized)
+        return JobPart(self, tuple(new_groups), tuple(touched.items()), tuple(tasks))
+
+    def link(self, part: JobPart) -> None:
+        """Take ``part``'s tasks in (the step loop): per group, not per prompt."""
+        self.groups.extend(part.new_groups)
+        for group, tasks in part.tasks_by_group:
+            group.tasks.extend(tasks)
+            group.open += len(tasks)
+            self.open_from = min(self.open_from, group.index)
+        self.tasks.extend(part.tasks)
+        n = len(self.tasks)
+        if self.answer_logits is not None and len(self.answer_logits) < n:
+            grown = self.answer_logits.new_zeros(max(n, 2 * len(self.answer_logits)),
+                                                 self.answer_logits.shape[1])
+            grown[: len(self.answer_logits)] = self.answer_logits
+            self.answer_logits = grown
+        if self.label_logprobs is not None and len(self.label_logprobs) < n:
+            grown_labels = np.zeros((max(n, 2 * len(self.label_logprobs)),
+                                     self.label_logprobs.shape[1]), dtype=np.float64)
+            grown_labels[: len(self.label_logprobs)] = self.label_logprobs
+            self.label_logprobs = grown_labels
+
+    def metrics(self) -> Metrics:
+        """The work of the prompts answered so far, with the time taken until now."""
+        return replace(self.answered, seconds=time.perf_counter() - self.started,
+                       device_seconds=self.device_seconds, first_chunk_at=self.first_chunk_at)
 
     @property
     def finished(self) -> bool:
-        return self.answered.prompts == len(self.tasks)
+        return self.closed and self.answered.prompts == len(self.tasks)
 
     @property
     def cancelled(self) -> bool:
@@ -336,7 +392,7 @@ class Job:
         self._abandoned.set()
 
     def evaluation(self) -> Evaluation:
-        metrics = replace(self.answered, seconds=time.perf_counter() - self.started)
+        metrics, n = self.metrics(), len(self.tasks)
         if self.kind is AnswerKind.TEXT:
             texts = [t for t in self.tasks if isinstance(t, TextTask)]
             return Evaluation(
@@ -344,8 +400,28 @@ class Job:
                 generated=tuple(tuple(t.generated) for t in texts),
                 generated_logprobs=tuple(tuple(t.logprobs) for t in texts),
             )
-        return Evaluation(self.kind, metrics, answer_logits=self.answer_logits,
-                          label_logprobs=self.label_logprobs)
+        return Evaluation(
+            self.kind, metrics,
+            answer_logits=None if self.answer_logits is None else self.answer_logits[:n],
+            label_logprobs=None if self.label_logprobs is None else self.label_logprobs[:n])
+
+
+@dataclass(frozen=True, eq=False)
+class JobPart:
+    """Prompts of a job built by its submitting thread (``Job.part``), for the step loop to link:
+    the groups they open, their tasks per group (earlier groups included), all in prompt order.
+    ``problem``: why one of them could never fit the KV arena (``Scheduler.add`` sets it)."""
+
+    job: Job
+    new_groups: tuple[Group, ...]
+    tasks_by_group: tuple[tuple[Group, list[Task]], ...]
+    tasks: tuple[Task, ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _Closing:
+    job: Job  # no more parts come
 
 
 class _Draft:
@@ -363,6 +439,10 @@ class _Draft:
         self.cursor: dict[Group, int] = {}
         self.decoding: dict[TextTask, None] = {}
         self.prefixes: dict[Block, Prefix] = {}
+
+    @property
+    def half_full(self) -> bool:
+        return 2 * self.used >= self.budget
 
     @property
     def feeds_decode(self) -> bool:
@@ -395,11 +475,52 @@ class _Draft:
         return found
 
 
+class _DeviceClock:
+    """When chunks run on the device, on the ``time.monotonic()`` clock, without synchronizing.
+    A chunk is launched only once the one before it has finished (``Scheduler.step``), so the
+    device starts it as it is queued: its start is the host's time at launch. On CUDA its length
+    is that of two timing events queued before and after its work, read once its results are
+    waited for anyway; on CPU, where the launch computes, the launch's own length."""
+
+    def __init__(self, device: torch.device) -> None:
+        self._device = device if device.type == "cuda" else None
+
+    def start(self) -> _ChunkTime:
+        if self._device is None:
+            return _ChunkTime(time.monotonic())
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self._device))
+        return _ChunkTime(time.monotonic(), event)
+
+    def end(self, started: _ChunkTime) -> _ChunkTime:
+        if started.event is None:
+            return replace(started, seconds=time.monotonic() - started.at)
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self._device))
+        return replace(started, end_event=event)
+
+
+@dataclass(frozen=True)
+class _ChunkTime:
+    at: float  # when it started (time.monotonic())
+    event: torch.cuda.Event | None = None  # CUDA: recorded before its work ...
+    end_event: torch.cuda.Event | None = None  # ... and after it
+    seconds: float = 0.0  # CPU: how long it ran
+
+    def length(self) -> float:
+        """Seconds it ran (on CUDA: once its results were waited for)."""
+        if self.event is None or self.end_event is None:
+            return self.seconds
+        self.end_event.synchronize()  # queued right after the results' copy: done, or at once
+        return self.event.elapsed_time(self.end_event) / 1e3
+
+
 @dataclass
 class _Launched:
     draft: _Draft
     chunk: ChunkInputs
     pending: PendingChunk
+    time: _ChunkTime
 
 
 class Scheduler:
@@ -411,7 +532,7 @@ class Scheduler:
         self.steps = 0  # chunks run
         self.busy_since: float | None = None  # see ``run``
         self.discarded = 0  # chunks prepared ahead, then chosen again (their host work wasted)
-        self._inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Job | JobPart | _Closing] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._closed = False
         self._closing = threading.Lock()
@@ -419,15 +540,28 @@ class Scheduler:
         self._version = 0  # bumped by whatever changes what the next chunk should hold
         self._prepared: tuple[int, _Draft, ChunkInputs] | None = None
         self._in_flight: _Launched | None = None
+        self._clock = _DeviceClock(torch.device(runner.decoder.device))
         spec = runner.decoder.spec
         self._heads = spec.num_heads
         self._kv_width = spec.num_kv_heads * spec.head_dim
 
     def submit(self, job: Job) -> None:
+        """Queue a job (its prompts follow in parts: ``add``, then ``close``)."""
+        self._queue(job)
+
+    def add(self, part: JobPart) -> None:
+        """Queue a part of a submitted job (from its submitting thread)."""
+        self._queue(replace(part, problem=self._never_fits(part)))
+
+    def close(self, job: Job) -> None:
+        """No more parts come for ``job``."""
+        self._queue(_Closing(job))
+
+    def _queue(self, item: Job | JobPart | _Closing) -> None:
         with self._closing:
             if self._closed:
                 raise EngineError("engine is closed")
-            self._inbox.put(job)
+            self._inbox.put(item)
         self._wake.set()
 
     def wake(self) -> None:
@@ -444,9 +578,11 @@ class Scheduler:
         self.jobs.clear()
         while True:
             try:
-                self._inbox.get_nowait().events.put(Failed(closed))
+                item = self._inbox.get_nowait()
             except queue.Empty:
                 return
+            if isinstance(item, Job):
+                item.events.put(Failed(closed))
 
     def run(self, stop: threading.Event) -> None:
         """Step until ``stop`` is set (the engine thread's body); ``busy_since`` says since when
@@ -487,24 +623,34 @@ class Scheduler:
     def _admit(self) -> None:
         while True:
             try:
-                job = self._inbox.get_nowait()
+                item = self._inbox.get_nowait()
             except queue.Empty:
                 break
-            problem = self._never_fits(job)
-            if problem is not None:
-                job.events.put(Failed(EngineError(problem)))
-            elif job.finished:  # no prompts
-                job.events.put(Finished(job.evaluation()))
+            if isinstance(item, Job):
+                self.jobs.append(item)
+                self._version += 1
+                continue
+            job = item.job
+            if not job.active or job.cancelled:  # gone, or withdrawn below
+                continue
+            if isinstance(item, _Closing):
+                job.closed = True
+                if job.finished:  # nothing more to answer (or nothing at all)
+                    self._finish(job)
+            elif item.problem is not None:
+                self._withdraw(job, EngineError(item.problem))
             else:
-                self.jobs.append(job)
-            self._version += 1
+                job.link(item)
+                if self._prepared is None or not self._prepared[1].half_full:
+                    self._version += 1
         for job in [j for j in self.jobs if j.cancelled]:
             self._withdraw(job, EngineCancelled())
 
-    def _never_fits(self, job: Job) -> str | None:
+    def _never_fits(self, part: JobPart) -> str | None:
+        """Why a prompt of ``part`` could never have its KV in the arena (None: they all fit)."""
         arena = self.tree.arena
-        for group in job.groups:
-            private = max(task.private_tokens for task in group.tasks)
+        for group, tasks in part.tasks_by_group:
+            private = max(task.private_tokens for task in tasks)
             pages = self.tree.pages_needed(group.length) + arena.pages_for(private)
             if pages > arena.num_pages:
                 tokens = group.length + private
@@ -515,6 +661,11 @@ class Scheduler:
                     f"with a larger --kv-cache-gb"
                 )
         return None
+
+    def _finish(self, job: Job) -> None:
+        self.jobs.remove(job)
+        job.active = False
+        job.events.put(Finished(job.evaluation()))
 
     def _withdraw(self, job: Job, error: EngineError) -> None:
         self.jobs.remove(job)
@@ -639,7 +790,11 @@ class Scheduler:
             group.next_task = cursor
         for task in draft.decoding:
             task.job.decode_ready.remove(task)
-        return _Launched(draft, chunk, self.runner.launch(chunk))
+        for job in draft.jobs:
+            job.launched.set()
+        started = self._clock.start()
+        pending = self.runner.launch(chunk)
+        return _Launched(draft, chunk, pending, self._clock.end(started))
 
     def _absorb(self, launched: _Launched, outputs: ChunkOutputs) -> None:
         draft, chunk = launched.draft, launched.chunk
@@ -671,13 +826,14 @@ class Scheduler:
                 self._answered(owner)
         if sum(len(job.decode_ready) for job in self.jobs) != decode_before:
             self._version += 1  # decode steps became ready: the prepared chunk lacks them
+        seconds = launched.time.length()
         for job in touched:
-            job.events.put(Progress(replace(job.answered,
-                                            seconds=time.perf_counter() - job.started)))
+            job.device_seconds += seconds
+            if job.first_chunk_at is None:
+                job.first_chunk_at = launched.time.at
+            job.events.put(Progress(job.metrics()))
             if job.finished:
-                self.jobs.remove(job)
-                job.active = False
-                job.events.put(Finished(job.evaluation()))
+                self._finish(job)
 
     def _answered(self, task: Task) -> None:
         group, job = task.group, task.job

@@ -11,7 +11,7 @@ it, and over each engine started after it. A watch thread asks the engine every
 - the calls it was serving fail at once with an ``EngineError`` that says what happened and
   that the engine is being restarted (the caller may run the statement again); no call the
   engine had begun is retried behind the caller's back (the statement may be what killed it),
-  while one it never received, and token counting, go to the next engine;
+  while one it never received, and token counting and prompt checks, go to the next engine;
 - restarts back off: the first waits ``policy.first_restart_delay_s``, each failed start doubles
   the wait up to ``policy.max_restart_delay_s``; an engine that ran ``policy.stable_s`` before it
   died restarts without the accumulated wait;
@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from heron.engine.api import (
@@ -43,6 +43,7 @@ from heron.engine.api import (
 )
 from heron.engine.config import EngineConfig
 from heron.engine.process import EngineDied, EngineProcess
+from heron.engine.prompts import Prompt
 
 _WAIT_SECONDS = 0.05  # how often a call waiting for a restart looks at its cancel flag
 _CLOSE_WAIT_SECONDS = 5.0  # how long close() waits for the watch thread
@@ -96,16 +97,24 @@ class EngineSupervisor:
     # -- Engine --------------------------------------------------------------------------------
 
     def answer(self, request: Request, cancel: CancelFlag | None = None,
-               progress: ProgressCallback | None = None) -> Answers:
+               progress: ProgressCallback | None = None, *,
+               more: Iterable[Sequence[Prompt]] = ()) -> Answers:
         while True:
             engine = self._running(cancel)
             try:
-                return engine.answer(request, cancel, progress)
+                return engine.answer(request, cancel, progress, more=more)
             except EngineDied as exc:
                 if exc.started:
                     raise EngineError(f"{exc} while answering this statement; the engine is "
                                       f"being restarted, run the statement again") from None
                 # It died before it took the call: the next engine answers it.
+
+    def check(self, request: Request) -> None:
+        while True:
+            try:
+                return self._running(None).check(request)
+            except EngineDied:
+                pass  # checking runs no model: ask the next engine
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         while True:

@@ -9,6 +9,11 @@ Contract:
   int32 arrays in a cache keyed by the text's content hash (BLAKE2b), bounded by bytes, least
   recently used first out. ``encode_prompts`` tokenizes each distinct text of a request once,
   however many prompts repeat it, and says per prompt which distinct arrays it is made of.
+- ``at_most(texts)`` is an upper bound of each text's token count, without tokenizing where the
+  tokenizer allows it: for byte-level BPE (every token spans at least one byte of the
+  normalized text) the bytes the normalized text may have — its ASCII characters (which NFC
+  leaves alone) plus ``byte_factor`` × the UTF-8 bytes of the others (1 with no normalizer,
+  3 with NFC: Unicode's bound on how NFC grows UTF-8); the exact count for any other tokenizer.
 - ``stop_ids`` are the ids that end a generated text (the tokenizer's eos token, and the model's
   ``eos_token_id``); ``decode`` turns generated ids back into text, special tokens dropped.
 - Thread-safe: the server's threads tokenize concurrently with the engine's step loop.
@@ -59,6 +64,7 @@ class PromptTokenizer:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self._tokenizer = Tokenizer.from_file(str(path))
+        self.byte_factor = _byte_factor(json.loads(path.read_text()))
         self.lead: tuple[int, ...] = self._leading_special_ids()
         self.stop_ids = stop_ids
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
@@ -115,6 +121,29 @@ class PromptTokenizer:
         suffixes = tuple(self.encode(list(suffix_texts)))
         return TokenizedPrompts(prefixes, suffixes, prefix_of, suffix_of)
 
+    def at_most(self, texts: Sequence[str]) -> np.ndarray:
+        """An upper bound of each text's token count (int64; see the contract). An ASCII text's
+        costs O(1) (CPython knows that a string is ASCII, and its length); another's two
+        encodings per string object, however often it repeats."""
+        factor = self.byte_factor
+        if factor is None:
+            distinct = list(dict.fromkeys(texts))
+            counts = dict(zip(distinct, self.count(distinct), strict=True))
+            return np.fromiter((counts[t] for t in texts), dtype=np.int64, count=len(texts))
+        bounds: dict[int, int] = {}  # id() -> bound, for texts that are not ASCII
+
+        def bound(text: str) -> int:
+            if text.isascii():
+                return len(text)
+            found = bounds.get(id(text))
+            if found is None:
+                ascii_bytes = len(text.encode("ascii", "ignore"))
+                other = len(text.encode("utf-8", "surrogatepass")) - ascii_bytes
+                found = bounds[id(text)] = ascii_bytes + factor * other
+            return found
+
+        return np.fromiter(map(bound, texts), dtype=np.int64, count=len(texts))
+
     def count(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.encode(texts)]
 
@@ -160,6 +189,21 @@ def load_tokenizer(folder: Path) -> PromptTokenizer:
         ids = _read_json(folder / name).get("eos_token_id")
         stop.update(ids if isinstance(ids, list) else [] if ids is None else [ids])
     return PromptTokenizer(path, stop_ids=frozenset(int(i) for i in stop))
+
+
+def _byte_factor(spec: dict) -> int | None:
+    """How many times its normalizer may grow the UTF-8 bytes of a text's non-ASCII characters,
+    for a byte-level BPE tokenizer (at most one token per byte); None when no bound is known."""
+    model, pre = spec.get("model") or {}, spec.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    byte_level = [s for s in steps if s.get("type") == "ByteLevel"]
+    if model.get("type") != "BPE" or not byte_level or any(s.get("add_prefix_space")
+                                                            for s in byte_level):
+        return None
+    normalizer = spec.get("normalizer")
+    if normalizer is None:
+        return 1
+    return 3 if normalizer.get("type") == "NFC" else None  # UAX #15: NFC grows UTF-8 ≤ 3×
 
 
 def _read_json(path: Path) -> dict:

@@ -13,7 +13,12 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    over the rows where it stands, every answered condition applied; each candidate query is
    fetched once per execution, equal texts decoded into one shared string); the engine answers one
    prompt per candidate not answered before (the answer store, keyed by model and exact prompt,
-   serves repeats across statements unless `heron.reuse_answers` is off). Pairs are asked
+   serves repeats across statements unless `heron.reuse_answers` is off). A big operator's
+   prompts stream to the engine as one call in parts (`PART_FIRST` prompts, then twice as many
+   each time up to `PART_MOST`): each part is keyed and looked up in the answer store while the
+   engine answers the parts before it, so the engine starts after the first part. Every prompt
+   is checked against the model's context first (`Engine.check`), so one too long still
+   refuses the statement before the engine runs anything. Pairs are asked
    grouped by anchor, around the anchor chosen on the candidates with only the calls the
    operator requires applied (so its prompts do not depend on the order). Under a goal (a
    LIMIT, optionally in ORDER BY order) a conjunct's candidates are asked in growing batches —
@@ -57,10 +62,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from heron.catalog.answers import AnswerKeys, AnswerStore
+from heron.catalog.answers import Answer, AnswerKeys, AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import (
     AnswerKind,
+    Answers,
     Engine,
     EngineCancelled,
     EngineError,
@@ -98,6 +104,10 @@ TOKEN_SAMPLE = 32  # candidates rendered and tokenized to estimate an operator's
 # tokens, the first rows found in the SAMPLE_SECONDS after that: well within a second in all.
 EXPLAIN_SECONDS = 0.4
 SAMPLE_SECONDS = 0.3
+# An operator's prompts reach the engine in parts of growing size: the first small, so that the
+# engine starts soon; the later ones larger, so that there are few.
+PART_FIRST = 256
+PART_MOST = 4096
 LOOKUP = "__heron_lookup_"
 MATERIALIZED = "__heron_rows_"
 
@@ -203,38 +213,100 @@ class Executor:
         engine's tokens are charged to `budget`; `run` is told of both as they come."""
         assert self.engine is not None
         spec = call.spec
-        question = AnswerKeys(self.engine.info.name, TEMPLATE_VERSION, spec.kind.value,
-                              spec.labels, spec.max_tokens)
-        keys = [question.of(p.prefix, p.suffix) for p in prompts]
-        stored = [self.answers.get(k) if settings.reuse_answers else None for k in keys]
-        missing = [i for i, s in enumerate(stored) if s is None]
-        if run is not None:
-            run.from_store(len(prompts) - len(missing))
-        if missing:
-            started = time.perf_counter()
-            request = Request(spec.kind, tuple(prompts[i] for i in missing), spec.labels,
-                              spec.max_tokens)
-            progress = run.request(len(missing), metrics) if run is not None else None
-            try:
-                answers = self.engine.answer(request, cancel=self.cancel,
-                                             progress=_both(progress, budget.watch()))
-            except EngineCancelled as exc:
-                raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
-            except PromptTooLong as exc:
-                raise _prompt_too_long(exc, request.prompts[exc.prompt]) from None
-            except EngineError as exc:
-                raise SqlError(SqlState.SYSTEM_ERROR,
-                               f"the inference engine failed: {exc}") from None
-            budget.charge(answers.metrics)
-            metrics.merge(dataclasses.replace(answers.metrics,
-                                              seconds=time.perf_counter() - started))
-            if run is not None:
-                run.returned(metrics)
-            for i, value, score in zip(missing, answers.values, answers.scores, strict=True):
-                stored[i] = (value, score)
-                if settings.reuse_answers:
-                    self.answers.put(keys[i], (value, score))
-        return [s[0] for s in stored if s is not None], len(prompts) - len(missing)
+        stored = _StoredAnswers(self.answers, self.engine.info.name, call, prompts, settings,
+                                run)
+        bounds = _parts(len(prompts))
+        try:
+            if len(bounds) > 1:  # later parts reach the engine after it started on earlier ones
+                self.engine.check(Request(spec.kind, tuple(prompts), spec.labels,
+                                          spec.max_tokens))
+            parts = (stored.missing(start, end) for start, end in bounds)
+            first = next((part for part in parts if part), None)
+            if first is not None:
+                started = time.perf_counter()
+                progress = run.request(len(first), metrics) if run is not None else None
+                answers = self.engine.answer(
+                    Request(spec.kind, first, spec.labels, spec.max_tokens), cancel=self.cancel,
+                    progress=_both(progress, budget.watch()), more=(p for p in parts if p))
+                budget.charge(answers.metrics)
+                metrics.merge(dataclasses.replace(answers.metrics,
+                                                  seconds=time.perf_counter() - started))
+                if run is not None:
+                    run.returned(metrics)
+                stored.answered(answers)
+        except EngineCancelled as exc:
+            raise SqlError(SqlState.QUERY_CANCELED, str(exc)) from None
+        except PromptTooLong as exc:
+            raise _prompt_too_long(exc, stored.asked(exc.prompt)) from None
+        except EngineError as exc:
+            raise SqlError(SqlState.SYSTEM_ERROR,
+                           f"the inference engine failed: {exc}") from None
+        return stored.values(), stored.reused
+
+
+class _StoredAnswers:
+    """The answers of one operator's prompts: from the answer store, looked up a part at a time
+    (`missing`), then from the engine for the prompts it lacked (`answered`), stored there."""
+
+    def __init__(self, store: AnswerStore, model: str, call: AiCall, prompts: list[Prompt],
+                 settings: Settings, run: OperatorRun | None) -> None:
+        spec = call.spec
+        self.store = store
+        self.keys = AnswerKeys(model, TEMPLATE_VERSION, spec.kind.value, spec.labels,
+                               spec.max_tokens)
+        self.prompts = prompts
+        self.reuse = settings.reuse_answers
+        self.run = run
+        self.found: list[Answer | None] = [None] * len(prompts)
+        self.sent: list[int] = []  # prompts asked of the engine, in the order asked
+        self.reused = 0
+
+    def missing(self, start: int, end: int) -> tuple[Prompt, ...]:
+        """The prompts of `start:end` the store does not answer (those it does are told to the
+        progress run)."""
+        asked = []
+        for i in range(start, end):
+            found = self.answers_of(i)
+            if found is None:
+                self.sent.append(i)
+                asked.append(self.prompts[i])
+            else:
+                self.found[i] = found
+        reused = end - start - len(asked)
+        self.reused += reused
+        if self.run is not None:
+            self.run.from_store(reused)
+        return tuple(asked)
+
+    def answers_of(self, index: int) -> Answer | None:
+        if not self.reuse:
+            return None
+        prompt = self.prompts[index]
+        return self.store.get(self.keys.of(prompt.prefix, prompt.suffix))
+
+    def asked(self, position: int) -> Prompt:
+        """The prompt the engine numbers `position`: of all the prompts while none was sent (its
+        check of them all), else of those sent."""
+        return self.prompts[self.sent[position]] if self.sent else self.prompts[position]
+
+    def answered(self, answers: Answers) -> None:
+        for i, value, score in zip(self.sent, answers.values, answers.scores, strict=True):
+            self.found[i] = (value, score)
+            if self.reuse:
+                prompt = self.prompts[i]
+                self.store.put(self.keys.of(prompt.prefix, prompt.suffix), (value, score))
+
+    def values(self) -> list[Any]:
+        return [found[0] for found in self.found if found is not None]
+
+
+def _parts(count: int) -> list[tuple[int, int]]:
+    """`(start, end)` of each part of `count` prompts (`PART_FIRST`, then doubling)."""
+    bounds, start, size = [], 0, PART_FIRST
+    while start < count:
+        bounds.append((start, min(count, start + size)))
+        start, size = start + size, min(2 * size, PART_MOST)
+    return bounds
 
 
 @dataclass
@@ -861,13 +933,24 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
     partner = next(t for t in call.tables if t != anchor)
     anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
     # A pair's prefix reads every value but the partner's: the pairs of one anchor share one
-    # prefix string, which the answer keys, the request and the tokenizer then hash once.
+    # prefix string, which the answer keys, the request and the tokenizer then hash once. The
+    # TRUE/FALSE pair layout (`prompting.pair_prompt`) puts the partner's document alone in the
+    # suffix, so a pair is rendered only when its anchor or its partner is new.
+    partner_only = spec.kind in (AnswerKind.BOOLEAN, AnswerKind.SCORE)
     prefixes: dict[Key, str] = {}
+    suffixes: dict[Key, str] = {}
     shared = []
     for row in rows:
-        prompt = prompting.render(template, spec, anchor_fields, partner_fields, row)
         key = tuple(v for i, v in enumerate(row) if i not in partner_fields)
-        shared.append(Prompt(prefixes.setdefault(key, prompt.prefix), prompt.suffix))
+        prefix = prefixes.get(key)
+        suffix = suffixes.get(_part(row, partner_fields)) if partner_only else None
+        if prefix is None or suffix is None:
+            prompt = prompting.render(template, spec, anchor_fields, partner_fields, row)
+            prefix = prefixes.setdefault(key, prompt.prefix)
+            suffix = prompt.suffix
+            if partner_only:
+                suffix = suffixes.setdefault(_part(row, partner_fields), suffix)
+        shared.append(Prompt(prefix, suffix))
     return shared
 
 

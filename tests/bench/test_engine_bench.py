@@ -20,6 +20,9 @@ def test_bench_engine_tiny_cpu(tmp_path) -> None:
     for workload in report["workloads"][:-1]:
         assert workload["seconds"] > 0 and workload["prompts"] > 0
         assert 0 < workload["fresh_tokens"] <= workload["input_tokens"]
+        # The engine's first chunk came during the statement; its chunks ran part of its time.
+        assert 0 <= workload["first_chunk_s"] < workload["seconds"]
+        assert 0 < workload["device_seconds"] <= workload["seconds"]
     nested = report["workloads"][5]
     assert report["trie_minimum"] <= nested["fresh_tokens"] < nested["input_tokens"]
     same, _, total = report["workloads"][6]["note"].split()[:3]

@@ -186,3 +186,53 @@ def test_cancel_stops_a_long_call_and_the_engine_stays_usable(smollm2_folder: Pa
         with pytest.raises(EngineCancelled):
             engine.answer(boolean(prompts[:1]), cancel=cancel)
         assert len(engine.answer(boolean(prompts[:2])).values) == 2
+
+
+@pytest.mark.timeout(300)
+def test_a_streamed_call_crosses_the_pipe(tiny_qwen3: tuple[Path, object]) -> None:
+    """Parts sent as the caller makes them: answers of one request, progress between parts in
+    the caller's thread; cancel and a failing iterator stop the call; check refuses before."""
+    import threading
+
+    from heron.engine.api import EngineCancelled, PromptTooLong
+
+    config = EngineConfig(model=str(tiny_qwen3[0]), chunk_tokens=64, prefix_block_tokens=8)
+    prompts = [filter_prompt(f"Document {i}: " + "a winding plot. " * (1 + i % 4), "Long?")
+               for i in range(40)]
+    local = LocalEngine(config)
+    expected = local.answer(boolean(prompts))
+    local.close()
+    with EngineProcess(config) as engine:
+        caller = threading.get_ident()
+        threads: set[int] = set()
+        made: list[int] = []
+
+        def parts(cancel: threading.Event | None = None):  # noqa: ANN202 - a generator
+            for start in range(4, 40, 12):
+                made.append(start)
+                if cancel is not None and start > 4:
+                    cancel.set()
+                yield prompts[start : start + 12]
+
+        got = engine.answer(boolean(prompts[:4]), progress=lambda m: threads.add(
+            threading.get_ident()), more=parts())
+        assert got.values == expected.values and got.scores == expected.scores
+        assert got.metrics.prompts == 40 and threads == {caller}
+        assert got.metrics.first_chunk_at is not None and got.metrics.device_seconds > 0
+        made.clear()
+        cancel = threading.Event()
+        with pytest.raises(EngineCancelled):
+            engine.answer(boolean(prompts[:4]), cancel=cancel, more=parts(cancel))
+        assert made == [4, 16]  # no part was asked for after the cancel
+
+        def failing():  # noqa: ANN202 - a generator
+            yield prompts[4:8]
+            raise ValueError("rendering failed")
+
+        with pytest.raises(ValueError, match="rendering failed"):
+            engine.answer(boolean(prompts[:4]), more=failing())
+        too_long = filter_prompt("the plot moves on " * 20000, "Long?")  # > 40,960 tokens
+        with pytest.raises(PromptTooLong) as info:
+            engine.check(boolean([*prompts[:3], too_long]))
+        assert info.value.prompt == 3
+        assert engine.answer(boolean(prompts[:3])).values == expected.values[:3]  # still serves

@@ -73,3 +73,67 @@ def test_count_matches_encode(text: str) -> None:
     assert tokenizer.count([text]) == [len(tokenizer.encode([text])[0])]
     assert tokenizer.encode_prompts([Prompt(text, text)]).ids(0)[0].tolist() == (
         tokenizer.encode([text])[0].tolist())
+
+
+# Characters whose tokens or normalization are unusual: combining marks (NFC composes them),
+# composition exclusions and singletons (NFC decomposes or maps them: U+0958, U+0344, U+2126,
+# U+F900), Hangul jamo (composed into syllables), CJK, emoji, control characters.
+_ALPHABET = ("ae e\u0301 \u0958\u0344\u2126\uf900 \u1100\u1161\u11a8 漢字かな 😀🧬 \t\n\r"
+             "\u00e9\u0300\u0323 <|im_start|> x9")
+
+
+def _random_text(rng: np.random.Generator) -> str:
+    return "".join(rng.choice(list(_ALPHABET), size=int(rng.integers(0, 40))))
+
+
+def test_at_most_bounds_every_count_from_above() -> None:
+    """The byte bound (the fast path) against tokenizing (its twin), on random texts."""
+    tokenizer = PromptTokenizer(qwen_tokenizer_json())
+    assert tokenizer.byte_factor == 3  # byte-level BPE after NFC
+    rng = np.random.default_rng(0)
+    texts = [_random_text(rng) for _ in range(2000)]
+    bounds = tokenizer.at_most(texts)
+    assert tokenizer.encoded_texts == 0  # the bound tokenized nothing
+    counts = np.asarray(tokenizer.count(texts))
+    assert np.all(bounds >= counts)
+    assert np.all((bounds == 0) == (counts == 0))  # a bound is 0 only for an empty text
+    # The characters NFC grows most, alone and repeated; ASCII text is bounded by its length.
+    grown = ["\U0001d160" * 50, "\u0958" * 50, "\u0344" * 50, "\ufb2c" * 50, "a\u0301" * 50]
+    assert np.all(tokenizer.at_most(grown) >= np.asarray(tokenizer.count(grown)))
+    assert tokenizer.at_most(["plain ASCII text"]).tolist() == [16]
+
+
+def _exact_check(tokenizer: PromptTokenizer, prompts: list[Prompt], added: int,
+                 context: int) -> tuple[int, int] | None:
+    """The slow twin of `local.check_context`: every prompt tokenized; (prompt, tokens) of the
+    first too long."""
+    tokenized = tokenizer.encode_prompts(prompts)
+    for index in range(len(tokenized)):
+        prefix, suffix = tokenized.ids(index)
+        if len(prefix) + len(suffix) + added > context:
+            return index, len(prefix) + len(suffix) + added
+    return None
+
+
+def test_the_context_check_refuses_what_tokenizing_every_prompt_would() -> None:
+    from heron.engine.api import PromptTooLong
+    from heron.engine.local import check_context
+
+    tokenizer = PromptTokenizer(qwen_tokenizer_json())
+    rng = np.random.default_rng(1)
+    prefixes = [_random_text(rng) + "x" for _ in range(12)]
+    suffixes = [_random_text(rng) + "?" for _ in range(12)]
+    refused = 0
+    for _ in range(300):
+        prompts = [Prompt(prefixes[rng.integers(12)], suffixes[rng.integers(12)])
+                   for _ in range(int(rng.integers(1, 20)))]
+        context, added = int(rng.integers(5, 80)), int(rng.integers(0, 3))
+        expected = _exact_check(tokenizer, prompts, added, context)
+        try:
+            check_context(tokenizer, prompts, added, context, offset=100)
+            got = None
+        except PromptTooLong as exc:
+            got = exc.prompt - 100, exc.tokens
+            refused += 1
+        assert got == expected
+    assert 30 < refused < 270  # both outcomes were tried

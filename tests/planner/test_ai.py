@@ -179,9 +179,17 @@ class CountingEngine:
     def __init__(self, inner):
         self.inner, self.prompts, self.info = inner, 0, inner.info
 
-    def answer(self, request, cancel=None, progress=None):
+    def answer(self, request, cancel=None, progress=None, *, more=()):
         self.prompts += len(request.prompts)
-        return self.inner.answer(request, cancel, progress)
+        return self.inner.answer(request, cancel, progress, more=self._counted(more))
+
+    def _counted(self, parts):
+        for part in parts:
+            self.prompts += len(part)
+            yield part
+
+    def check(self, request):
+        self.inner.check(request)
 
     def count_tokens(self, texts):
         return self.inner.count_tokens(texts)

@@ -108,14 +108,22 @@ def test_a_bad_budget_is_refused_like_a_postgres_setting(big):
         planner.publish_settings({"heron.max_tokens": "-5"})
 
 
-def test_a_prompt_longer_than_the_context_is_refused_with_54000(tiny_llama3):
+@pytest.mark.parametrize("parts", ["one part", "parts of 4 and 8"])
+def test_a_prompt_longer_than_the_context_is_refused_with_54000(tiny_llama3, parts,
+                                                                 monkeypatch):
+    """Also when the operator's prompts go to the engine in parts and the long one is in a
+    late part: every prompt is checked before the first part runs."""
     from heron.engine.config import EngineConfig
     from heron.engine.local import LocalEngine
+    from heron.planner import executor
 
+    if parts != "one part":
+        monkeypatch.setattr(executor, "PART_FIRST", 4)
+        monkeypatch.setattr(executor, "PART_MOST", 8)
     engine = LocalEngine(EngineConfig(model=str(tiny_llama3[0])))  # 256 tokens of context
     con = duckdb.connect()
-    con.execute("CREATE TABLE docs AS SELECT range AS id, CASE WHEN range = 2 THEN "
-                "repeat('many words ', 300) ELSE 'short' END AS body FROM range(4)")
+    con.execute("CREATE TABLE docs AS SELECT range AS id, CASE WHEN range = 37 THEN "
+                "repeat('many words ', 300) ELSE 'short ' || range END AS body FROM range(40)")
     planner = Planner(con, engine)
     with pytest.raises(SqlError) as info:
         planner.execute(planner.prepare("SELECT id FROM docs WHERE AI.IF(('Long? ', body))"))

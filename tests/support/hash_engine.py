@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from heron.engine.api import (
     AnswerKind,
@@ -26,6 +26,7 @@ from heron.engine.api import (
     Metrics,
     ModelInfo,
     ProgressCallback,
+    PromptTooLong,
     Request,
 )
 from heron.engine.prompts import Prompt
@@ -75,7 +76,10 @@ class HashEngine:
         self._lock = threading.Lock()
 
     def answer(self, request: Request, cancel: object = None,
-               progress: ProgressCallback | None = None) -> Answers:
+               progress: ProgressCallback | None = None, *,
+               more: Iterable[Sequence[Prompt]] = ()) -> Answers:
+        prompts = (*request.prompts, *(prompt for part in more for prompt in part))
+        request = Request(request.kind, prompts, request.labels, request.max_tokens)  # whole
         with self._lock:
             self.requests.append(request)
             values, scores = [], []
@@ -109,6 +113,12 @@ class HashEngine:
     @property
     def prompts(self) -> int:
         return sum(len(r.prompts) for r in self.requests)
+
+    def check(self, request: Request) -> None:
+        for index, prompt in enumerate(request.prompts):
+            tokens = count(prompt.prefix) + count(prompt.suffix)
+            if tokens > self.info.context_tokens:
+                raise PromptTooLong(index, tokens, self.info.context_tokens)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [count(t) for t in texts]
