@@ -69,7 +69,6 @@ class ChunkInputs:
     prefix_slots: list[np.ndarray]
     attention: AttentionPlan | SegmentPlan
     token_slots: torch.Tensor  # [T] arena slot each token's K/V is written to, -1 if not kept
-    kept: int  # how many tokens have a slot
     answer_index: torch.Tensor  # [A] packed token of each answer read
     vocab_index: torch.Tensor  # [V] packed token of each vocabulary read
     vocab_targets: torch.Tensor  # [V, max targets] (padded with id 0)
@@ -126,7 +125,6 @@ def pack(
         return to_device(array, device)
 
     token_ids = np.concatenate([row.tokens for row in rows]).astype(np.int64)
-    slots = np.concatenate(token_slots).astype(np.int64)
     return ChunkInputs(
         token_ids=on_device(token_ids),
         positions=on_device(np.concatenate(positions)),
@@ -134,8 +132,7 @@ def pack(
         row_prefix=row_prefix,
         prefix_slots=prefix_slots,
         attention=attention.plan(spans, row_prefix, prefix_slots, num_heads, kv_width, device),
-        token_slots=on_device(slots),
-        kept=int((slots >= 0).sum()),
+        token_slots=on_device(np.concatenate(token_slots).astype(np.int64)),
         answer_index=on_device(np.asarray(answer_index, dtype=np.int64)),
         vocab_index=on_device(np.asarray(vocab_index, dtype=np.int64)),
         vocab_targets=on_device(padded_targets),

@@ -161,9 +161,11 @@ class Decoder:
             qkv = ops.linear(x, layer.qkv, layer.qkv_bias)
             store = (arena.keys[index], arena.values[index])
             # Kept K/V reach the arena before attention: later rows of the chunk may read them.
-            write = ArenaWrite(*store, chunk.token_slots) if chunk.kept else None
+            # (Passed even when no token is kept: one kernel variant for every chunk, so a chunk
+            # of another shape never waits for a compile.)
             q, k, v = ops.qk_norm_rope(qkv, spec.num_heads, spec.num_kv_heads, layer.q_norm,
-                                       layer.k_norm, eps, cos, sin, write)
+                                       layer.k_norm, eps, cos, sin,
+                                       ArenaWrite(*store, chunk.token_slots))
             attn = attend(q, k, v, chunk.spans, chunk.row_prefix, chunk.prefix_slots, store,
                           self.scale, chunk.attention)
             out = ops.linear(attn.reshape(-1, q_size), layer.o_proj, layer.o_bias)

@@ -28,7 +28,7 @@ def test_rows_become_one_packed_chunk() -> None:
     assert chunk.positions.tolist() == [0, 1, 2, 3, 3, 4, 3, 4, 5, 3, 4]
     assert chunk.row_prefix == [None, 0, 0, 1]  # prefixes shared by identity
     assert [s.tolist() for s in chunk.prefix_slots] == [[40, 41, 42]] * 2
-    assert chunk.token_slots.tolist() == [0, 1, 2, 3] + [-1] * 7 and chunk.kept == 4
+    assert chunk.token_slots.tolist() == [0, 1, 2, 3] + [-1] * 7
     assert chunk.answer_index.tolist() == [5, 8] and chunk.answer_of == [-1, 0, 1, -1]
     assert chunk.vocab_index.tolist() == [9, 10] and chunk.vocab_of[3] == (0, 2)
     assert chunk.vocab_targets.tolist() == [[5, 6], [0, 0]] and chunk.target_counts == [2, 0]
