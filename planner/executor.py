@@ -62,7 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from heron.catalog.answers import Answer, AnswerKeys, AnswerStore
+from heron.catalog.answers import Answer, AnswerKey, AnswerKeys, AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import (
     AnswerKind,
@@ -259,6 +259,7 @@ class _StoredAnswers:
         self.run = run
         self.found: list[Answer | None] = [None] * len(prompts)
         self.sent: list[int] = []  # prompts asked of the engine, in the order asked
+        self.sent_keys: list[AnswerKey] = []  # their keys in the store (when it is used)
         self.reused = 0
 
     def missing(self, start: int, end: int) -> tuple[Prompt, ...]:
@@ -266,23 +267,21 @@ class _StoredAnswers:
         progress run)."""
         asked = []
         for i in range(start, end):
-            found = self.answers_of(i)
-            if found is None:
-                self.sent.append(i)
-                asked.append(self.prompts[i])
-            else:
-                self.found[i] = found
+            prompt = self.prompts[i]
+            if self.reuse:
+                key = self.keys.of(prompt.prefix, prompt.suffix)
+                found = self.store.get(key)
+                if found is not None:
+                    self.found[i] = found
+                    continue
+                self.sent_keys.append(key)
+            self.sent.append(i)
+            asked.append(prompt)
         reused = end - start - len(asked)
         self.reused += reused
         if self.run is not None:
             self.run.from_store(reused)
         return tuple(asked)
-
-    def answers_of(self, index: int) -> Answer | None:
-        if not self.reuse:
-            return None
-        prompt = self.prompts[index]
-        return self.store.get(self.keys.of(prompt.prefix, prompt.suffix))
 
     def asked(self, position: int) -> Prompt:
         """The prompt the engine numbers `position`: of all the prompts while none was sent (its
@@ -292,9 +291,10 @@ class _StoredAnswers:
     def answered(self, answers: Answers) -> None:
         for i, value, score in zip(self.sent, answers.values, answers.scores, strict=True):
             self.found[i] = (value, score)
-            if self.reuse:
-                prompt = self.prompts[i]
-                self.store.put(self.keys.of(prompt.prefix, prompt.suffix), (value, score))
+        if self.reuse:
+            for key, value, score in zip(self.sent_keys, answers.values, answers.scores,
+                                         strict=True):
+                self.store.put(key, (value, score))
 
     def values(self) -> list[Any]:
         return [found[0] for found in self.found if found is not None]
