@@ -87,17 +87,13 @@ def _tiled(tile: int) -> Linear:
                ) -> torch.Tensor:
         if weight.fp8:  # dequantized once per call: the CPU path is the reference, not fast
             assert weight.scale is not None
-            rows = _quantized(x)
+            rows = QuantizedRows.of(x)
             data = weight.data.float() * weight.scale
             return invariant.linear(rows.data.float() * rows.scale, data, bias, tile).to(rows.dtype)
         assert isinstance(x, torch.Tensor)
         return invariant.linear(x, weight.data, bias, tile)
 
     return linear
-
-
-def _quantized(x: Activations) -> QuantizedRows:
-    return x if isinstance(x, QuantizedRows) else QuantizedRows.of(x)
 
 
 def _with_bias(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -117,7 +113,7 @@ def _linear_invariant(x: Activations, weight: Weight, bias: torch.Tensor | None 
                       ) -> torch.Tensor:
     if weight.fp8:
         assert weight.scale is not None
-        rows = _quantized(x)
+        rows = QuantizedRows.of(x)
         out = matmul.scaled_matmul(rows.data, rows.scale, weight.data, weight.scale,
                                    out_dtype=rows.dtype)
     else:

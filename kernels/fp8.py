@@ -33,8 +33,11 @@ class QuantizedRows:
     dtype: torch.dtype  # what the rows were computed in: a linear layer's output dtype
 
     @classmethod
-    def of(cls, rows: torch.Tensor) -> QuantizedRows:
-        """The twin of a fused kernel's quantized output: ``rows`` quantized (torch on CPU)."""
+    def of(cls, rows: torch.Tensor | QuantizedRows) -> QuantizedRows:
+        """``rows`` quantized (torch on CPU), or as they are when they already are: a linear's
+        input, and the twin of a fused kernel's quantized output."""
+        if isinstance(rows, QuantizedRows):
+            return rows
         return cls(*quantize_rows(rows.reshape(-1, rows.shape[-1])), rows.dtype)
 
 
@@ -71,7 +74,7 @@ def fp8_linear(x: torch.Tensor | QuantizedRows, weight_q: torch.Tensor,
                weight_scale: torch.Tensor) -> torch.Tensor:
     """x [M, K] (bf16, or already quantized) @ weight [N, K]^T on the FP8 tensor cores (cuBLAS);
     weight_scale [N, 1]."""
-    rows = x if isinstance(x, QuantizedRows) else QuantizedRows(*quantize_rows(x), x.dtype)
+    rows = QuantizedRows.of(x)
     return torch._scaled_mm(rows.data, weight_q.T, scale_a=rows.scale, scale_b=weight_scale.T,
                             out_dtype=rows.dtype)
 
