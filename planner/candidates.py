@@ -25,6 +25,10 @@ should not narrow the candidates. For each place the call stands:
 their first row in that order (`__heron_rank`), for asking them in order under a LIMIT; `top`
 keeps only the candidates of rows ranked within the first `top` by those keys (ties included),
 or, with no keys, of any `top` rows.
+
+`identified(query, function)` is the same candidates as ids, for fetching: each value replaced by
+`function(value)` (a 64-bit hash), each distinct value sent once beside its id, and whether it is
+the only value with that id among the candidates (see `identified`).
 Nothing here runs a query.
 """
 
@@ -40,8 +44,12 @@ from heron.planner.scopes import Link, Position, Scope
 
 ARG = "__heron_arg"
 RANK = "__heron_rank"
+PART = "__heron_part"
+TEXT = "__heron_text"
+EXACT = "__heron_exact"
 _LEVEL = "__heron_level"
 _CANDIDATES = "__heron_c"
+_ROWS = "__heron_rows"
 
 
 def arg(index: int) -> str:
@@ -67,6 +75,51 @@ def candidate_query(tree: exp.Expression, place: str, values: Sequence[exp.Expre
         return query.select(exp.Min(this=exp.column(RANK)).as_(RANK)).group_by(
             *[c.copy() for c in columns]).order_by(exp.column(RANK))
     return query.distinct()
+
+
+def identified(query: exp.Select, function: str) -> exp.Select:
+    """The candidates of `query` (a `candidate_query`) as ids, in one query whose rows are of
+    two kinds, told apart by `PART`:
+
+    - 0: a candidate, each value `arg(i)` replaced by its id `function(value)` (UBIGINT), and
+      its `RANK` when `query` is ranked (in no particular order: sort by `RANK`);
+    - i + 1: a distinct id of value i (in `arg(i)`), a value having it (`TEXT`), and whether that
+      value is the only one among the candidates having it (`EXACT`).
+
+    A join's long document repeats in thousands of candidates: as text it would be hashed for
+    DISTINCT and copied out once per candidate. Both kinds read one evaluation of the
+    candidates' rows (a materialized CTE), so a LIMIT that keeps any rows keeps the same ones
+    for both."""
+    names = [e.alias_or_name for e in query.expressions if e.alias_or_name.startswith(ARG)]
+    ranked = any(e.alias_or_name == RANK for e in query.expressions)
+    ids = [f"{name}_id" for name in names]
+    rows = exp.select(*[exp.Anonymous(this=function, expressions=[exp.column(n)]).as_(i)
+                        for n, i in zip(names, ids, strict=True)], *names)
+    if ranked:
+        rows = rows.select(RANK)
+    rows.set("from_", query.args["from_"].copy())
+    if query.args.get("where") is not None:
+        rows.set("where", query.args["where"].copy())
+    no_id = exp.cast(exp.null(), "UBIGINT", dialect="duckdb")
+    candidates = exp.select(exp.Literal.number(0).as_(PART), *[
+        exp.column(i).as_(n) for n, i in zip(names, ids, strict=True)],
+        exp.cast(exp.null(), "VARCHAR").as_(TEXT), exp.cast(exp.null(), "BOOLEAN").as_(EXACT),
+    ).from_(_ROWS).group_by(*ids)
+    if ranked:
+        candidates = candidates.select(exp.Min(this=exp.column(RANK)).as_(RANK))
+    whole: exp.Query = candidates
+    for index, (name, id_) in enumerate(zip(names, ids, strict=True)):
+        text = exp.Min(this=exp.column(name))
+        distinct = exp.select(
+            exp.Literal.number(index + 1),
+            *[exp.column(id_) if other == index else no_id.copy() for other in range(len(ids))],
+            text, exp.EQ(this=text.copy(), expression=exp.Max(this=exp.column(name))),
+        ).from_(_ROWS).group_by(id_)
+        if ranked:
+            distinct = distinct.select(exp.cast(exp.null(), "BIGINT"))
+        whole = exp.union(whole, distinct, distinct=False)
+    return exp.select("*").from_(whole.subquery()).with_(
+        _ROWS, as_=rows, materialized=True)
 
 
 class _Builder:

@@ -11,7 +11,8 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    selectivities from the catalog or, when unknown, measured on a sample of their candidates).
 3. An operator's candidates come from DuckDB (`planner.candidates`: the distinct prompt values
    over the rows where it stands, every answered condition applied; each candidate query is
-   fetched once per execution, equal texts decoded into one shared string); the engine answers one
+   fetched once per execution, as ids — a hash of each value, checked to be unique among the
+   candidates — and each distinct text once, decoded into one shared string); the engine answers one
    prompt per candidate not answered before (the answer store, keyed by model and exact prompt,
    serves repeats across statements unless `heron.reuse_answers` is off). A big operator's
    prompts stream to the engine as one call in parts (`PART_FIRST` prompts, then twice as many
@@ -24,9 +25,9 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    LIMIT, optionally in ORDER BY order) a conjunct's candidates are asked in growing batches —
    whole anchor groups for pairs — until enough passed; a value under LIMIT is asked only for
    the rows that can be returned (under a bare LIMIT the statement is then kept to those).
-4. The answers become a lookup function registered in DuckDB that replaces the operator's
-   marker, so later operators and the final statement see them as ordinary values (NULL for
-   NULL prompt values and candidates never asked).
+4. The answers become a lookup function of the values' ids registered in DuckDB that replaces
+   the operator's marker, so later operators and the final statement see them as ordinary
+   values (NULL for NULL prompt values and candidates never asked).
 
 While it runs, an executor given a `ProgressListener` reports each operator's stages — the
 sample that measures a selectivity, then the answering — as they go (`planner.progress`: from
@@ -108,10 +109,15 @@ SAMPLE_SECONDS = 0.3
 # engine starts soon; the later ones larger, so that there are few.
 PART_FIRST = 256
 PART_MOST = 4096
+# Candidates cross from DuckDB as ids (`candidates.identified`) made by the first of these
+# functions that gives the distinct values of an execution's candidates distinct ids (checked
+# at every fetch: a 64-bit hash collides about once in 10^7 fetches of a million values).
+ID_FUNCTIONS = ("hash", "md5_number_lower", "md5_number_upper")
 LOOKUP = "__heron_lookup_"
 MATERIALIZED = "__heron_rows_"
 
 Key = tuple[str | None, ...]  # one candidate: its prompt values as text
+Ids = tuple[int | None, ...]  # the same, each value as its id (`ID_FUNCTIONS`)
 
 
 class Executor:
@@ -309,6 +315,20 @@ def _parts(count: int) -> list[tuple[int, int]]:
     return bounds
 
 
+@dataclass(frozen=True)
+class _Candidates:
+    """A candidate query's rows as text keys (equal texts one shared string), and `ids`, the
+    same rows, row for row, as their values' ids (UBIGINT columns named as the values)."""
+
+    rows: list[Key]
+    ids: pa.Table
+    texts: tuple[dict[int, str], ...]  # per value: its texts by id
+
+    def keys(self, ids: pa.Table) -> list[Key]:
+        """Rows of `ids` (some of these candidates) as text keys."""
+        return _keys(self.texts, ids)
+
+
 @dataclass
 class _Asked:
     """One operator's answers so far in one execution, and the work they took."""
@@ -339,7 +359,9 @@ class _Execution:
         self.fields = fields  # per operator marker: its prompt values, parameters bound
         self.functions: list[str] = []
         self.tables: list[str] = []
-        self._fetched: dict[str, pa.Table] = {}  # candidate queries' rows, by their SQL
+        self._fetched: dict[str, _Candidates] = {}  # candidate queries' rows, by their SQL
+        self._id_function = 0  # the index in ID_FUNCTIONS of the function making ids
+        self._ids: dict[str, int] = {}  # prompt values' ids, as far as they are known
         self.asked: dict[str, _Asked] = {op.marker: _Asked() for op in plan.operators}
         self.done: set[str] = set()  # operators run (or, for EXPLAIN, planned)
         self.answered_markers: set[str] = set()  # operators whose markers became lookups
@@ -458,9 +480,9 @@ class _Execution:
             return OperatorWork(op, 1, passed, asked.metrics, reused=reused)
         pending = self._pending()
         goal = self._goal(op, pending)
-        rows = _rows(self._candidate_rows(self._candidate_query(
+        rows = self._candidate_rows(self._candidate_query(
             op, pending, ranked=goal.keys if goal else (), top=goal.rows if goal and goal.top
-            else None)))
+            else None)).rows
         anchor = self._anchor(op)
         ordered = rows
         if op.pairs and anchor is not None and not (goal and goal.keys):
@@ -553,14 +575,15 @@ class _Execution:
         whose values were asked (or are NULL, which needs no asking), of which there are
         enough. Later values of the same select list are asked for those rows only."""
         name = f"{LOOKUP}{uuid.uuid4().hex[:12]}"
+        kept_ids = set(self._ids_of(list(asked)))
 
         def kept(keys: pa.Array) -> pa.Array:
-            return pa.array([tuple(k) in asked for k in keys.to_pylist()], pa.bool_())
+            return pa.array([tuple(k) in kept_ids for k in keys.to_pylist()], pa.bool_())
 
         self._register(name, kept, "BOOLEAN")
         fields = [exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]]
         condition = exp.or_(*[exp.Is(this=f.copy(), expression=exp.null()) for f in fields],
-                            exp.Anonymous(this=name, expressions=[exp.Array(expressions=fields)]))
+                            exp.Anonymous(this=name, expressions=[self._key(op)]))
         scope = scopes.position(self._place(op)).scope
         assert isinstance(scope, exp.Select)
         scope.where(exp.Paren(this=condition), copy=False)
@@ -571,7 +594,7 @@ class _Execution:
     def _register(self, name: str, function: Any, sql_type: str) -> None:
         try:
             self.con.create_function(name, function,
-                                     [duckdb.list_type(duckdb.sqltype("VARCHAR"))],
+                                     [duckdb.list_type(duckdb.sqltype("UBIGINT"))],
                                      duckdb.sqltype(sql_type), type="arrow",
                                      null_handling="special", side_effects=False)
         except duckdb.Error as exc:
@@ -580,22 +603,45 @@ class _Execution:
 
     def answered(self, op: AiOperator, values: dict[Key, Any]) -> None:
         """Register an operator's answers as a lookup function of the list of its prompt
-        values (as text); its marker becomes a call of it."""
+        values' ids; its marker becomes a call of it."""
         name = f"{LOOKUP}{uuid.uuid4().hex[:12]}"
         self.lookups[op.marker] = name
         result_type = op.call.function.result_type
-
         width = len(self.fields[op.marker])
+        by_id = dict(zip(self._ids_of(list(values)), values.values(), strict=True))
 
         def lookup(keys: pa.Array) -> pa.Array:
-            texts = _texts(pc.list_flatten(keys))  # lists never NULL, each `width` long
-            return pa.array([values.get(tuple(texts[i:i + width]))
-                             for i in range(0, len(texts), width)], result_type)
+            ids = pc.list_flatten(keys).to_pylist()  # lists never NULL, each `width` long
+            return pa.array([by_id.get(tuple(ids[i:i + width]))
+                             for i in range(0, len(ids), width)], result_type)
 
         self._register(name, lookup, op.call.function.sql_type)
         self.answered_markers.add(op.marker)
-        key = exp.Array(expressions=[exp.cast(f.copy(), "VARCHAR") for f in self.fields[op.marker]])
-        self._replace(op.marker, exp.Anonymous(this=name, expressions=[key]))
+        self._replace(op.marker, exp.Anonymous(this=name, expressions=[self._key(op)]))
+
+    def _key(self, op: AiOperator) -> exp.Array:
+        """The list of the ids of `op`'s prompt values (NULL for a NULL value), as a lookup
+        reads them."""
+        function = ID_FUNCTIONS[self._id_function]
+        ids = []
+        for field in self.fields[op.marker]:
+            text = exp.cast(field.copy(), "VARCHAR")
+            ids.append(exp.Case(ifs=[exp.If(this=exp.Is(this=text.copy(), expression=exp.null()),
+                                            true=exp.null())],
+                                default=exp.Anonymous(this=function, expressions=[text])))
+        return exp.Array(expressions=ids)
+
+    def _ids_of(self, keys: list[Key]) -> list[Ids]:
+        """The ids of candidates' values (those not fetched as candidates asked of DuckDB)."""
+        missing = list({t for key in keys for t in key if t is not None and t not in self._ids})
+        if missing:
+            table = self._register_rows(pa.table({"text": pa.array(missing, pa.string())}))
+            function = ID_FUNCTIONS[self._id_function]
+            found = self.executor.fetch(exp.select("text", exp.Anonymous(
+                this=function, expressions=[exp.column("text")]).as_("id")).from_(table))
+            self._ids.update(zip(found.column("text").to_pylist(),
+                                 found.column("id").to_pylist(), strict=True))
+        return [tuple(None if t is None else self._ids[t] for t in key) for key in keys]
 
     # -- what the optimizer needs ---------------------------------------------------------
 
@@ -634,10 +680,11 @@ class _Execution:
         select = self._candidate_query(op, unknown)
         query = select.subquery("c")
         if self.deadline is None:  # a run asks them all anyway: fetched once, then read here
-            table = self._candidate_rows(select)
-            query = exp.select("*").from_(self._register_rows(table)).subquery("c")
-            rows = _rows(self._fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
-            return query, table.num_rows, rows, True
+            fetched = self._candidate_rows(select)
+            query = exp.select("*").from_(self._register_rows(fetched.ids)).subquery("c")
+            rows = fetched.keys(self._fetch(self._hash_ordered(op, query, ids=True).limit(
+                TOKEN_SAMPLE)))
+            return query, len(fetched.rows), rows, True
         try:
             total = int(self._fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
                         .column(0)[0].as_py())
@@ -658,14 +705,44 @@ class _Execution:
         rows_from = select.args["from_"].this.this
         return query, self.executor.estimated_rows(rows_from), list(dict.fromkeys(rows)), False
 
-    def _candidate_rows(self, select: exp.Select) -> pa.Table:
+    def _candidate_rows(self, select: exp.Select) -> _Candidates:
         """A candidate query's rows, fetched once per execution: the anchor choice, the
         optimizer and the operator itself often ask the same query (tables do not change
         while a statement runs, and its volatile inputs were materialized first)."""
         sql = select.sql(dialect="duckdb")
         if sql not in self._fetched:
-            self._fetched[sql] = self.executor.fetch(select)
+            self._fetched[sql] = self._identified(select)
         return self._fetched[sql]
+
+    def _identified(self, select: exp.Select) -> _Candidates:
+        """A candidate query's rows fetched as ids and distinct texts (`candidates.identified`),
+        with the next of `ID_FUNCTIONS` for the whole execution once one gives two of its
+        values one id."""
+        while True:
+            table = self.executor.fetch(candidates.identified(
+                select, ID_FUNCTIONS[self._id_function]))
+            part = table.column(candidates.PART)
+            if pc.all(table.column(candidates.EXACT), min_count=0).as_py() is not False:
+                break
+            if self._id_function + 1 == len(ID_FUNCTIONS):
+                raise SqlError(SqlState.INTERNAL_ERROR, "distinct prompt values share every id "
+                               f"of {', '.join(ID_FUNCTIONS)}")
+            self._id_function += 1
+            self._ids.clear()
+            self._fetched.clear()  # ids of the function given up
+        width = sum(1 for name in table.column_names if name.startswith(candidates.ARG))
+        texts = []
+        for i in range(width):
+            values = table.filter(pc.equal(part, i + 1))
+            ids = values.column(candidates.arg(i)).to_pylist()
+            found = dict(zip(ids, values.column(candidates.TEXT).to_pylist(), strict=True))
+            self._ids.update(zip(found.values(), ids, strict=True))
+            texts.append(found)
+        rows = table.filter(pc.equal(part, 0))
+        if candidates.RANK in table.column_names:
+            rows = rows.sort_by(candidates.RANK)
+        ids = rows.select([candidates.arg(i) for i in range(width)])
+        return _Candidates(_keys(texts, ids), ids, tuple(texts))
 
     def _fetch(self, query: exp.Expression) -> pa.Table:
         """A query's rows, within EXPLAIN's deadline (`_OutOfTime` past it)."""
@@ -760,12 +837,15 @@ class _Execution:
         except SqlError:
             return default
 
-    def _hash_ordered(self, op: AiOperator, query: exp.Expression) -> exp.Select:
-        """The candidates in a fixed pseudo-random order (samples that do not depend on how
-        DuckDB happens to produce them)."""
+    def _hash_ordered(self, op: AiOperator, query: exp.Expression, ids: bool = False
+                      ) -> exp.Select:
+        """The candidates (their values, or with `ids` their ids) in a fixed pseudo-random
+        order, the same for both (samples that do not depend on how DuckDB produces them)."""
+        function = ID_FUNCTIONS[self._id_function]
+        columns = [exp.column(candidates.arg(i)) for i in range(len(op.call.template.fields))]
         return exp.select("*").from_(query.copy()).order_by(exp.Anonymous(
-            this="hash", expressions=[exp.column(candidates.arg(i))
-                                      for i in range(len(op.call.template.fields))]))
+            this="hash", expressions=columns if ids else [
+                exp.Anonymous(this=function, expressions=[c]) for c in columns]))
 
     def _observe_speed(self, asked: _Asked) -> None:
         """Tell the statistics how long the engine took for work the cost model priced."""
@@ -979,6 +1059,12 @@ def _prompt_too_long(exc: PromptTooLong, prompt: Prompt) -> SqlError:
 def _rows(table: pa.Table) -> list[Key]:
     names = [n for n in table.column_names if n.startswith(candidates.ARG)]
     return list(zip(*[_texts(table.column(n)) for n in names], strict=True))
+
+
+def _keys(texts: Sequence[dict[int, str]], ids: pa.Table) -> list[Key]:
+    """Rows of ids (UBIGINT columns named as the values) as text keys."""
+    columns = [ids.column(candidates.arg(i)).to_pylist() for i in range(len(texts))]
+    return [tuple(texts[i][v] for i, v in enumerate(row)) for row in zip(*columns, strict=True)]
 
 
 def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:

@@ -278,3 +278,24 @@ def test_estimates_follow_the_real_engines_accounting(planner, tiny_engine):
         for guess, actual in [(estimate.work.input_tokens, work.metrics.input_tokens),
                               (estimate.work.fresh_tokens, work.metrics.fresh_tokens)]:
             assert actual / 1.5 <= guess <= actual * 1.5, (sql, guess, actual)
+
+
+def test_candidates_whose_ids_collide_are_fetched_again_with_the_next_id_function(
+        planner, monkeypatch):
+    """Candidates cross from DuckDB as ids (a hash of each value): when two distinct values
+    share an id, the execution switches to the next id function, and the answers are those of
+    an execution without the collision — for the filter's lookup and the join's."""
+    from heron.planner import executor
+
+    statements = [f"SELECT id FROM reviews WHERE AI.IF(('{QUESTION} ', body)) ORDER BY id",
+                  "SELECT r.id, a.name FROM reviews r JOIN aspects a ON AI_FILTER(PROMPT("
+                  "'Review: {0} Does it discuss {1}?', r.body, a.aspect)) ORDER BY 1, 2"]
+    expected = [rows(planner, sql) for sql in statements]
+    planner.con.execute("CREATE MACRO same_id(text) AS 0::UBIGINT")
+    monkeypatch.setattr(executor, "ID_FUNCTIONS", ("same_id", "hash"))
+    planner.publish_settings({"heron.reuse_answers": "off"})
+    assert [rows(planner, sql) for sql in statements] == expected
+    monkeypatch.setattr(executor, "ID_FUNCTIONS", ("same_id",))
+    with pytest.raises(SqlError) as raised:
+        rows(planner, statements[0])
+    assert raised.value.sqlstate == "XX000"
