@@ -21,6 +21,9 @@ Contract:
   the callback or ``more`` raises, the job is withdrawn and the exception propagates.
   ``evaluate`` returns the raw ``Evaluation`` (logits, label log-probabilities, token ids),
   ``answer`` reads it.
+- On CUDA the engine warms up before its step loop starts (``warm_up``): a few prompts of every
+  answer kind, so that the first statements do not wait for device kernels to compile. Their
+  KV is forgotten afterwards: the arena starts empty.
 - ``close()`` stops the thread; calls still waiting fail with ``EngineError``.
 """
 
@@ -36,6 +39,7 @@ import torch
 
 from heron.engine.answers import AnswerTokens, Evaluation, read_answers
 from heron.engine.api import (
+    AnswerKind,
     Answers,
     CancelFlag,
     EngineError,
@@ -102,9 +106,36 @@ class LocalEngine:
         self._thread = threading.Thread(
             target=self.scheduler.run, args=(self._stop,), name="heron-engine-steps", daemon=True
         )
-        self.background = background  # whether a thread runs the step loop
         if background:
+            if config.device_type == "cuda":
+                self.warm_up()
             self._thread.start()
+
+    @property
+    def stepping(self) -> bool:
+        """Whether the step loop runs in its own thread."""
+        return self._thread.is_alive()
+
+    def warm_up(self) -> None:
+        """Run a few prompts of every kind — rows with and without a shared prefix, labels,
+        decode steps, chunks of odd and even token counts — so that the device kernels each
+        needs are compiled (Triton compiles a kernel variant when it is first launched), then
+        forget their KV. Drives the step loop itself: only before its thread starts."""
+        jobs = []
+        for words in (70, 93):  # a prefix of more than one block, chunks of both parities
+            document = " ".join(["warm"] * words)
+            shared = tuple(Prompt(document, f" question {i}?") for i in range(3))
+            alone = (Prompt("", " ".join(["up"] * (words // 7))),)
+            jobs += [self.submit(Request(AnswerKind.BOOLEAN, shared + alone)),
+                     self.submit(Request(AnswerKind.LABEL, shared[:1], ("yes indeed", "no"))),
+                     self.submit(Request(AnswerKind.TEXT, shared[:1], max_tokens=3))]
+        while self.scheduler.step():
+            pass
+        for job in jobs:
+            for event in drain(job):
+                if isinstance(event, Failed):
+                    raise event.error
+        self.tree.clear()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.tokenizer.count(texts)
@@ -223,7 +254,7 @@ class _Admission:
         while position < len(prompts):
             part = prompts[position : position + self.size]
             engine.scheduler.add(self.job.part(engine.tokenizer.encode_prompts(part)))
-            if not self.admitted and engine.background:
+            if not self.admitted and engine.stepping:
                 # The step loop's host work for the first chunk (choose, pack, launch) and the
                 # next parts' (pure Python) would take turns at the GIL: the first chunk goes
                 # first, and holds the first part only.

@@ -20,10 +20,12 @@ from support.engine_reference import (
     with_fp8_linears,
 )
 
+from heron.engine.answers import read_answers
 from heron.engine.api import AnswerKind, EngineError, Request
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import Prompt, classify_prompt, completion_prompt, filter_prompt
+from heron.engine.scheduler import Finished, drain
 
 ATOL = 1e-4
 CHECKPOINTS = ["tiny_qwen3", "tiny_llama3"]
@@ -40,9 +42,10 @@ def checkpoint(request: pytest.FixtureRequest) -> tuple[Path, torch.nn.Module]:
     return request.getfixturevalue(request.param)
 
 
-def _engine(folder: Path, **config: object) -> LocalEngine:
+def _engine(folder: Path, background: bool = True, **config: object) -> LocalEngine:
     config.setdefault("prefix_block_tokens", 8)  # several blocks per document
-    return LocalEngine(EngineConfig(model=str(folder), **config))  # type: ignore[arg-type]
+    return LocalEngine(EngineConfig(model=str(folder), **config),  # type: ignore[arg-type]
+                       background=background)
 
 
 def test_answer_logits_match_transformers(checkpoint: tuple[Path, torch.nn.Module]) -> None:
@@ -246,3 +249,26 @@ def test_info_count_tokens_and_close(tiny_qwen3: tuple[Path, torch.nn.Module]) -
     engine.close()
     with pytest.raises(EngineError, match="closed"):
         engine.answer(boolean([filter_prompt("x", "y?")]))
+
+
+def test_warm_up_runs_every_kind_and_leaves_an_empty_arena(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
+    """What a CUDA engine does before its step loop starts (called here on the CPU): answers
+    afterwards are those of an engine that never warmed up, and no block stays cached."""
+    prompts = mixed_prompts()
+    cold = _engine(tiny_qwen3[0])
+    expected = cold.answer(boolean(prompts))
+    cold.close()
+    warmed = _engine(tiny_qwen3[0], background=False)
+    warmed.warm_up()
+    assert warmed.scheduler.steps > 0 and warmed.tree.blocks == 0
+    assert warmed.tree.cached_tokens == 0
+    job = warmed.submit(boolean(prompts))
+    while warmed.scheduler.step():
+        pass
+    evaluation = next(e for e in drain(job) if isinstance(e, Finished)).evaluation
+    got = read_answers(evaluation, boolean(prompts), warmed.answer_tokens,
+                       warmed.tokenizer.decode, warmed.tokenizer.stop_ids)
+    assert got.values == expected.values and got.scores == expected.scores
+    assert got.metrics.fresh_tokens == expected.metrics.fresh_tokens
