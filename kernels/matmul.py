@@ -11,6 +11,7 @@ imported on first use; the kernel needs CUDA.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import torch
@@ -68,15 +69,22 @@ def _has_tma(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device)[0] >= 9
 
 
-@functools.cache
+_allocator_set = threading.local()
+
+
 def _tma_allocator() -> None:
-    """Device tensor descriptors need scratch memory from torch's allocator."""
+    """Device tensor descriptors need scratch memory from torch's allocator. Triton keeps the
+    allocator in a context variable, which every thread has its own of: set in each thread
+    that launches (the engine warms up in one thread, then steps in another)."""
+    if getattr(_allocator_set, "done", False):
+        return
     import triton  # noqa: PLC0415
 
     def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
         return torch.empty(size, device="cuda", dtype=torch.int8)
 
     triton.set_allocator(alloc)
+    _allocator_set.done = True
 
 
 @functools.cache
