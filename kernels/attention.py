@@ -12,18 +12,21 @@ Returns ``out`` [T, Hq, D] in q's dtype (rows of no segment are left as they wer
 to fill it in place) and, when ``with_lse``, the float32 log-sum-exp [T, Hq] of the scaled scores
 (natural log), the input of an LSE merge.
 
-Two options make a cascade (a prefix part, then a row's own part) two launches and no merge:
-``q_index`` [S] makes query position p of the segments read ``q[q_index[p]]`` (``out`` and the
-log-sum-exp are then [S, ...], in segment order) — the rows over one prefix are stacked without a
-gather; with ``scatter`` as well, position p's output goes to ``out[q_index[p]]``. ``initial``
-= (out0 [S, Hq, D] float32, lse0 [S, Hq]) continues position p's softmax from a partial result
-over other keys (the prefix part), so the output is attention over the union of both key sets.
+Three options make a cascade (rows over a shared prefix, each then over its own keys) one
+launch: ``q_index`` [S] makes query position p of the segments read ``q[q_index[p]]`` (``out``
+and the log-sum-exp are then [S, ...], in segment order) — the rows over one prefix are stacked
+without a gather; with ``scatter`` as well, position p's output goes to ``out[q_index[p]]``;
+``own`` (``OwnKeys``) gives each query position a row of its own keys, which it attends to
+causally after the segment's keys, continuing the same softmax: the output is attention over
+the union of both key sets, with no partial result written and no merge.
 
-Batch invariance: a query's result depends only on its segment's key list and causal offset
-(and on ``Launch.rows``, which a caller fixes per kind of call). Programs cover (a tile of
-``rows // group`` consecutive queries of one segment, one key head with all its query heads);
-each walks the key list from slot 0 in tiles of ``BLOCK_N`` in a fixed order, and masked keys
-change nothing (their weight is exactly 0), so what else is in the call changes no query's bits.
+Batch invariance: a query's result depends only on its segment's key list and causal offset,
+its own row (and on ``Launch.rows``, which a caller fixes per kind of call). Programs cover (a
+tile of ``rows // group`` consecutive queries of one segment, one key head with all its query
+heads); each walks the key list from slot 0 in tiles of ``BLOCK_N`` in a fixed order, then the
+own keys of each row in the tile from the row's first key in tiles of ``BLOCK_N``; masked keys
+change nothing (their weight is exactly 0, and a tile with no key visible to a query leaves its
+running softmax exactly as it was), so what else is in the call changes no query's bits.
 
 ``segment_attention_reference`` is the float32 twin (one segment at a time, explicit softmax).
 ``Segments.build`` makes the index tensors from per-segment lists on the host. Triton is
@@ -58,6 +61,18 @@ class Launch:
 
 
 BLOCK_N = 64  # keys per step: part of the numerics (the order of the softmax accumulation)
+
+
+@dataclass(frozen=True)
+class OwnKeys:
+    """The own rows of a cascade launch's query positions: ``rows`` has one segment per row (its
+    positions, in the launch's position space, and its own key slots of ``k``/``v``, causal
+    offset 0), and ``row_of`` [S] int32 says which row each position belongs to."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    rows: Segments
+    row_of: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -115,8 +130,7 @@ def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
 def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                 segments: Segments, scale: float, out: torch.Tensor | None = None,
                                 with_lse: bool = False, q_index: torch.Tensor | None = None,
-                                scatter: bool = False,
-                                initial: tuple[torch.Tensor, torch.Tensor] | None = None,
+                                scatter: bool = False, own: OwnKeys | None = None,
                                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     positions = q.shape[0] if q_index is None else q_index.shape[0]
     out = torch.zeros((positions, *q.shape[1:]), dtype=q.dtype, device=q.device) if (
@@ -128,27 +142,32 @@ def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     cpu = [t.cpu().tolist() for t in (segments.q_start, segments.q_len, segments.kv_start,
                                       segments.kv_len, segments.causal_offset)]
     index = segments.kv_index.long()
+    own_of = [None] * positions  # per position: (its own keys, values, index in its row)
+    if own is not None:
+        own_cpu = [t.cpu().tolist() for t in (own.rows.q_start, own.rows.q_len,
+                                              own.rows.kv_start)]
+        own_index = own.rows.kv_index.long()
+        for rs, rl, rk in zip(*own_cpu, strict=True):
+            slots = own_index[rk:rk + rl]
+            keys, values = own.k[slots].float(), own.v[slots].float()
+            for i in range(rl):
+                own_of[rs + i] = (keys[:i + 1], values[:i + 1])
     for qs, ql, ks, kl, offset in zip(*cpu, strict=True):
-        if ql == 0:
-            continue
         slots = index[ks:ks + kl]
-        qi = q[rows[qs:qs + ql]].float()  # [ql, Hq, D]
-        keys = k[slots].float().repeat_interleave(group, dim=1)  # [kl, Hq, D]
-        values = v[slots].float().repeat_interleave(group, dim=1)
-        scores = torch.einsum("qhd,khd->hqk", qi, keys) * scale
-        visible = torch.arange(kl)[None, :] <= torch.arange(ql)[:, None] + offset
-        scores = scores.masked_fill(~visible.to(q.device), float("-inf"))
-        lse = torch.logsumexp(scores, dim=-1).T  # [ql, Hq]
-        result = torch.einsum("hqk,khd->qhd", torch.exp(scores - lse.T[..., None]), values)
-        if initial is not None:  # the union with the partial's keys: the log-sum-exp merge
-            out0, lse0 = initial[0][qs:qs + ql].float(), initial[1][qs:qs + ql]
-            total = torch.logaddexp(lse0, lse)
-            result = (out0 * torch.exp(lse0 - total)[..., None]
-                      + result * torch.exp(lse - total)[..., None])
-            lse = total
-        out[rows[qs:qs + ql] if scatter else slice(qs, qs + ql)] = result.to(out.dtype)
-        if lse_all is not None:
-            lse_all[qs:qs + ql] = lse
+        keys, values = k[slots].float(), v[slots].float()
+        for i in range(ql):  # one query position at a time: its keys are the segment's, then
+            visible = min(kl, i + offset + 1)  # its own row's
+            ki, vi = keys[:visible], values[:visible]
+            if own_of[qs + i] is not None:
+                ki, vi = torch.cat([ki, own_of[qs + i][0]]), torch.cat([vi, own_of[qs + i][1]])
+            qi = q[rows[qs + i]].float()  # [Hq, D]
+            scores = torch.einsum("hd,khd->hk", qi, ki.repeat_interleave(group, dim=1)) * scale
+            lse = torch.logsumexp(scores, dim=-1)  # [Hq]
+            result = torch.einsum("hk,khd->hd", torch.exp(scores - lse[:, None]),
+                                  vi.repeat_interleave(group, dim=1))
+            out[rows[qs + i] if scatter else qs + i] = result.to(out.dtype)
+            if lse_all is not None:
+                lse_all[qs + i] = lse
     return out, lse_all
 
 
@@ -156,8 +175,7 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
                       scale: float, out: torch.Tensor | None = None, with_lse: bool = False,
                       launch: Launch = Launch(), block_n: int = BLOCK_N,
                       q_index: torch.Tensor | None = None, scatter: bool = False,
-                      initial: tuple[torch.Tensor, torch.Tensor] | None = None,
-                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                      own: OwnKeys | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Triton twin of ``segment_attention_reference``; tensors on a CUDA device. ``block_n``
     is for benchmarks only: the engine keeps ``BLOCK_N`` so that results never change."""
 
@@ -171,20 +189,22 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
            else out)  # unread when with_lse is False
     if max(segments.host_q_len, default=0) == 0:
         return out, (lse if with_lse else None)
-    if initial is not None:
-        assert initial[0].is_contiguous() and initial[1].is_contiguous()
-    init_out, init_lse = initial if initial is not None else (out, out)  # unread without it
+    # Unread without `own` (any tensors of the right kinds stand in).
+    own_k, own_v, rows, row_of = ((own.k, own.v, own.rows, own.row_of) if own is not None
+                                  else (k, v, segments, segments.q_start))
     block_m = max(1, launch.rows // group)  # query tokens per program, all heads of a KV head
     tile_seg, tile_first_q = segments.tiles(block_m)
     grid = (tile_seg.shape[0], kv_heads)
     _kernel()[grid](
         q, k, v, out, lse, tile_seg, tile_first_q, segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
-        q_index if q_index is not None else segments.q_start, init_out, init_lse,
-        q.stride(0), k.stride(0), v.stride(0), out.stride(0), scale * math.log2(math.e),
-        GROUP=group, BLOCK_M=block_m, ROWS=launch.rows, BLOCK_N=block_n, D=dim,
-        KV_HEADS=kv_heads, WITH_LSE=with_lse, Q_INDEXED=q_index is not None, SCATTER=scatter,
-        INITIAL=initial is not None, num_warps=launch.num_warps, num_stages=launch.num_stages)
+        q_index if q_index is not None else segments.q_start, own_k, own_v, row_of,
+        rows.q_start, rows.q_len, rows.kv_start, rows.kv_index,
+        q.stride(0), k.stride(0), v.stride(0), own_k.stride(0), own_v.stride(0), out.stride(0),
+        scale * math.log2(math.e), GROUP=group, BLOCK_M=block_m, ROWS=launch.rows,
+        BLOCK_N=block_n, D=dim, KV_HEADS=kv_heads, WITH_LSE=with_lse,
+        Q_INDEXED=q_index is not None, SCATTER=scatter, OWN=own is not None,
+        num_warps=launch.num_warps, num_stages=launch.num_stages)
     return out, (lse if with_lse else None)
 
 
@@ -235,11 +255,12 @@ def _kernel() -> Any:
     @triton.jit
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
-        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, q_index_ptr, init_out_ptr,
-        init_lse_ptr, stride_q, stride_k, stride_v, stride_o, scale_log2, GROUP: tl.constexpr,
-        BLOCK_M: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
-        KV_HEADS: tl.constexpr, WITH_LSE: tl.constexpr, Q_INDEXED: tl.constexpr,
-        SCATTER: tl.constexpr, INITIAL: tl.constexpr,
+        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, q_index_ptr, own_k_ptr,
+        own_v_ptr, row_of_ptr, row_start_ptr, row_len_ptr, row_kv_start_ptr, row_index_ptr,
+        stride_q, stride_k, stride_v, stride_ok, stride_ov, stride_o, scale_log2,
+        GROUP: tl.constexpr, BLOCK_M: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+        D: tl.constexpr, KV_HEADS: tl.constexpr, WITH_LSE: tl.constexpr,
+        Q_INDEXED: tl.constexpr, SCATTER: tl.constexpr, OWN: tl.constexpr,
     ):
         tile = tl.program_id(0)
         kv_head = tl.program_id(1)
@@ -272,12 +293,6 @@ def _kernel() -> Any:
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
         heads_total = KV_HEADS * GROUP
-        if INITIAL:  # the partial's state: max lse (log2 units), sum 1, its normalized output
-            m_i = tl.load(init_lse_ptr + position * heads_total + head, mask=valid,
-                          other=float("-inf")) * 1.4426950408889634
-            l_i = tl.where(valid, 1.0, 0.0)
-            acc = tl.load(init_out_ptr + (position * heads_total + head)[:, None] * D
-                          + dims[None, :], mask=valid[:, None], other=0.0)
         for start in range(0, whole, BLOCK_N):
             m_i, l_i, acc = absorb_tile(
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
@@ -286,6 +301,24 @@ def _kernel() -> Any:
             m_i, l_i, acc = absorb_tile(
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
                 stride_k, stride_v, token, offset, scale_log2, BLOCK_N, D, True)
+        if OWN:  # each row of the tile in turn: its queries over its own keys, causally
+            row_first = first  # the tile's first query token of the row taken next
+            while row_first <= last:
+                row = tl.load(row_of_ptr + q_start + row_first)
+                row_begin = tl.load(row_start_ptr + row) - q_start  # a token of the segment
+                row_len = tl.load(row_len_ptr + row)
+                row_kv = tl.load(row_kv_start_ptr + row)
+                in_row = (token >= row_begin) & (token < row_begin + row_len)
+                limit = tl.where(in_row, token - row_begin, -1)  # its last visible own key
+                # Not pipelined: a row is a tile or two, and the stages' buffers would take
+                # the shared memory the main loop's need (fewer programs per SM).
+                for start in tl.range(0, tl.minimum(row_len, last - row_begin + 1), BLOCK_N,
+                                      num_stages=1):
+                    m_i, l_i, acc = absorb_tile(
+                        qt, m_i, l_i, acc, own_k_ptr, own_v_ptr, row_index_ptr, row_kv,
+                        row_len, start, kv_head, stride_ok, stride_ov, limit, 0, scale_log2,
+                        BLOCK_N, D, True)
+                row_first = row_begin + row_len
         result = acc / l_i[:, None]
         target = source if SCATTER else position
         tl.store(out_ptr + (target * stride_o + head * D)[:, None] + dims[None, :],

@@ -8,7 +8,12 @@ import pytest
 import torch
 
 from heron.engine.attention.reference import attend_with_lse
-from heron.kernels.attention import Segments, segment_attention, segment_attention_reference
+from heron.kernels.attention import (
+    OwnKeys,
+    Segments,
+    segment_attention,
+    segment_attention_reference,
+)
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
 
@@ -70,29 +75,36 @@ def test_reference_matches_attend_with_lse() -> None:
 
 
 def cascade(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
-            attention=segment_attention_reference) -> tuple[torch.Tensor, torch.Tensor]:
-    """The suffix segments' attention as the engine computes it: every suffix row's queries over
-    its prefix (read through an index, non-causal), then over its own keys continuing from
-    that partial and scattered to the rows' tokens. Returns (out, the suffix tokens)."""
+            attention=segment_attention_reference, chosen: list[int] | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The suffix segments' attention as the engine computes it, in one launch: the queries of
+    the suffix rows over one prefix stacked into one segment over its keys (read through an
+    index), each query going on over its own row's keys, written to the rows' tokens. Only the
+    `chosen` segments when given. Returns (out, the suffix tokens)."""
     qs, ql = segments.q_start.tolist(), segments.q_len.tolist()
     ks, kl = segments.kv_start.tolist(), segments.kv_len.tolist()
     offsets = segments.causal_offset.tolist()
     index = segments.kv_index.cpu().numpy()
-    suffix = [s for s in range(len(qs)) if offsets[s]]
+    by_prefix: dict[bytes, list[int]] = {}
+    for s in chosen if chosen is not None else range(len(qs)):
+        if offsets[s]:
+            by_prefix.setdefault(index[ks[s]:ks[s] + offsets[s]].tobytes(), []).append(s)
+    suffix = [s for members in by_prefix.values() for s in members]
     tokens = np.concatenate([np.arange(qs[s], qs[s] + ql[s]) for s in suffix])
-    starts = np.concatenate([[0], np.cumsum([ql[s] for s in suffix])[:-1]])
-    prefixes = [index[ks[s]:ks[s] + offsets[s]] for s in suffix]
-    shared = Segments.build(starts, [ql[s] for s in suffix], prefixes,
+    row_starts = np.concatenate([[0], np.cumsum([ql[s] for s in suffix])[:-1]])
+    counts = [sum(ql[s] for s in members) for members in by_prefix.values()]
+    prefixes = [index[ks[m[0]]:ks[m[0]] + offsets[m[0]]] for m in by_prefix.values()]
+    shared = Segments.build(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts, prefixes,
                             [len(p) for p in prefixes], q.device)
-    own = Segments.build(starts, [ql[s] for s in suffix],
-                         [index[ks[s] + offsets[s]:ks[s] + kl[s]] for s in suffix],
-                         [0] * len(suffix), q.device)
+    rows = Segments.build(row_starts, [ql[s] for s in suffix],
+                          [index[ks[s] + offsets[s]:ks[s] + kl[s]] for s in suffix],
+                          [0] * len(suffix), q.device)
+    row_of = torch.as_tensor(np.repeat(np.arange(len(suffix)), [ql[s] for s in suffix]),
+                             dtype=torch.int32, device=q.device)
     q_index = torch.as_tensor(tokens, device=q.device)
-    partial = torch.empty(len(tokens), *q.shape[1:], device=q.device)
-    part, part_lse = attention(q, k, v, shared, 0.1, out=partial, with_lse=True, q_index=q_index)
     out = torch.zeros_like(q)
-    attention(q, k, v, own, 0.1, out=out, q_index=q_index, scatter=True,
-              initial=(part, part_lse))
+    attention(q, k, v, shared, 0.1, out=out, q_index=q_index, scatter=True,
+              own=OwnKeys(k, v, rows, row_of))
     return out, q_index
 
 
@@ -107,11 +119,26 @@ def test_reference_cascade_is_attention_over_prefix_and_own_keys() -> None:
 @pytest.mark.parametrize(("heads", "kv_heads", "dim"), [(8, 2, 64), (32, 8, 128), (4, 2, 16)])
 def test_kernel_cascade_matches_reference(heads: int, kv_heads: int, dim: int) -> None:
     q, k, v, segments = arena_case(np.random.default_rng(heads), "cuda", torch.bfloat16, heads,
-                                   kv_heads, dim)
+                                   kv_heads, dim, rows=40)
     expected, _ = segment_attention_reference(q, k, v, segments, 0.1)
     got, tokens = cascade(q, k, v, segments, segment_attention)
     torch.testing.assert_close(got[tokens].float(), expected[tokens].float(), atol=2e-2,
                                rtol=2e-2)
+
+
+@cuda
+def test_a_cascade_rows_result_does_not_depend_on_its_company() -> None:
+    """A suffix row shares its query tiles with other rows over its prefix; alone, or with
+    other company, its bits do not change."""
+    q, k, v, segments = arena_case(np.random.default_rng(11), "cuda", torch.bfloat16, 32, 8,
+                                   128, prefixes=2, rows=40)
+    full, tokens = cascade(q, k, v, segments, segment_attention)
+    suffix = [s for s, offset in enumerate(segments.causal_offset.tolist()) if offset]
+    qs, ql = segments.q_start.tolist(), segments.q_len.tolist()
+    for chosen in ([suffix[3]], suffix[1::3], suffix[::-1]):
+        out, _ = cascade(q, k, v, segments, segment_attention, chosen)
+        for s in chosen:
+            assert torch.equal(out[qs[s]:qs[s] + ql[s]], full[qs[s]:qs[s] + ql[s]]), s
 
 
 @cuda
