@@ -362,6 +362,7 @@ class _Execution:
         self._fetched: dict[str, _Candidates] = {}  # candidate queries' rows, by their SQL
         self._id_function = 0  # the index in ID_FUNCTIONS of the function making ids
         self._ids: dict[str, int] = {}  # prompt values' ids, as far as they are known
+        self._tokens: dict[str, int] = {}  # token counts of texts, as far as they are known
         self.asked: dict[str, _Asked] = {op.marker: _Asked() for op in plan.operators}
         self.done: set[str] = set()  # operators run (or, for EXPLAIN, planned)
         self.answered_markers: set[str] = set()  # operators whose markers became lookups
@@ -748,23 +749,39 @@ class _Execution:
         """A query's rows, within EXPLAIN's deadline (`_OutOfTime` past it)."""
         return self.executor.fetch(query, self.deadline)
 
+    def _layout_texts(self, op: AiOperator, sample: list[Key], anchor: Source | None
+                      ) -> list[str]:
+        """What `_layout` counts the tokens of: the sample's prompts around `anchor` (prefixes,
+        then suffixes) and, for pairs, the anchor's documents alone; the labels' last."""
+        call = op.call
+        rendered = prompts(call, sample, anchor if op.pairs else None)
+        texts = [p.prefix for p in rendered] + [p.suffix for p in rendered]
+        if op.pairs and anchor is not None:  # the anchor's document alone, as a filter reads it
+            fields = call.fields_of(anchor)
+            texts += sorted({prompting.row_prompt(call.template, fields, row).prefix
+                             for row in sample})
+        return texts + [" " + x for x in call.spec.labels]
+
+    def _count(self, texts: Sequence[str]) -> list[int]:
+        """Token counts, each distinct text asked of the engine once per execution."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._tokens]
+        if missing:
+            self._tokens.update(zip(missing, self.executor.count_tokens(missing), strict=True))
+        return [self._tokens[t] for t in texts]
+
     def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
                 anchor: Source | None, total: int) -> Layout:
         call = op.call
         if not sample:
             return Layout(anchor, 0, 0, 0)
-        rendered = prompts(call, sample, anchor if op.pairs else None)
-        counts = self.executor.count_tokens([p.prefix for p in rendered]
-                                            + [p.suffix for p in rendered])
-        prefix_tokens = dict(zip([p.prefix for p in rendered], counts[:len(rendered)],
-                                 strict=True))
-        suffix_tokens = counts[len(rendered):]
-        document_tokens = sum(prefix_tokens.values()) / len(prefix_tokens)
-        if op.pairs and anchor is not None:  # the anchor's document alone, as a filter reads it
-            fields = call.fields_of(anchor)
-            documents = {prompting.row_prompt(call.template, fields, row).prefix for row in sample}
-            counted = self.executor.count_tokens(sorted(documents))
-            document_tokens = sum(counted) / len(counted)
+        texts = self._layout_texts(op, sample, anchor)
+        counts = self._count(texts)
+        size, labels = len(sample), len(call.spec.labels)
+        prefix_tokens = dict(zip(texts[:size], counts[:size], strict=True))  # distinct ones
+        suffix_tokens = counts[size:2 * size]
+        documents = counts[2 * size:len(counts) - labels]
+        document_tokens = sum(documents or prefix_tokens.values()) / len(
+            documents or prefix_tokens)
         if anchor is None:
             prefixes = total
         else:
@@ -776,7 +793,7 @@ class _Execution:
             except _OutOfTime:  # at most one per row of the anchor's FROM item
                 prefixes = min(total, self._source_rows(anchor, total))
         if call.spec.kind is AnswerKind.LABEL:  # each label runs as a suffix of its own
-            label_tokens = sum(self.executor.count_tokens([" " + x for x in call.spec.labels]))
+            label_tokens = sum(counts[len(counts) - labels:])
             suffix_tokens = [n + label_tokens for n in suffix_tokens]
         return Layout(anchor, prefixes, sum(prefix_tokens.values()) / len(prefix_tokens),
                       sum(suffix_tokens) / len(suffix_tokens), document_tokens)
@@ -819,6 +836,9 @@ class _Execution:
             return None
         if op.marker not in self._anchors:
             query, total, rows, _ = self._candidates(op, self._base_unknown(op))
+            # Every side's texts in one engine call: one round trip, tokenized in parallel.
+            self._count([t for side in op.call.tables
+                         for t in self._layout_texts(op, rows, side)])
             layouts = tuple(self._layout(op, query, rows, side, total)
                             for side in op.call.tables)
             shape = Shape(op.marker, op.call.tables, total, layouts)
