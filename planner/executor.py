@@ -723,7 +723,8 @@ class _Execution:
             table = self.executor.fetch(candidates.identified(
                 select, ID_FUNCTIONS[self._id_function]))
             part = table.column(candidates.PART)
-            if pc.all(table.column(candidates.EXACT), min_count=0).as_py() is not False:
+            # As Python values: a session's DuckDB may export booleans as an extension type.
+            if False not in table.column(candidates.EXACT).to_pylist():
                 break
             if self._id_function + 1 == len(ID_FUNCTIONS):
                 raise SqlError(SqlState.INTERNAL_ERROR, "distinct prompt values share every id "
