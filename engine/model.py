@@ -6,6 +6,9 @@ Contract:
   head plus a copy pruned to the rows of ``answer_ids``. With ``dtype="fp8"`` the decoder
   layers' projections are quantized at load to FP8 e4m3 with per-output-channel scales
   (activations are quantized per token as they run); embeddings, norms and heads stay bf16.
+  An FP8 block-quantized checkpoint (``ModelSpec.fp8_block``: Qwen's -FP8 releases) is read
+  dequantized, one weight at a time (``dequantize_blocks``: exact in float32), then treated as
+  any other: rounded to the engine's dtype, or quantized per channel for ``dtype="fp8"``.
 - ``Decoder.forward(chunk, arena)`` runs all rows of a ``batching.ChunkInputs`` as one packed
   [T, hidden] tensor without padding. In every layer it first writes the K/V of the chunk's
   written tokens into their arena slots, then attends (``engine.attention``): each row causally
@@ -105,13 +108,21 @@ class Decoder:
             raise EngineError(f"dtype must be one of {', '.join(DTYPES)}, got {weights!r}")
         dtype = default_dtype(device)
         tensors = _read_safetensors(folder)
-        if any(name.endswith(("weight_scale_inv", "weight_scale")) for name in tensors):
-            raise EngineError(f"{folder}: quantized (FP8) checkpoints are not supported yet")
-        num_params = sum(t.numel() for t in tensors.values())
+        scales = {name for name in tensors if name.endswith(("weight_scale_inv", "weight_scale"))}
+        if scales and (spec.fp8_block is None or any(n.endswith("_scale") for n in scales)):
+            raise EngineError(f"{folder}: weight scales ({sorted(scales)[0]!r}, ...) without a "
+                              "quantization_config of quant_method 'fp8' and weight_block_size: "
+                              "only FP8 block-quantized checkpoints are supported")
+        num_params = sum(t.numel() for name, t in tensors.items() if name not in scales)
 
         def take(name: str) -> torch.Tensor:
             if name not in tensors:
                 raise EngineError(f"{folder}: weight {name!r} missing from the safetensors files")
+            scale = tensors.get(name + "_scale_inv")
+            if scale is not None:  # one tensor at a time: never a float32 copy of the model
+                assert spec.fp8_block is not None
+                return dequantize_blocks(tensors[name], scale, spec.fp8_block).to(
+                    device=device, dtype=dtype)
             return tensors[name].to(device=device, dtype=dtype)
 
         def maybe(name: str) -> torch.Tensor | None:
@@ -186,6 +197,18 @@ class Decoder:
     def vocab_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """float32 logits [rows, vocab] through the full LM head."""
         return self.ops.head(hidden, self.lm_head, None).float()
+
+
+def dequantize_blocks(weight: torch.Tensor, scale: torch.Tensor, block: tuple[int, int]
+                      ) -> torch.Tensor:
+    """An FP8 block-quantized weight [N, K] in float32 (exact): each element times the scale
+    [⌈N/rows⌉, ⌈K/columns⌉] of its block."""
+    rows, columns = weight.shape
+    if scale.shape != (-(-rows // block[0]), -(-columns // block[1])):
+        raise EngineError(f"a weight of shape {tuple(weight.shape)} has scales of shape "
+                          f"{tuple(scale.shape)}, not one per block of {block[0]}x{block[1]}")
+    full = scale.float().repeat_interleave(block[0], 0)[:rows].repeat_interleave(block[1], 1)
+    return weight.float() * full[:, :columns]
 
 
 def _read_safetensors(folder: Path) -> dict[str, torch.Tensor]:

@@ -2,7 +2,10 @@
 
 A ``ModelSpec`` is data, not code: one frozen dataclass covers every supported architecture,
 and the forward pass branches only on its fields (``qk_norm`` for Qwen3, ``rope`` scaling for
-Llama 3.x). ``ModelSpec.from_config`` refuses anything it cannot run exactly, with an
+Llama 3.x). ``fp8_block`` says how a checkpoint's weights are stored: None for plain weights, or
+the block of an FP8 block-quantized checkpoint (``quantization_config`` with ``quant_method``
+"fp8" and ``weight_block_size``, as in Qwen's -FP8 releases), whose weights the loader
+dequantizes. ``ModelSpec.from_config`` refuses anything it cannot run exactly, with an
 ``EngineError`` naming the offending field, rather than silently computing something else.
 
 Pure Python (no torch).
@@ -50,6 +53,7 @@ class ModelSpec:
     qk_norm: bool
     tie_word_embeddings: bool
     context_tokens: int  # the longest sequence it was trained for (max_position_embeddings)
+    fp8_block: tuple[int, int] | None = None  # FP8 weights' scale blocks (rows, columns)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> ModelSpec:
@@ -76,6 +80,7 @@ class ModelSpec:
             qk_norm=_ARCHITECTURES[arch],
             tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
             context_tokens=_context_tokens(config),
+            fp8_block=_fp8_block(config.get("quantization_config")),
         )
 
     @classmethod
@@ -85,6 +90,19 @@ class ModelSpec:
         except (OSError, ValueError) as exc:
             raise EngineError(f"cannot read {folder / 'config.json'}: {exc}") from exc
         return cls.from_config(config)
+
+
+def _fp8_block(quantization: Any) -> tuple[int, int] | None:
+    if quantization is None:
+        return None
+    method = quantization.get("quant_method") if isinstance(quantization, dict) else None
+    block = quantization.get("weight_block_size") if isinstance(quantization, dict) else None
+    if method != "fp8" or not (isinstance(block, list) and len(block) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in block)):
+        raise EngineError(f"unsupported quantization_config (quant_method {method!r}, "
+                          f"weight_block_size {block!r}); supported: unquantized weights, or "
+                          "quant_method 'fp8' with a weight_block_size [rows, columns]")
+    return block[0], block[1]
 
 
 def _context_tokens(config: dict[str, Any]) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.checkpoints import save_fp8_blocks
 from support.engine_reference import (
     boolean,
     canonical_block_tokens,
@@ -84,6 +85,44 @@ def test_fp8_answer_logits_match_transformers_with_fp8_linears(
     # FP8 is not a no-op: the plain model's logits are far from these.
     assert (reference_logits(model, ids, engine.answer_tokens.ids) - expected).abs().max() > 0.01
     engine.close()
+
+
+def test_fp8_block_quantized_checkpoint_loads_as_the_weights_it_stores(
+    tiny_qwen3: tuple[Path, torch.nn.Module], tmp_path: Path,
+) -> None:
+    """A checkpoint in the layout of Qwen's -FP8 releases (FP8 weights, a scale per 32x32
+    block): the engine answers as transformers does with the dequantized weights — for
+    ``dtype="fp8"`` too, with those weights quantized again per channel."""
+    folder, reference = save_fp8_blocks(tiny_qwen3[1], tmp_path / "fp8", (32, 32))
+    prompts = mixed_prompts()
+    for dtype, model in (("bf16", reference), ("fp8", with_fp8_linears(reference))):
+        engine = _engine(folder, chunk_tokens=64, dtype=dtype)
+        evaluation = engine.evaluate(boolean(prompts))
+        ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+        expected = reference_logits(model, ids, engine.answer_tokens.ids)
+        torch.testing.assert_close(evaluation.answer_logits, expected, atol=ATOL, rtol=0)
+        assert engine.info.num_params == sum(p.numel() for p in tiny_qwen3[1].parameters())
+        engine.close()
+    # Not the unquantized model: the blocks' rounding shows.
+    ids = full_ids(engine.tokenizer.encode_prompts(prompts))
+    assert (reference_logits(tiny_qwen3[1], ids, engine.answer_tokens.ids)
+            - reference_logits(reference, ids, engine.answer_tokens.ids)).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("quantization", [
+    {"quant_method": "gptq", "bits": 4},
+    {"quant_method": "fp8"},  # per-tensor scales: no weight_block_size
+])
+def test_other_quantized_checkpoints_are_refused_clearly(
+    tiny_qwen3: tuple[Path, torch.nn.Module], tmp_path: Path, quantization: dict[str, object],
+) -> None:
+    folder = tmp_path / "quantized"
+    shutil.copytree(tiny_qwen3[0], folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config,
+                                                    "quantization_config": quantization}))
+    with pytest.raises(EngineError, match="unsupported quantization_config"):
+        _engine(folder)
 
 
 def test_label_scores_match_transformers(checkpoint: tuple[Path, torch.nn.Module]) -> None:
