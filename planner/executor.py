@@ -1046,7 +1046,11 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
         prefix = prefixes.get(key)
         suffix = suffixes.get(_part(row, partner_fields)) if partner_only else None
         if prefix is None or suffix is None:
-            prompt = prompting.render(template, spec, anchor_fields, partner_fields, row)
+            values = row
+            if prefix is not None and partner_only:  # only the partner's suffix is new: no
+                values = tuple("" if i in anchor_fields else v  # copy of a long anchor document
+                               for i, v in enumerate(row))
+            prompt = prompting.render(template, spec, anchor_fields, partner_fields, values)
             prefix = prefixes.setdefault(key, prompt.prefix)
             suffix = prompt.suffix
             if partner_only:
@@ -1084,8 +1088,9 @@ def _rows(table: pa.Table) -> list[Key]:
 
 def _keys(texts: Sequence[dict[int, str]], ids: pa.Table) -> list[Key]:
     """Rows of ids (UBIGINT columns named as the values) as text keys."""
-    columns = [ids.column(candidates.arg(i)).to_pylist() for i in range(len(texts))]
-    return [tuple(texts[i][v] for i, v in enumerate(row)) for row in zip(*columns, strict=True)]
+    columns = [[by_id[v] for v in ids.column(candidates.arg(i)).to_pylist()]
+               for i, by_id in enumerate(texts)]
+    return list(zip(*columns, strict=True))
 
 
 def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:
