@@ -6,8 +6,9 @@ Measures, on the card at hand and in the same run: the bf16 and FP8 GEMM ceiling
 ``torch._scaled_mm`` with row-wise scales) on Qwen3-4B prefill shapes, the batch-invariant Triton
 GEMM on the same shapes, whether cuBLAS rows change with the batch, the fused elementwise kernels
 against the unfused torch sequences, and segment attention on a filter chunk and a BIO-2-shaped
-join chunk against the padded backend the engine uses today. Prints one table; times are medians
-of ``triton.testing.do_bench`` (milliseconds).
+join chunk (each suffix row as its own segment, and as the engine launches them: stacked per
+anchor, own keys in the same launch). Prints one table; times are medians of
+``triton.testing.do_bench`` (milliseconds).
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
-from heron.engine.attention import packed_attention, plan_attention
-from heron.engine.attention.plan import RowSpan
 from heron.kernels.add_rmsnorm import add_rmsnorm
-from heron.kernels.attention import Segments, segment_attention
+from heron.kernels.attention import OwnKeys, Segments, segment_attention
 from heron.kernels.fp8 import fp8_linear, quantize_rows
 from heron.kernels.matmul import matmul, scaled_matmul
 from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
@@ -120,11 +119,7 @@ def attention() -> None:
     q = torch.randn(total, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(total, KV_HEADS, DIM, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(total, KV_HEADS, DIM, device="cuda", dtype=torch.bfloat16)
-    spans = [RowSpan(int(s), int(s + n)) for s, n in zip(starts, lengths, strict=True)]
     flops = sum(4 * HEADS * DIM * n * (n + 1) / 2 for n in lengths)
-    plan = plan_attention(spans, [None] * len(spans), [], HEADS, "cuda")
-    t = bench(lambda: packed_attention(q, k, v, spans, [None] * len(spans), [], scale, plan))
-    record("attention filter chunk: padded SDPA (today)", t, f"{flops / t / 1e9:.0f} TFLOP/s")
     segments = Segments.build(starts, lengths, [np.arange(s, s + n) for s, n in
                                                 zip(starts, lengths, strict=True)],
                               [0] * len(lengths), "cuda")
@@ -137,17 +132,8 @@ def attention() -> None:
                        dtype=torch.bfloat16)
     values = torch.randn_like(keys)
     qs = torch.randn(count * suffix, HEADS, DIM, device="cuda", dtype=torch.bfloat16)
-    own_k = keys[2 * anchor:]
-    own_v = values[2 * anchor:]
-    prefix_kv = [(keys[:anchor], values[:anchor]), (keys[anchor:2 * anchor],
-                                                     values[anchor:2 * anchor])]
-    spans = [RowSpan(i * suffix, (i + 1) * suffix) for i in range(count)]
     owner = [i % 2 for i in range(count)]
     useful = 4 * HEADS * DIM * count * suffix * anchor
-    plan = plan_attention(spans, owner, [anchor, anchor], HEADS, "cuda")
-    t = bench(lambda: packed_attention(qs, own_k, own_v, spans, owner, prefix_kv, scale, plan))
-    record("attention BIO-2 chunk: padded cascade (today)", t,
-           f"{useful / t / 1e9:.0f} TFLOP/s useful (prefix part)")
     lists = [np.concatenate([np.arange(o * anchor, (o + 1) * anchor),
                              2 * anchor + np.arange(i * suffix, (i + 1) * suffix)])
              for i, o in enumerate(owner)]
@@ -156,16 +142,28 @@ def attention() -> None:
     t = bench(lambda: segment_attention(qs, keys, values, segments, scale))
     record("attention BIO-2 chunk: segment attention, one pass", t,
            f"{useful / t / 1e9:.0f} TFLOP/s useful (prefix part)")
+    stacked, own, tokens = _stacked_cascade(anchor, suffix, count, owner, keys, values)
+    t = bench(lambda: segment_attention(qs, keys, values, stacked, scale, q_index=tokens,
+                                        scatter=True, own=own))
+    record("attention BIO-2 chunk: rows stacked per anchor, own keys in the same launch", t,
+           f"{useful / t / 1e9:.0f} TFLOP/s useful (prefix part)")
+
+
+def _stacked_cascade(anchor: int, suffix: int, count: int, owner: list[int], keys: torch.Tensor,
+                     values: torch.Tensor) -> tuple[Segments, OwnKeys, torch.Tensor]:
+    """The engine's launch for suffix rows (`engine.attention.segments`): each anchor's rows
+    stacked into one segment over its keys, each row then over its own keys; (the segments,
+    the own keys, each stacked query's token)."""
+    order = [i for o in (0, 1) for i in range(count) if owner[i] == o]
     stacked = Segments.build([0, count // 2 * suffix], [count // 2 * suffix] * 2,
                              [np.arange(anchor), np.arange(anchor, 2 * anchor)],
                              [anchor, anchor], "cuda")
-    order = torch.tensor([i for o in (0, 1) for i in range(count) if owner[i] == o],
-                         device="cuda")
-    token_order = (order[:, None] * suffix + torch.arange(suffix, device="cuda")).reshape(-1)
-    q_sorted = qs[token_order]
-    t = bench(lambda: segment_attention(q_sorted, keys, values, stacked, scale, with_lse=True))
-    record("attention BIO-2 chunk: prefix part, rows stacked per anchor", t,
-           f"{useful / t / 1e9:.0f} TFLOP/s useful")
+    rows = Segments.build([j * suffix for j in range(count)], [suffix] * count,
+                          [2 * anchor + np.arange(i * suffix, (i + 1) * suffix) for i in order],
+                          [0] * count, "cuda")
+    row_of = torch.arange(count, device="cuda", dtype=torch.int32).repeat_interleave(suffix)
+    tokens = torch.tensor([i * suffix + t for i in order for t in range(suffix)], device="cuda")
+    return stacked, OwnKeys(keys, values, rows, row_of), tokens
 
 
 def tune() -> None:
@@ -184,9 +182,7 @@ def tune() -> None:
              for i, o in enumerate(owner)]
     one_pass = Segments.build([i * suffix for i in range(count)], [suffix] * count, lists,
                               [anchor] * count, "cuda")
-    stacked = Segments.build([0, count // 2 * suffix], [count // 2 * suffix] * 2,
-                             [np.arange(anchor), np.arange(anchor, 2 * anchor)],
-                             [anchor, anchor], "cuda")
+    stacked, own, tokens = _stacked_cascade(anchor, suffix, count, owner, keys, values)
     lengths = np.random.default_rng(0).integers(250, 330, 113)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     total = int(lengths.sum())
@@ -206,8 +202,8 @@ def tune() -> None:
                 a = bench(lambda launch=launch, block_n=block_n: segment_attention(
                     qs, keys, values, one_pass, scale, launch=launch, block_n=block_n))
                 b = bench(lambda launch=launch, block_n=block_n: segment_attention(
-                    qs, keys, values, stacked, scale, with_lse=True, launch=launch,
-                    block_n=block_n))
+                    qs, keys, values, stacked, scale, launch=launch, block_n=block_n,
+                    q_index=tokens, scatter=True, own=own))
                 c = bench(lambda launch=launch, block_n=block_n: segment_attention(
                     fq, fk, fv, filt, scale, launch=launch, block_n=block_n))
             except Exception as exc:  # noqa: BLE001 - a shape the compiler refuses

@@ -9,12 +9,11 @@ packed keys of the rows being computed). Key j of the list is visible to the seg
 a suffix row whose list is (prefix slots, own slots) has offset P, a non-causal segment has
 offset ``kv_len``. Every query must see key 0. Query head h reads key head ``h // (Hq / Hkv)``.
 Returns ``out`` [T, Hq, D] in q's dtype (rows of no segment are left as they were: pass ``out``
-to fill it in place) and, when ``with_lse``, the float32 log-sum-exp [T, Hq] of the scaled scores
-(natural log), the input of an LSE merge.
+to fill it in place).
 
 Three options make a cascade (rows over a shared prefix, each then over its own keys) one
 launch: ``q_index`` [S] makes query position p of the segments read ``q[q_index[p]]`` (``out``
-and the log-sum-exp are then [S, ...], in segment order) — the rows over one prefix are stacked
+is then [S, ...], in segment order) — the rows over one prefix are stacked
 without a gather; with ``scatter`` as well, position p's output goes to ``out[q_index[p]]``;
 ``own`` (``OwnKeys``) gives each query position a row of its own keys, which it attends to
 causally after the segment's keys, continuing the same softmax: the output is attention over
@@ -129,14 +128,11 @@ def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
 
 def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                 segments: Segments, scale: float, out: torch.Tensor | None = None,
-                                with_lse: bool = False, q_index: torch.Tensor | None = None,
-                                scatter: bool = False, own: OwnKeys | None = None,
-                                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                                q_index: torch.Tensor | None = None, scatter: bool = False,
+                                own: OwnKeys | None = None) -> torch.Tensor:
     positions = q.shape[0] if q_index is None else q_index.shape[0]
     out = torch.zeros((positions, *q.shape[1:]), dtype=q.dtype, device=q.device) if (
         out is None) else out
-    lse_all = (torch.full((positions, q.shape[1]), float("-inf"), device=q.device) if with_lse
-               else None)
     rows = (torch.arange(positions, device=q.device) if q_index is None else q_index.long())
     group = q.shape[1] // k.shape[1]
     cpu = [t.cpu().tolist() for t in (segments.q_start, segments.q_len, segments.kv_start,
@@ -166,16 +162,14 @@ def segment_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
             result = torch.einsum("hk,khd->hd", torch.exp(scores - lse[:, None]),
                                   vi.repeat_interleave(group, dim=1))
             out[rows[qs + i] if scatter else qs + i] = result.to(out.dtype)
-            if lse_all is not None:
-                lse_all[qs + i] = lse
-    return out, lse_all
+    return out
 
 
 def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
-                      scale: float, out: torch.Tensor | None = None, with_lse: bool = False,
+                      scale: float, out: torch.Tensor | None = None,
                       launch: Launch = Launch(), block_n: int = BLOCK_N,
                       q_index: torch.Tensor | None = None, scatter: bool = False,
-                      own: OwnKeys | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                      own: OwnKeys | None = None) -> torch.Tensor:
     """Triton twin of ``segment_attention_reference``; tensors on a CUDA device. ``block_n``
     is for benchmarks only: the engine keeps ``BLOCK_N`` so that results never change."""
 
@@ -185,10 +179,8 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
     group = heads // kv_heads
     out = torch.empty((positions, heads, dim), dtype=q.dtype, device=q.device) if (
         out is None) else out
-    lse = (torch.empty(positions, heads, dtype=torch.float32, device=q.device) if with_lse
-           else out)  # unread when with_lse is False
     if max(segments.host_q_len, default=0) == 0:
-        return out, (lse if with_lse else None)
+        return out
     # Unread without `own` (any tensors of the right kinds stand in).
     own_k, own_v, rows, row_of = ((own.k, own.v, own.rows, own.row_of) if own is not None
                                   else (k, v, segments, segments.q_start))
@@ -196,16 +188,16 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
     tile_seg, tile_first_q = segments.tiles(block_m)
     grid = (tile_seg.shape[0], kv_heads)
     _kernel()[grid](
-        q, k, v, out, lse, tile_seg, tile_first_q, segments.q_start, segments.q_len,
+        q, k, v, out, tile_seg, tile_first_q, segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
         q_index if q_index is not None else segments.q_start, own_k, own_v, row_of,
         rows.q_start, rows.q_len, rows.kv_start, rows.kv_index,
         q.stride(0), k.stride(0), v.stride(0), own_k.stride(0), own_v.stride(0), out.stride(0),
         scale * math.log2(math.e), GROUP=group, BLOCK_M=block_m, ROWS=launch.rows,
-        BLOCK_N=block_n, D=dim, KV_HEADS=kv_heads, WITH_LSE=with_lse,
-        Q_INDEXED=q_index is not None, SCATTER=scatter, OWN=own is not None,
-        num_warps=launch.num_warps, num_stages=launch.num_stages)
-    return out, (lse if with_lse else None)
+        BLOCK_N=block_n, D=dim, Q_INDEXED=q_index is not None,
+        SCATTER=scatter, OWN=own is not None, num_warps=launch.num_warps,
+        num_stages=launch.num_stages)
+    return out
 
 
 @functools.cache
@@ -254,13 +246,12 @@ def _kernel() -> Any:
 
     @triton.jit
     def segment_attention_tiles(
-        q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
+        q_ptr, k_ptr, v_ptr, out_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
         q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, q_index_ptr, own_k_ptr,
         own_v_ptr, row_of_ptr, row_start_ptr, row_len_ptr, row_kv_start_ptr, row_index_ptr,
         stride_q, stride_k, stride_v, stride_ok, stride_ov, stride_o, scale_log2,
         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-        D: tl.constexpr, KV_HEADS: tl.constexpr, WITH_LSE: tl.constexpr,
-        Q_INDEXED: tl.constexpr, SCATTER: tl.constexpr, OWN: tl.constexpr,
+        D: tl.constexpr, Q_INDEXED: tl.constexpr, SCATTER: tl.constexpr, OWN: tl.constexpr,
     ):
         tile = tl.program_id(0)
         kv_head = tl.program_id(1)
@@ -292,7 +283,6 @@ def _kernel() -> Any:
         m_i = tl.full((ROWS,), float("-inf"), dtype=tl.float32)
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
-        heads_total = KV_HEADS * GROUP
         for start in range(0, whole, BLOCK_N):
             m_i, l_i, acc = absorb_tile(
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
@@ -323,8 +313,5 @@ def _kernel() -> Any:
         target = source if SCATTER else position
         tl.store(out_ptr + (target * stride_o + head * D)[:, None] + dims[None, :],
                  result.to(out_ptr.dtype.element_ty), mask=valid[:, None])
-        if WITH_LSE:
-            lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
-            tl.store(lse_ptr + position * heads_total + head, lse, mask=valid)
 
     return segment_attention_tiles
