@@ -14,8 +14,7 @@ the database Heron serves or the shared macros' (`heron.planner.shared_macros`),
   settings (`SET GLOBAL`, and plain SET of a DuckDB setting other than `search_path`/`schema`),
   PRAGMAs other than the read-only catalog ones, and table functions that run SQL text or show
   secrets and logs (`query`, `query_table`, `duckdb_secrets`, ...) need a superuser.
-`privileged(con, sql)` says whether a statement needs any of these privileges at all. The scan
-works on tokens, so a name inside a string, a comment or a quoted identifier is not a
+The scan works on tokens, so a name inside a string, a comment or a quoted identifier is not a
 call, and every call anywhere in the statement (subqueries, CTEs, view and macro bodies being
 created) counts. A role that no longer exists has no privileges.
 """
@@ -125,15 +124,6 @@ def check(con: duckdb.DuckDBPyConnection, sql: str, role: Role | None, *,
     for requirement in requirements(con, tokens):
         if not _has(role, requirement.privilege):
             raise _refusal(requirement)
-
-
-def privileged(con: duckdb.DuckDBPyConnection, sql: str) -> bool:
-    """Whether `sql` needs any privilege beyond those of every role (reading files by name,
-    running SQL text, ...): what only the roles `check` lets through may do."""
-    try:
-        return bool(requirements(con, _tokenize(sql)))
-    except TokenError:
-        return False
 
 
 def _tokenize(sql: str) -> list[Token]:

@@ -38,12 +38,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import math
 import re
 import secrets
 import ssl
 import sys
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,14 +52,13 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
-from heron.server import auth, copy, encode, protocol, quick
+from heron.server import auth, copy, encode, protocol
 from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
 from heron.server.extended import ExtendedQuery, result_formats
 from heron.server.notify import Notification, Notifications
 from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
-from heron.server.quick import QuickStatements, TooSlow, Watchdog
 from heron.server.session import CatalogGeneration, Session
 from heron.server.transaction import TransactionStatus
 from heron.server.worker import Worker
@@ -124,7 +121,6 @@ class ServerContext:
     certificate_pem: str | None = None  # of `tls`, for SCRAM channel binding
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
     notifications: Notifications = field(default_factory=Notifications)
-    watchdog: Watchdog = field(default_factory=Watchdog)  # of statements run on the event loop
     activity: Activity = field(init=False)  # what pg_stat_activity shows and signals reach
 
     def __post_init__(self) -> None:
@@ -149,7 +145,6 @@ class Connection:
         self._admitted = False  # counted in `context.sessions`
         self._loop = asyncio.get_running_loop()
         self._worker = Worker("heron-session", self._loop)
-        self._quick = QuickStatements()
         self._reported: dict[str, str] = {}
         self._running = False  # a statement is executing: CancelRequest interrupts it
         self._client_left = False  # the client closed its end while a call ran
@@ -635,7 +630,7 @@ class Connection:
                 self.send(protocol.command_complete(tag))
                 return
             timezone = encode.session_timezone(self.session.setting("TimeZone"))
-            chunk = await self._first_rows(portal, max_rows, timezone)
+            chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone)
             result = portal.result
             assert result is not None
             self._send_notices(result)
@@ -660,31 +655,6 @@ class Connection:
             # statement_timeout counts while a message is worked on, not while a suspended
             # portal waits for the client's next Execute.
             self.session.disarm_timeout()
-
-    async def _first_rows(self, portal: Portal, max_rows: int, timezone: dt.tzinfo) -> _Chunk:
-        """`_next_rows` of a portal that has not run yet: on the event loop when the statement
-        is quick (`server.quick`), else (or when the watchdog found it slow) on the worker."""
-        session = self.session
-        assert session is not None
-        statement = portal.statement
-        if (not portal.started and portal.cursor is None and self._quick.allows(statement)
-                and session.ends_without_duckdb()):
-            status = session.transaction_status
-            started = time.perf_counter()
-            try:
-                chunk = self.context.watchdog.run(
-                    lambda: _next_rows(session, portal, max_rows, timezone), session.cancel)
-            except TooSlow:
-                self._quick.demote(statement)
-                session.rewind(portal, status)
-            else:
-                self._quick.record(statement, time.perf_counter() - started)
-                return chunk
-        chunk, cost = await self.call(_costed_rows, session, portal, max_rows, timezone,
-                                      self._quick.unvetted(statement))
-        if cost is not None:
-            self._quick.record(statement, cost)
-        return chunk
 
     def _send_notices(self, result: Result) -> None:
         for text in result.notices:
@@ -716,23 +686,6 @@ def _simple(message: protocol.FrontendMessage) -> bool:
     the extended protocol's messages are skipped up to Sync after an error)."""
     return isinstance(message, protocol.Query) or (
         isinstance(message, protocol.Malformed) and message.kind == b"Q")
-
-
-def _costed_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzinfo,
-                 vet: bool) -> tuple[_Chunk, float | None]:
-    """`_next_rows` and the CPU time it took on this thread (a worker's wall time would count its
-    waits for the GIL too). With `vet` (the statement was never vetted), the cost is infinite
-    when the statement may block on a read, and None when this run cannot tell (it was not quick,
-    or DuckDB's connection is not free to look). Runs on the thread pool."""
-    started = time.thread_time()
-    chunk = _next_rows(session, portal, max_rows, timezone)
-    cost = time.thread_time() - started
-    if vet:
-        if cost >= quick.QUICK_S or not (chunk.done and session.ends_without_duckdb()):
-            return chunk, None
-        if session.may_block(portal.statement):
-            return chunk, math.inf
-    return chunk, cost
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,11 +45,6 @@ class Portal:
     def start(self, result: Result) -> None:
         self.result = result
 
-    def rewind(self) -> None:
-        """Back to before `start`, its rows closed (a run interrupted before it answered)."""
-        self.close()
-        self.result, self.position, self._seen, self._read, self._exhausted = None, 0, [], 0, False
-
     @property
     def rows(self) -> Rows | None:
         return None if self.result is None else self.result.rows

@@ -53,7 +53,6 @@ from heron.planner import (
 )
 from heron.planner import settings as planner_settings
 from heron.planner.access import check as check_privileges
-from heron.planner.access import privileged
 from heron.planner.commands import (
     CloseCommand,
     DeclareCommand,
@@ -338,12 +337,6 @@ class Session:
         name = _SHOW_ALIASES.get(statement.command.name.lower(), statement.command.name).lower()
         return (name in self._settings or name in TRANSACTION_SETTINGS
                 or (statement.kind is Kind.RESET and name == "all"))
-
-    def may_block(self, statement: Statement) -> bool:
-        """Whether running `statement` may wait on more than DuckDB's own work: a statement that
-        needs a privilege may read a file by name (a FIFO, a network file system) or run SQL
-        text."""
-        return privileged(self.planner.con, statement.sql)
 
     def describe(self, statement: Statement, params: Sequence[Any] | None = None
                  ) -> tuple[Column, ...] | None:
@@ -641,16 +634,6 @@ class Session:
         result = self.execute(portal.statement, portal.params, stream=True)
         portal.start(result)
         return result
-
-    def rewind(self, portal: Portal, status: TransactionStatus) -> None:
-        """Undo the interrupted first run of `portal`, a SELECT that ran outside DuckDB's
-        transaction (so nothing of it remains there): its rows closed, the block's status
-        `status` again, as before it ran; it can run anew."""
-        assert not self.transaction.opened
-        portal.rewind()
-        self._live = [rows for rows in self._live if rows.live]
-        self.disarm_timeout()
-        self.transaction.status = status
 
     def _cursor(self, statement: Statement, params: Sequence[Any]) -> Result:
         command = statement.command
