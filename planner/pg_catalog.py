@@ -201,19 +201,21 @@ class Catalog:
     its stamp (the catalog's fingerprint it was taken at) with it."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, user: str = "heron",
-                 server_version: str = "16.4", caller: pg_activity.Caller = pg_activity.NO_SERVER
-                 ) -> None:
+                 server_version: str = "16.4", caller: pg_activity.Caller = pg_activity.NO_SERVER,
+                 settings: Mapping[str, str] | None = None) -> None:
         """Make the session's functions callable on `con` (outside a transaction): the shared
         macros on its search path, reading `user` and `server_version` as the session's until
         `publish_settings` tells otherwise. Without `register` on the database before, `user` is
         the only role (a superuser). The relations are created by the first statement that may
-        read them, the first snapshot taken by the first that does."""
+        read them, the first snapshot taken by the first that does. `settings` (a session's,
+        which include those two) are published at once in their place."""
         self.con = con
         if not shared_macros.attached(con):  # `register` attaches them
             register(con, lambda: (RoleRow(user, BOOTSTRAP_SUPERUSER, superuser=True,
                                            login=True),))
         shared_macros.use(con)
-        publish_settings(con, {"session_authorization": user, "server_version": server_version})
+        publish_settings(con, settings if settings is not None else {
+            "session_authorization": user, "server_version": server_version})
         self.caller = caller  # whom the activity views and backend functions act for
         self._installed = False
 

@@ -70,13 +70,14 @@ class Planner:
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: Engine | None = None, *,
                  statistics: Statistics | None = None, answers: AnswerStore | None = None,
                  user: str = "heron", server_version: str = "16.4",
-                 caller: Caller = NO_SERVER, progress: ProgressListener | None = None
-                 ) -> None:
+                 caller: Caller = NO_SERVER, progress: ProgressListener | None = None,
+                 settings: Mapping[str, str] | None = None) -> None:
         self.con = con
-        self.catalog = pg_catalog.Catalog(con, user, server_version, caller)
+        # `settings`: the session's, published at once (as `publish_settings` would).
+        self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
         # Set by interrupt(): the engine stops the running AI statement between chunks.
         self.cancelled = threading.Event()
-        self.settings = Settings()
+        self.settings = Settings() if settings is None else Settings.of(settings)
         self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
                                  answers if answers is not None else AnswerStore(), progress)
         self.prepared = statement.PreparedStatements()

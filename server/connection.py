@@ -71,7 +71,7 @@ ENCODE_BATCH_ROWS = 8192  # rows read and encoded per thread-pool call, so huge 
 # (whose numpy and Arrow calls cost a fixed few microseconds each); both send the same bytes.
 VECTORIZED_MIN_ROWS = 64
 FLUSH_BYTES = 64 * 1024  # buffered output that triggers a write before Sync/Flush
-WATCH_CLIENT_AFTER_S = 0.005  # a call lasting longer has the client's messages read meanwhile
+WATCH_CLIENT_AFTER_S = 0.05  # a call lasting longer has the client's messages read meanwhile
 
 
 class CancelRegistry:
@@ -269,7 +269,9 @@ class Connection:
         if self.messages is None or self.messages.closed:
             return await done
         # Watching costs a task and a loop turn or two, more than a small statement's own
-        # work on the loop: most calls are over before it would start.
+        # work on the loop: most calls are over before it would start, also under load, when
+        # a short call waits milliseconds for the GIL (at 5 ms, 50 busy connections watched
+        # most of their calls: 4-8 % of their queries per second).
         watch = self._loop.call_later(WATCH_CLIENT_AFTER_S, self._watch_client, done)
         try:
             result = await done

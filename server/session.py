@@ -182,7 +182,7 @@ class Session:
                                answers=self.database.answers, user=self.user,
                                server_version=SERVER_VERSION,
                                caller=self.backend.caller if self.backend else NO_SERVER,
-                               progress=self.backend)
+                               progress=self.backend, settings=self._published())
         self.transaction = Transaction(self.planner)
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
@@ -195,7 +195,7 @@ class Session:
         self._listen_changes: list[ListenCommand] = []  # of the open block
         self._notifies: list[tuple[str, str]] = []  # of the open block
         self._timed_out = threading.Event()
-        self._settings_changed()
+        self._settings_changed(published=True)
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -235,10 +235,15 @@ class Session:
         name = _SHOW_ALIASES.get(name.lower(), name)
         return self._settings.get(name.lower(), (name.lower(), ""))[0]
 
-    def _settings_changed(self) -> None:
-        """Let current_setting() in SQL see the session's settings; keep what statements read
-        of them at hand."""
-        self.planner.publish_settings({k: v for k, (_, v) in self._settings.items()})
+    def _published(self) -> dict[str, str]:
+        """The settings as current_setting() in SQL reads them."""
+        return {k: v for k, (_, v) in self._settings.items()}
+
+    def _settings_changed(self, *, published: bool = False) -> None:
+        """Let current_setting() in SQL see the session's settings (unless the planner was just
+        given them); keep what statements read of them at hand."""
+        if not published:
+            self.planner.publish_settings(self._published())
         self._timeout_ms = _duration_ms(self.setting("statement_timeout"))
         if self.backend is not None:
             self.backend.progress_interval = _duration_ms(self.setting(

@@ -102,6 +102,28 @@ def test_literals_bind_like_the_values_they_write(con):
         assert got.to_pylist() == expected.to_pylist(), value
 
 
+def test_integer_literals_type_like_bound_integers_in_expressions(con):
+    """A bare number (the literal of an int in INTEGER's range) is an INTEGER value once EXECUTE
+    evaluated it, not DuckDB's integer-literal type that adapts to its neighbours: expressions
+    around the parameter give the same types, values and errors as with the value bound."""
+    bodies = ["typeof($1)", "$1 + 1", "$1 * 2147483647", "$1 / 2", "[$1, 2.5]", "$1 || 'x'",
+              "$1 = 5.5", "coalesce($1, 1.5)", "greatest($1, 2::bigint)"]
+    for i, body in enumerate(bodies):
+        con.execute(f"PREPARE integer_probe_{i} AS SELECT {body} AS v")
+        for value in (0, 5, -5, 2**31 - 1, -2**31 + 1):
+            try:
+                expected = _seam.submit(con, f"SELECT {body} AS v", [value], "arrow").arrow_table()
+            except duckdb.Error as exc:
+                with pytest.raises(type(exc)):
+                    _seam.submit(con, f"EXECUTE integer_probe_{i}({literal(value)})", None,
+                                 "arrow").arrow_table()
+                continue
+            got = _seam.submit(con, f"EXECUTE integer_probe_{i}({literal(value)})", None,
+                               "arrow").arrow_table()
+            assert (got.schema, got.to_pylist()) == (expected.schema, expected.to_pylist()), (
+                body, value)
+
+
 def test_prepared_statements_run_like_bound_values(con):
     prepared = PreparedStatements(capacity=2)
     statement = Statement("SELECT name, id * 2 AS twice FROM t WHERE id = $1", Kind.SELECT,

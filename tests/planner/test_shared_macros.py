@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from heron.catalog import Database
-from heron.planner import SqlError, SqlState
+from heron.planner import SqlError, SqlState, shared_macros
 from heron.planner.pg_catalog_functions import SHARED_DATABASE
 from heron.server.session import SERVER_VERSION, Session
 
@@ -93,3 +94,20 @@ def test_the_catalog_shows_none_of_them(database):
                              f"WHERE catalog_name = '{SHARED_DATABASE}'") == [(0,)]
     finally:
         session.close()
+
+
+def test_attached_answers_as_the_databases_listing():
+    """`attached` asks the binder (a microsecond) instead of listing the databases (a statement);
+    a schema of the same name does not fool it."""
+    con = duckdb.connect()
+
+    def listed() -> bool:
+        return bool(con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?",
+                                [SHARED_DATABASE]).fetchall()[0][0])
+
+    assert shared_macros.attached(con) is listed() is False
+    con.execute(f"CREATE SCHEMA {SHARED_DATABASE}")
+    con.execute(f"SET search_path = 'main,{SHARED_DATABASE}'")
+    assert shared_macros.attached(con) is listed() is False
+    shared_macros.attach(con)
+    assert shared_macros.attached(con) is listed() is True
