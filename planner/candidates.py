@@ -118,8 +118,10 @@ def identified(query: exp.Select, function: str) -> exp.Select:
         if ranked:
             distinct = distinct.select(exp.cast(exp.null(), "BIGINT"))
         whole = exp.union(whole, distinct, distinct=False)
-    return exp.select("*").from_(whole.subquery()).with_(
-        _ROWS, as_=rows, materialized=True)
+    result = exp.select("*").from_(whole.subquery())
+    if query.args.get("with_") is not None:  # the candidates' own CTEs come first
+        result.set("with_", query.args["with_"].copy())
+    return result.with_(_ROWS, as_=rows, materialized=True)
 
 
 class _Builder:
