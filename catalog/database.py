@@ -19,6 +19,7 @@ store).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import duckdb
@@ -60,6 +61,8 @@ class Database:
         self._legacy_macros = _holds_macros(self._root, LEGACY_SCHEMA)
         self.statistics = Statistics.load(self.data_dir / STATISTICS_FILE)
         self.answers = AnswerStore()
+        self._paths: tuple[int, str] | None = None  # (catalog generation, its search path)
+        self._paths_lock = threading.Lock()
 
     def _role_rows(self) -> list[pg_catalog.RoleRow]:
         """The roles as pg_roles shows them: PostgreSQL's predefined ones, then ours."""
@@ -68,17 +71,27 @@ class Database:
                                      tuple(sorted(p.oid for p in r.member_of)))
                   for r in self.roles.all())]
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
+    def connect(self, generation: int | None = None) -> duckdb.DuckDBPyConnection:
         """A new connection to the same database, for one session. Its search path is `public`,
         then `main` while it still holds objects of an earlier Heron, then the demo schema, so
-        `reviews` names `demo.reviews` until the user creates a `reviews` of their own."""
+        `reviews` names `demo.reviews` until the user creates a `reviews` of their own.
+        `generation` is the server's count of statements that changed the catalog (the
+        server's `CatalogGeneration`): the path found for one generation serves every session
+        started while it lasts (finding it scans the catalog, ~2 ms); None looks again."""
         con = self._root.cursor()
-        path = [DEFAULT_SCHEMA]
-        if self._legacy_macros or _holds_objects(con, LEGACY_SCHEMA):
-            path.append(LEGACY_SCHEMA)
-        if _schema_exists(con, demo.SCHEMA):
-            path.append(demo.SCHEMA)
-        con.execute(f"SET search_path = '{','.join(path)}'")
+        with self._paths_lock:
+            cached = self._paths
+        if generation is not None and cached is not None and cached[0] == generation:
+            try:
+                con.execute(f"SET search_path = '{cached[1]}'")
+                return con
+            except duckdb.CatalogException:  # a schema of it is gone: look again
+                pass
+        path = _search_path(con, self._legacy_macros)
+        con.execute(f"SET search_path = '{path}'")
+        if generation is not None:
+            with self._paths_lock:
+                self._paths = (generation, path)
         return con
 
     def close(self) -> None:
@@ -92,6 +105,15 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _search_path(con: duckdb.DuckDBPyConnection, legacy_macros: bool) -> str:
+    path = [DEFAULT_SCHEMA]
+    if legacy_macros or _holds_objects(con, LEGACY_SCHEMA):
+        path.append(LEGACY_SCHEMA)
+    if _schema_exists(con, demo.SCHEMA):
+        path.append(demo.SCHEMA)
+    return ",".join(path)
 
 
 def _schema_exists(con: duckdb.DuckDBPyConnection, schema: str) -> bool:

@@ -176,7 +176,7 @@ class Session:
                                           "on" if role is not None and role.superuser else "off")
         for name, value in list(self.parameters.items()):
             self._set(name, value)
-        con = self.database.connect()
+        con = self.database.connect(self.generation.value)
         pg_semantics.configure(con)
         self.planner = Planner(con, self.engine, statistics=self.database.statistics,
                                answers=self.database.answers, user=self.user,
@@ -369,13 +369,18 @@ class Session:
         self._free_connection()
         self.transaction.before(statement)
         self.arm_timeout()
-        if statement.kind not in _DATA_KINDS:
+        changes = statement.kind not in _DATA_KINDS
+        if changes:
             self._changes_catalog()
         try:
             result = self.planner.execute(statement, params, stream=stream)
         except SqlError as exc:
             self.disarm_timeout()
             raise self._canceled(exc) from None
+        finally:
+            if changes and self.transaction.status is TransactionStatus.IDLE:
+                # Done and committed: what was looked up while it ran is stale again.
+                self.generation.advance()
         if result.rows is not None and result.rows.live:
             self._live.append(result.rows)  # the timeout stays armed while its rows stream
         else:

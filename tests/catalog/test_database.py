@@ -91,3 +91,26 @@ def test_a_data_dir_of_an_earlier_heron_is_migrated_to_public(tmp_path):
             ("public,main",)]
     with Database(tmp_path / "old") as database:  # the migration runs once
         assert database.connect().sql("SELECT count(*) FROM books").fetchall() == [(2,)]
+
+
+def test_a_sessions_search_path_is_found_once_per_catalog_generation(tmp_path):
+    """`connect(generation)` keeps the search path found for a catalog generation (finding it
+    scans the catalog): a table created in `main` puts `main` on the path of the sessions of the
+    next generation; without a generation it looks again, and so it does when a schema of the
+    path it kept is gone (the server advances the generation after each DDL statement, but a
+    session may start in between)."""
+    def path(con):
+        return con.sql("SELECT current_setting('search_path')").fetchall()[0][0]
+
+    with Database(tmp_path) as database:
+        first = database.connect(1)
+        assert path(first) == "public,demo"
+        first.execute("CREATE TABLE main.legacy (id INTEGER)")
+        assert path(database.connect(1)) == "public,demo"  # the same generation: kept
+        assert path(database.connect(2)) == "public,main,demo"
+        assert path(database.connect()) == "public,main,demo"
+        first.execute("DROP SCHEMA demo CASCADE")
+        assert path(database.connect(2)) == "public,main"
+        first.execute("DROP TABLE main.legacy")
+        assert path(database.connect(2)) == "public,main"  # kept: main itself is still there
+        assert path(database.connect(3)) == "public"

@@ -106,3 +106,22 @@ def test_cancel_long_query(conn):
         conn.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3")
     assert time.monotonic() - started < 20
     assert conn.execute("SELECT 1").fetchone() == (1,)  # the connection survives
+
+
+def test_a_new_session_finds_objects_created_in_main_unqualified(conn, heron_server):
+    """Sessions keep the search path found for the server's catalog generation: DDL, in a
+    transaction block or not, starts a new one, so sessions opened after it see `main` on their
+    path once it holds an object (as an earlier Heron's data directory does)."""
+    conn.execute("DROP TABLE IF EXISTS heron.main.path_probe")
+    psycopg.connect(heron_server.dsn).close()  # a session of the current generation
+    try:
+        conn.execute("CREATE TABLE heron.main.path_probe (i integer)")
+        with psycopg.connect(heron_server.dsn, autocommit=True) as other:
+            assert other.execute("SELECT count(*) FROM path_probe").fetchone() == (0,)
+        with conn.transaction():
+            conn.execute("DROP TABLE heron.main.path_probe")
+            conn.execute("CREATE TABLE heron.main.path_probe (j integer)")
+        with psycopg.connect(heron_server.dsn, autocommit=True) as other:
+            assert other.execute("SELECT j FROM path_probe").fetchall() == []
+    finally:
+        conn.execute("DROP TABLE IF EXISTS heron.main.path_probe")
