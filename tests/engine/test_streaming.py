@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,8 @@ def test_the_engine_starts_on_the_first_part_before_the_next_exists(
         tiny_qwen3: tuple[Path, object]) -> None:
     engine = _engine(tiny_qwen3[0])
     prompts = [filter_prompt(d, "Long?") for d in DOCUMENTS]
-    expected = _engine(tiny_qwen3[0]).answer(boolean(prompts))
+    with closing(_engine(tiny_qwen3[0])) as alone:
+        expected = alone.answer(boolean(prompts))
     steps_then: list[int] = []
 
     def parts() -> Iterator[list[Prompt]]:
@@ -134,7 +136,8 @@ def test_a_job_admitted_in_parts_runs_its_first_part_first(
     events = [job.events.get() for _ in range(job.events.qsize())]
     finished = events[-1]
     assert isinstance(finished, Finished)
-    expected = _engine(tiny_qwen3[0]).evaluate(boolean(prompts))
+    with closing(_engine(tiny_qwen3[0])) as alone:
+        expected = alone.evaluate(boolean(prompts))
     assert torch.equal(finished.evaluation.answer_logits, expected.answer_logits)
     assert finished.evaluation.metrics.prompts == len(prompts)
     engine.close()
@@ -146,7 +149,8 @@ def test_admission_in_parts_of_a_big_request(tiny_qwen3: tuple[Path, object],
     """One request admitted in parts of 2, 4, 8 ... prompts answers as if admitted whole."""
     from heron.engine import local
 
-    expected = _engine(tiny_qwen3[0]).answer(_requests()[0])
+    with closing(_engine(tiny_qwen3[0])) as alone:
+        expected = alone.answer(_requests()[0])
     monkeypatch.setattr(local, "ADMIT_FIRST", 2)
     monkeypatch.setattr(local, "ADMIT_MOST", 8)
     parts: list[int] = []
@@ -287,6 +291,7 @@ def test_the_first_chunk_holds_the_first_part_only(tiny_qwen3: tuple[Path, objec
 
     engine.scheduler.runner.launch = record
     request = boolean([filter_prompt(d, "Long?") for d in DOCUMENTS])
-    _same(engine.answer(request), _engine(tiny_qwen3[0], chunk_tokens=4096).answer(request))
+    with closing(_engine(tiny_qwen3[0], chunk_tokens=4096)) as alone:
+        _same(engine.answer(request), alone.answer(request))
     assert answers_per_chunk[0] == 3 and sum(answers_per_chunk) == len(DOCUMENTS)
     engine.close()
