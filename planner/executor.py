@@ -620,16 +620,18 @@ class _Execution:
         self.answered_markers.add(op.marker)
         self._replace(op.marker, exp.Anonymous(this=name, expressions=[self._key(op)]))
 
+    def _id(self, text: exp.Expression) -> exp.Expression:
+        """The id of a text value, as this execution makes ids (`ID_FUNCTIONS`)."""
+        return exp.Anonymous(this=ID_FUNCTIONS[self._id_function], expressions=[text])
+
     def _key(self, op: AiOperator) -> exp.Array:
         """The list of the ids of `op`'s prompt values (NULL for a NULL value), as a lookup
         reads them."""
-        function = ID_FUNCTIONS[self._id_function]
         ids = []
         for field in self.fields[op.marker]:
             text = exp.cast(field.copy(), "VARCHAR")
             ids.append(exp.Case(ifs=[exp.If(this=exp.Is(this=text.copy(), expression=exp.null()),
-                                            true=exp.null())],
-                                default=exp.Anonymous(this=function, expressions=[text])))
+                                            true=exp.null())], default=self._id(text)))
         return exp.Array(expressions=ids)
 
     def _ids_of(self, keys: list[Key]) -> list[Ids]:
@@ -637,9 +639,8 @@ class _Execution:
         missing = list({t for key in keys for t in key if t is not None and t not in self._ids})
         if missing:
             table = self._register_rows(pa.table({"text": pa.array(missing, pa.string())}))
-            function = ID_FUNCTIONS[self._id_function]
-            found = self.executor.fetch(exp.select("text", exp.Anonymous(
-                this=function, expressions=[exp.column("text")]).as_("id")).from_(table))
+            found = self.executor.fetch(exp.select(
+                "text", self._id(exp.column("text")).as_("id")).from_(table))
             self._ids.update(zip(found.column("text").to_pylist(),
                                  found.column("id").to_pylist(), strict=True))
         return [tuple(None if t is None else self._ids[t] for t in key) for key in keys]
@@ -771,11 +772,13 @@ class _Execution:
         return [self._tokens[t] for t in texts]
 
     def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
-                anchor: Source | None, total: int) -> Layout:
+                anchor: Source | None, total: int, texts: list[str] | None = None) -> Layout:
+        """`op`'s layout around `anchor`, from a sample of its candidates (`texts`: the
+        sample's `_layout_texts`, when the caller has them)."""
         call = op.call
         if not sample:
             return Layout(anchor, 0, 0, 0)
-        texts = self._layout_texts(op, sample, anchor)
+        texts = texts if texts is not None else self._layout_texts(op, sample, anchor)
         counts = self._count(texts)
         size, labels = len(sample), len(call.spec.labels)
         prefix_tokens = dict(zip(texts[:size], counts[:size], strict=True))  # distinct ones
@@ -837,10 +840,10 @@ class _Execution:
             return None
         if op.marker not in self._anchors:
             query, total, rows, _ = self._candidates(op, self._base_unknown(op))
+            texts = {side: self._layout_texts(op, rows, side) for side in op.call.tables}
             # Every side's texts in one engine call: one round trip, tokenized in parallel.
-            self._count([t for side in op.call.tables
-                         for t in self._layout_texts(op, rows, side)])
-            layouts = tuple(self._layout(op, query, rows, side, total)
+            self._count([t for side_texts in texts.values() for t in side_texts])
+            layouts = tuple(self._layout(op, query, rows, side, total, texts[side])
                             for side in op.call.tables)
             shape = Shape(op.marker, op.call.tables, total, layouts)
             self._anchors[op.marker] = optimizer.estimate(
@@ -862,11 +865,9 @@ class _Execution:
                       ) -> exp.Select:
         """The candidates (their values, or with `ids` their ids) in a fixed pseudo-random
         order, the same for both (samples that do not depend on how DuckDB produces them)."""
-        function = ID_FUNCTIONS[self._id_function]
         columns = [exp.column(candidates.arg(i)) for i in range(len(op.call.template.fields))]
         return exp.select("*").from_(query.copy()).order_by(exp.Anonymous(
-            this="hash", expressions=columns if ids else [
-                exp.Anonymous(this=function, expressions=[c]) for c in columns]))
+            this="hash", expressions=columns if ids else [self._id(c) for c in columns]))
 
     def _observe_speed(self, asked: _Asked) -> None:
         """Tell the statistics how long the engine took for work the cost model priced."""
