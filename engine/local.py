@@ -161,7 +161,8 @@ class LocalEngine:
     def check(self, request: Request) -> None:
         """``PromptTooLong`` for the first prompt of ``request`` that does not fit the model's
         context; runs nothing."""
-        check_context(self.tokenizer, request.prompts, self._added(request),
+        check_context(self.tokenizer, request.prompts,
+                      _added(self._labels(request), request.max_tokens),
                       self.info.context_tokens)
 
     def evaluate(
@@ -206,18 +207,20 @@ class LocalEngine:
 
     def _start(self, request: Request, cancel: CancelFlag | None) -> _Admission:
         """Check ``request``, submit its job, admit its prompts (the job stays open)."""
-        self.check(request)
+        labels = self._labels(request)
+        added = _added(labels, request.max_tokens)
+        check_context(self.tokenizer, request.prompts, added, self.info.context_tokens)
         job = Job(
             request.kind,
             cancel,
             answer_width=len(self.answer_tokens.ids),
-            labels=self._labels(request),
+            labels=labels,
             max_tokens=request.max_tokens,
             stop_ids=self.tokenizer.stop_ids,
             block_tokens=self.tree.block_tokens,
         )
         self.scheduler.submit(job)
-        admission = _Admission(self, job, self._added(request))
+        admission = _Admission(self, job, added)
         try:
             admission.add(request.prompts)
         except BaseException:
@@ -228,11 +231,12 @@ class LocalEngine:
     def _labels(self, request: Request) -> list[np.ndarray]:
         return self.tokenizer.encode([" " + label for label in request.labels])
 
-    def _added(self, request: Request) -> int:
-        """Tokens a prompt's answer adds to it: a label's tokens but its last are read after the
-        prompt; a completion's tokens follow it."""
-        labels = self._labels(request)
-        return max((len(ids) - 1 for ids in labels), default=0) + max(request.max_tokens - 1, 0)
+
+
+def _added(labels: Sequence[np.ndarray], max_tokens: int) -> int:
+    """Tokens a prompt's answer adds to it: a label's tokens but its last are read after the
+    prompt; a completion's tokens follow it."""
+    return max((len(ids) - 1 for ids in labels), default=0) + max(max_tokens - 1, 0)
 
 
 class _Admission:
