@@ -123,6 +123,9 @@ class Decoder:
                 assert spec.fp8_block is not None
                 return dequantize_blocks(tensors[name], scale, spec.fp8_block).to(
                     device=device, dtype=dtype)
+            if tensors[name].element_size() == 1:  # FP8 values mean nothing without a scale
+                raise EngineError(f"{folder}: weight {name!r} is {tensors[name].dtype} without "
+                                  f"its {name + '_scale_inv'!r}")
             return tensors[name].to(device=device, dtype=dtype)
 
         def maybe(name: str) -> torch.Tensor | None:

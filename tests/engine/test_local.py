@@ -109,6 +109,19 @@ def test_fp8_block_quantized_checkpoint_loads_as_the_weights_it_stores(
             - reference_logits(reference, ids, engine.answer_tokens.ids)).abs().max() > 1e-3
 
 
+def test_an_fp8_weight_without_its_scale_is_refused(
+    tiny_qwen3: tuple[Path, torch.nn.Module], tmp_path: Path,
+) -> None:
+    from safetensors.torch import load_file, save_file
+
+    folder, _ = save_fp8_blocks(tiny_qwen3[1], tmp_path / "fp8", (32, 32))
+    tensors = load_file(folder / "model.safetensors")
+    del tensors["model.layers.1.mlp.down_proj.weight_scale_inv"]
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(EngineError, match="down_proj.weight_scale_inv"):
+        _engine(folder)
+
+
 @pytest.mark.parametrize("quantization", [
     {"quant_method": "gptq", "bits": 4},
     {"quant_method": "fp8"},  # per-tensor scales: no weight_block_size
