@@ -12,23 +12,23 @@ sub-protocol in `server.copy`. A portal's rows go out as they are read: each cal
 connection's worker reads and encodes at most `ENCODE_BATCH_ROWS` rows (vectorized,
 `encode.encode_values`), and the output is flushed whenever `FLUSH_BYTES` are buffered, so a
 result of any size streams in bounded memory. Every session call (planning, DuckDB, the engine)
-runs on the connection's own worker thread (`server.worker`), so a session that waits never holds
-up another; calls are awaited one at a time, so they stay ordered, and a statement without a
-large result costs one call. While a call runs, what the client sends is read ahead; a client
-that closes its end meanwhile cancels the running statement (its work stops, as PostgreSQL's
-`client_connection_check_interval` does). A connection whose session LISTENs passes on
-notifications (`server.notify`) while it waits for the client, outside transaction blocks, and
-after each Query or Sync publishes the NOTIFYs its session committed. Errors reach the client as
-ErrorResponse. A message whose frame is sound but whose fields are not (`protocol.Malformed`) is
-an ERROR like any other, and the connection goes on; broken framing is fatal (08P01) and closes
-only this connection. Past `ServerContext.max_connections` sessions, a new one is refused after
-its start-up packet with FATAL 53300, as PostgreSQL does.
+runs on the connection's lane of the server's worker pool (`server.worker`), so a session that
+waits never holds up another for long; calls are awaited one at a time, so they stay ordered,
+and a statement without a large result costs one call. While a call runs, what the client sends
+is read ahead; a client that closes its end meanwhile cancels the running statement (its work
+stops, as PostgreSQL's `client_connection_check_interval` does). A connection whose session
+LISTENs passes on notifications (`server.notify`) while it waits for the client, outside
+transaction blocks, and after each Query or Sync publishes the NOTIFYs its session committed.
+Errors reach the client as ErrorResponse. A message whose frame is sound but whose fields are not
+(`protocol.Malformed`) is an ERROR like any other, and the connection goes on; broken framing is
+fatal (08P01) and closes only this connection. Past `ServerContext.max_connections` sessions, a
+new one is refused after its start-up packet with FATAL 53300, as PostgreSQL does.
 
 Each authenticated connection has its `Backend` in the server's `Activity` (pg_stat_activity):
 it reports the query a Query, Parse or Execute starts working on and the idle state at each
 ReadyForQuery. The backend reaches back through the thread-safe `post_*` methods: a NOTICE (an
 AI statement's progress, a signal's WARNING) is written to the socket at once, while the
-statement still runs on its worker thread, and before anything the connection sends after that
+statement still runs on a worker thread, and before anything the connection sends after that
 statement; pg_cancel_backend does what a CancelRequest does, pg_terminate_backend what the
 server's shutdown does to one connection (FATAL 57P01, then the usual clean-up).
 """
@@ -61,7 +61,7 @@ from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
 from heron.server.session import CatalogGeneration, Session
 from heron.server.transaction import TransactionStatus
-from heron.server.worker import Worker
+from heron.server.worker import WorkerPool
 
 T = TypeVar("T")
 
@@ -107,8 +107,8 @@ class CancelRegistry:
 class ServerContext:
     """What every connection shares: the database, the engine, how many sessions may be open at
     once (`sessions` counts them), the server's defaults of session settings, cancel keys, the
-    catalog generation (which tells sessions when their cached statements are stale) and the
-    notification hub."""
+    catalog generation (which tells sessions when their cached statements are stale), the
+    notification hub and the worker pool that runs the sessions' blocking calls."""
 
     database: Database
     engine: Engine | None
@@ -121,6 +121,7 @@ class ServerContext:
     certificate_pem: str | None = None  # of `tls`, for SCRAM channel binding
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
     notifications: Notifications = field(default_factory=Notifications)
+    workers: WorkerPool = field(default_factory=WorkerPool)
     activity: Activity = field(init=False)  # what pg_stat_activity shows and signals reach
 
     def __post_init__(self) -> None:
@@ -144,7 +145,7 @@ class Connection:
         self._pid = 0
         self._admitted = False  # counted in `context.sessions`
         self._loop = asyncio.get_running_loop()
-        self._worker = Worker("heron-session", self._loop)
+        self._worker = context.workers.lane(self._loop)
         self._reported: dict[str, str] = {}
         self._running = False  # a statement is executing: CancelRequest interrupts it
         self._client_left = False  # the client closed its end while a call ran
@@ -237,7 +238,7 @@ class Connection:
         if self._admitted:
             self.context.sessions -= 1
         if self._worker.busy:
-            # The worker thread still uses the session: interrupt it (the session closes after,
+            # A worker thread still uses the session: interrupt it (the session closes after,
             # on the same thread).
             self.cancel()
         if self.session is not None:
@@ -261,10 +262,10 @@ class Connection:
             pass
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work on the connection's worker thread, one call at a time. A call that
-        lasts (`WATCH_CLIENT_AFTER_S`) has the client's next messages read ahead meanwhile: if
-        it closes its end, the work is cancelled (it would be for no one) and the connection
-        ends without running what the client sent before."""
+        """Run blocking work on the connection's lane of the worker pool, one call at a time. A
+        call that lasts (`WATCH_CLIENT_AFTER_S`) has the client's next messages read ahead
+        meanwhile: if it closes its end, the work is cancelled (it would be for no one) and the
+        connection ends without running what the client sent before."""
         done = self._worker.submit(fn, *args)
         if self.messages is None or self.messages.closed:
             return await done
