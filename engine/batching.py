@@ -30,9 +30,11 @@ from heron.kernels.host import to_device
 @dataclass(frozen=True, eq=False)
 class Prefix:
     """KV a row attends to: arena slots, in position order. Rows holding the same object share
-    one read of it."""
+    one read of it. ``split``: it ends inside a prefix block that its rows complete (a seeded
+    block), so they must meet their keys in tiles at absolute positions."""
 
     slots: np.ndarray
+    split: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ def pack(
     spans: list[RowSpan] = []
     row_prefix: list[int | None] = []
     prefix_slots: list[np.ndarray] = []
+    prefix_split: list[bool] = []
     slot_of: dict[int, int] = {}
     positions, token_slots = [], []
     answer_index, answer_of = [], []
@@ -106,6 +109,7 @@ def pack(
             slot = slot_of.setdefault(id(row.prefix), len(prefix_slots))
             if slot == len(prefix_slots):
                 prefix_slots.append(row.prefix.slots)
+                prefix_split.append(row.prefix.split)
             row_prefix.append(slot)
         token_slots.append(np.full(n, -1, dtype=np.int64) if row.writes is None else row.writes)
         answer_of.append(len(answer_index) if row.answer else -1)
@@ -131,7 +135,8 @@ def pack(
         spans=spans,
         row_prefix=row_prefix,
         prefix_slots=prefix_slots,
-        attention=attention.plan(spans, row_prefix, prefix_slots, num_heads, kv_width, device),
+        attention=attention.plan(spans, row_prefix, prefix_slots, num_heads, kv_width, device,
+                                 prefix_split),
         token_slots=on_device(np.concatenate(token_slots).astype(np.int64)),
         answer_index=on_device(np.asarray(answer_index, dtype=np.int64)),
         vocab_index=on_device(np.asarray(vocab_index, dtype=np.int64)),

@@ -13,6 +13,17 @@ Contract:
   reused, missing ones created EMPTY with pages allocated — all pinned, or None when the pages
   cannot be found now. ``release`` unpins; an unpinned block that was never computed is dropped,
   a computed one stays cached.
+- Seeding (``seeding=True``, for an attention backend that gives a token the same bits wherever
+  its row starts): an EMPTY block may begin with tokens a sibling holds — documents that extend
+  one another part where the shorter one ends, inside a block. ``seed(block, usable)`` takes the
+  sibling ``usable`` allows (its KV computed, or computed before the block is) that shares the
+  most first tokens, at least ``SEED_MIN_TOKENS`` and at most all but the block's last. The
+  block's first slots then are the sibling's (``block.seed = (sibling, n)``; the sibling stays
+  pinned while the block lives), and only the rest of it is computed: documents that extend one
+  another share every token, not only whole blocks, whichever of them comes first. ``unseed``
+  undoes it while the block is still EMPTY. Siblings are found by their first
+  ``SEED_MIN_TOKENS`` tokens, below the root only (first blocks begin with the prompt's template,
+  which every document shares: short documents are not worth the search).
 - Eviction frees pages only from computed, unpinned leaves, cheapest expected loss first
   (GreedyDual-Size-Frequency): a block's priority is the clock plus its hits times its recompute
   cost per page, and evicting a block advances the clock to its priority, so blocks not used for
@@ -38,6 +49,10 @@ from heron.engine.spec import ModelSpec
 
 # Slots per page: the allocation unit inside blocks (and the page size of paged kernels).
 PAGE_TOKENS = 16
+# The fewest tokens a seed shares; siblings are looked up by their first this many.
+SEED_MIN_TOKENS = 8
+# Siblings compared per seed at most, the latest first (bounds a pathological bucket).
+SEED_CANDIDATES = 32
 # CUDA memory kept out of the arena beyond one chunk's activations: context, allocator slack.
 _CUDA_RESERVE_BYTES = 1 << 30
 
@@ -105,8 +120,8 @@ class Block:
     """One canonical prefix block: a node of the radix tree."""
 
     __slots__ = (
-        "children", "cost", "hits", "key", "pages", "parent", "pins", "priority", "slots",
-        "start", "state", "tokens",
+        "children", "cost", "heads", "hits", "key", "pages", "parent", "pins", "priority",
+        "seed", "slots", "start", "state", "tokens",
     )
 
     def __init__(
@@ -125,6 +140,8 @@ class Block:
         self.hits = 1
         self.priority = 0.0
         self.children: dict[bytes, Block] = {}
+        self.heads: dict[bytes, list[Block]] = {}  # children by their first tokens (seeding)
+        self.seed: tuple[Block, int] | None = None  # the sibling holding its first n tokens
 
     @property
     def end(self) -> int:
@@ -139,9 +156,11 @@ class BlockTree:
         arena: KVArena,
         block_tokens: int,
         recompute_cost: Callable[[int, int], float],
+        seeding: bool = False,
     ) -> None:
         self.arena = arena
         self.block_tokens = block_tokens
+        self.seeding = seeding
         self._recompute_cost = recompute_cost  # (start, tokens) -> FLOPs
         self._root = Block(None, np.zeros(0, dtype=np.int32), 0, [], np.zeros(0, np.int64), 0.0)
         self._evictable: list[tuple[float, int, Block]] = []
@@ -182,10 +201,55 @@ class BlockTree:
                           self._recompute_cost(start, end - start))
             child.pins = 1
             node.children[child.key] = child
+            head = self._head(child)
+            if head is not None:
+                node.heads.setdefault(head, []).append(child)
             self.blocks += 1
             chain.append(child)
             node = child
         return chain
+
+    def seed(self, block: Block, usable: Callable[[Block], bool]) -> bool:
+        """Seed an EMPTY ``block`` from the sibling sharing the most of its first tokens that
+        ``usable`` allows (see the module contract); whether one was found."""
+        head = self._head(block)
+        if block.seed is not None or head is None:
+            return False
+        assert block.parent is not None
+        tokens = block.tokens
+        best, shared = None, SEED_MIN_TOKENS - 1
+        for sibling in reversed(block.parent.heads[head][-SEED_CANDIDATES:]):
+            if sibling is block or not usable(sibling):
+                continue
+            n = min(len(sibling.tokens), len(tokens) - 1)
+            differ = np.flatnonzero(sibling.tokens[:n] != tokens[:n])
+            common = int(differ[0]) if len(differ) else n
+            if common > shared:
+                best, shared = sibling, common
+                if common == len(tokens) - 1:
+                    break
+        if best is None:
+            return False
+        best.pins += 1
+        block.seed = (best, shared)
+        block.slots = np.concatenate([best.slots[:shared], block.slots[shared:]])
+        block.slots.flags.writeable = False
+        return True
+
+    def unseed(self, block: Block) -> None:
+        """Undo ``seed`` (the block is still EMPTY): all its tokens are computed again."""
+        assert block.seed is not None and block.state is BlockState.EMPTY
+        sibling, block.seed = block.seed[0], None
+        block.slots = self.arena.slots(block.pages, len(block.tokens))
+        self.release([sibling])
+
+    def _head(self, block: Block) -> bytes | None:
+        """The key ``block`` is found by among its siblings; None where seeding does not
+        look (off, below the root only, long enough to share SEED_MIN_TOKENS and compute one)."""
+        if (not self.seeding or block.parent is None or block.parent is self._root
+                or len(block.tokens) <= SEED_MIN_TOKENS):
+            return None
+        return block.tokens[:SEED_MIN_TOKENS].tobytes()
 
     def release(self, chain: Sequence[Block]) -> None:
         """Unpin a chain (from ``acquire``); never-computed blocks nobody pins are dropped."""
@@ -216,6 +280,7 @@ class BlockTree:
     def clear(self) -> None:
         """Forget every block and page (after a failed chunk left the arena in doubt)."""
         self._root.children.clear()
+        self._root.heads.clear()
         self._evictable.clear()
         self.arena.reset()
         self.blocks = 0
@@ -257,6 +322,13 @@ class BlockTree:
         parent = block.parent
         assert parent is not None
         del parent.children[block.key]
+        head = self._head(block)
+        if head is not None:
+            parent.heads[head].remove(block)
+            if not parent.heads[head]:
+                del parent.heads[head]
+        if block.seed is not None:  # its sibling held its first tokens
+            self.release([block.seed[0]])
         block.parent = None  # marks heap entries of this block stale
         self.arena.give_back(block.pages)
         self.blocks -= 1

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
+from heron.engine import attention
 from heron.engine.answers import AnswerTokens, Evaluation, read_answers
 from heron.engine.api import (
     AnswerKind,
@@ -87,7 +88,8 @@ class LocalEngine:
                 f"a KV cache of {capacity} bytes does not hold one prefix block of {block_tokens} "
                 f"tokens ({block_tokens * arena.bytes_per_token} bytes); give --kv-cache-gb more"
             )
-        self.tree = BlockTree(arena, block_tokens, recompute_flops(spec))
+        self.tree = BlockTree(arena, block_tokens, recompute_flops(spec),
+                              seeding=attention.split_invariant(self.decoder.device))
         self.scheduler = Scheduler(
             ModelRunner(self.decoder, arena), self.tree, config.effective_chunk_tokens
         )

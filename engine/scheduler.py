@@ -20,12 +20,16 @@ Contract:
 Canonical evaluation (why answers never depend on what shares a chunk): a prompt is a document
 prefix and a suffix. The prefix's KV is computed in canonical blocks at absolute positions
 (``kv_cache.BlockTree``): block j covers [j*B, min((j+1)*B, P)) and attends causally to itself
-and, through the arena, to blocks 0..j-1. The suffix always runs as its own row over the whole
-prefix's KV in the arena — whether the blocks were computed in this chunk, an earlier one, or by
-another statement. A LABEL prompt's labels are rows " label" over the KV of prefix + suffix, a
-TEXT prompt's decode steps rows of one token over everything before it. An empty suffix borrows
-the prefix's last token; a suffix of more than ``LONG_SUFFIX_BLOCKS`` blocks gives all but its
-last block to the prefix. Each such row is always the same computation, whatever else runs.
+and, through the arena, to blocks 0..j-1; a seeded block reads its first tokens' KV where the
+sibling that computed them at the same positions keeps it, and runs only the rest as its row
+(the tree seeds only where the attention backend gives a token the same bits wherever its row
+starts; the sibling is computed in an earlier chunk or the same one). The suffix always runs as
+its own row over the whole prefix's KV in the arena — whether the blocks were computed in this
+chunk, an earlier one, or by another statement. A LABEL prompt's labels are rows " label" over
+the KV of prefix + suffix, a TEXT prompt's decode steps rows of one token over everything before
+it. An empty suffix borrows the prefix's last token; a suffix of more than
+``LONG_SUFFIX_BLOCKS`` blocks gives all but its last block to the prefix. Each such row is always
+the same computation, whatever else runs.
 
 Policy (which rows form the next chunk, at most ``chunk_tokens`` tokens):
 - Fair shares: the active jobs, in an order that rotates every step, first take rows up to an
@@ -464,6 +468,22 @@ class _Draft:
         self.rows.extend(rows)
         self.owners.extend([owner] * len(rows))
 
+    def block_row(self, chain: Sequence[Block], depth: int) -> Row:
+        """The row computing block ``chain[depth]``: all its tokens, or those after its seed."""
+        block = chain[depth]
+        before = self.prefix(chain[:depth])
+        if block.seed is None:
+            return Row(block.tokens, block.start, before, block.slots)
+        n = block.seed[1]
+        slots = block.slots[:n] if before is None else np.concatenate([before.slots,
+                                                                        block.slots[:n]])
+        return Row(block.tokens[n:], block.start + n, Prefix(slots, split=True),
+                   block.slots[n:])
+
+    def ready(self, block: Block) -> bool:
+        """Whether ``block``'s KV is computed by the time this chunk's attention reads it."""
+        return block.state is not BlockState.EMPTY or block in self.blocks
+
     def prefix(self, chain: Sequence[Block]) -> Prefix | None:
         """The chain's KV as one shared ``Prefix`` (None for no blocks)."""
         if not chain:
@@ -746,11 +766,14 @@ class Scheduler:
         for depth, block in enumerate(group.chain):
             if block.state is not BlockState.EMPTY or block in draft.blocks:
                 continue
-            if not draft.fits(job, len(block.tokens), limit):
+            if block.seed is not None and not draft.ready(block.seed[0]):
+                self.tree.unseed(block)  # its sibling would not be computed first
+            self.tree.seed(block, draft.ready)
+            row = draft.block_row(group.chain, depth)
+            if not draft.fits(job, len(row.tokens), limit):
                 return False
             draft.blocks[block] = None
-            prefix = draft.prefix(group.chain[:depth])
-            draft.add(job, group, [Row(block.tokens, block.start, prefix, block.slots)])
+            draft.add(job, group, [row])
         prefix = draft.prefix(group.chain)
         cursor = draft.cursor.get(group, group.next_task)
         while cursor < len(group.tasks):

@@ -23,9 +23,13 @@ Batch invariance: a query's result depends only on its segment's key list and ca
 its own row (and on ``Launch.rows``, which a caller fixes per kind of call). Programs cover (a
 tile of ``rows // group`` consecutive queries of one segment, one key head with all its query
 heads); each walks the key list from slot 0 in tiles of ``BLOCK_N`` in a fixed order, then the
-own keys of each row in the tile from the row's first key in tiles of ``BLOCK_N``; masked keys
-change nothing (their weight is exactly 0, and a tile with no key visible to a query leaves its
-running softmax exactly as it was), so what else is in the call changes no query's bits.
+own keys of each row in the tile from the row's first key in tiles of ``BLOCK_N`` — or, for a
+segment marked ``absolute`` (``Segments.build(..., absolute)``, with ``own``), in tiles at
+absolute positions: its list's last partial tile is completed by each row's first own keys, so
+a token meets its keys in the same tiles wherever its row was split from the tokens before it
+within a tile-aligned block; masked keys change nothing (their weight is exactly 0, and a tile
+with no key visible to a query leaves its running softmax exactly as it was), so what else is in
+the call changes no query's bits.
 
 ``segment_attention_reference`` is the float32 twin (one segment at a time, explicit softmax).
 ``Segments.build`` makes the index tensors from per-segment lists on the host. Triton is
@@ -85,6 +89,9 @@ class Segments:
     causal_offset: torch.Tensor
     kv_index: torch.Tensor  # int32 slots of k and v
     host_q_len: tuple[int, ...]  # q_len on the host, for tiling
+    # Per segment, 1 where its list ends inside a key tile that its rows' first own keys
+    # complete (``own`` launches: key tiles at absolute positions); None: nowhere.
+    absolute: torch.Tensor | None = None
     _tiles: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict,
                                                                  compare=False, repr=False)
 
@@ -103,13 +110,18 @@ class Segments:
 
     @classmethod
     def build(cls, q_start: Sequence[int], q_len: Sequence[int], kv_slots: Sequence[np.ndarray],
-              causal_offset: Sequence[int], device: torch.device | str) -> Segments:
+              causal_offset: Sequence[int], device: torch.device | str,
+              absolute: Sequence[bool] = ()) -> Segments:
         lengths = np.array([len(s) for s in kv_slots], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else lengths
         index = np.concatenate(kv_slots) if len(kv_slots) else np.zeros(0, dtype=np.int64)
         arrays = [np.asarray(a, dtype=np.int32) for a in
                   (q_start, q_len, starts, lengths, causal_offset, index)]
-        return cls(*_aligned_views(arrays, device), host_q_len=tuple(int(n) for n in q_len))
+        if any(absolute):
+            arrays.append(np.asarray(absolute, dtype=np.int32))
+        views = _aligned_views(arrays, device)
+        return cls(*views[:6], host_q_len=tuple(int(n) for n in q_len),
+                   absolute=views[6] if len(views) > 6 else None)
 
 
 def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
@@ -192,10 +204,12 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
         q_index if q_index is not None else segments.q_start, own_k, own_v, row_of,
         rows.q_start, rows.q_len, rows.kv_start, rows.kv_index,
+        segments.absolute if segments.absolute is not None else segments.q_start,
         q.stride(0), k.stride(0), v.stride(0), own_k.stride(0), own_v.stride(0), out.stride(0),
         scale * math.log2(math.e), GROUP=group, BLOCK_M=block_m, ROWS=launch.rows,
         BLOCK_N=block_n, D=dim, Q_INDEXED=q_index is not None,
-        SCATTER=scatter, OWN=own is not None, num_warps=launch.num_warps,
+        SCATTER=scatter, OWN=own is not None,
+        ABSOLUTE=own is not None and segments.absolute is not None, num_warps=launch.num_warps,
         num_stages=launch.num_stages)
     return out
 
@@ -221,17 +235,40 @@ def _kernel() -> Any:
         return kt, vt
 
     @triton.jit
-    def absorb_tile(qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start,
-                    kv_head, stride_k, stride_v, token, offset, scale_log2,
-                    BLOCK_N: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr):
-        """One key tile folded into the running softmax of the program's rows (max ``m_i``,
-        sum ``l_i``, weighted values ``acc``). With ``MASKED``, keys past the list or after a
-        row's causal limit weigh exactly 0; without, every row sees every key of the tile."""
-        kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head, stride_k,
-                          stride_v, BLOCK_N, D)
+    def boundary_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, own_k_ptr, own_v_ptr,
+                      row_index_ptr, row_kv, row_len, start, kv_head, stride_k, stride_v,
+                      stride_ok, stride_ov, BLOCK_N: tl.constexpr, D: tl.constexpr):
+        """Keys and values [BLOCK_N, D] of a row's first own tile when the segment's list ends
+        inside a tile: own positions ``start`` (< 0) .. -1 are the list's last keys, 0 .. its
+        own keys (rows past both are 0)."""
+        n = start + tl.arange(0, BLOCK_N)
+        dims = tl.arange(0, D)
+        listed = n < 0
+        own = (n >= 0) & (n < row_len)
+        slot = tl.load(index_ptr + kv_start + kv_len + n, mask=listed, other=0).to(tl.int64)
+        own_slot = tl.load(row_index_ptr + row_kv + n, mask=own, other=0).to(tl.int64)
+        offsets = kv_head * D + dims[None, :]
+        kt = tl.where(listed[:, None],
+                      tl.load(k_ptr + slot[:, None] * stride_k + offsets, mask=listed[:, None],
+                              other=0.0),
+                      tl.load(own_k_ptr + own_slot[:, None] * stride_ok + offsets,
+                              mask=own[:, None], other=0.0))
+        vt = tl.where(listed[:, None],
+                      tl.load(v_ptr + slot[:, None] * stride_v + offsets, mask=listed[:, None],
+                              other=0.0),
+                      tl.load(own_v_ptr + own_slot[:, None] * stride_ov + offsets,
+                              mask=own[:, None], other=0.0))
+        return kt, vt
+
+    @triton.jit
+    def absorb(qt, m_i, l_i, acc, kt, vt, n, kv_len, token, offset, scale_log2,
+               MASKED: tl.constexpr):
+        """One key tile (keys ``n`` of the list) folded into the running softmax of the
+        program's rows (max ``m_i``, sum ``l_i``, weighted values ``acc``). With ``MASKED``, keys
+        past the list or after a row's causal limit weigh exactly 0; without, every row sees
+        every key of the tile."""
         scores = tl.dot(qt, tl.trans(kt)) * scale_log2
         if MASKED:
-            n = start + tl.arange(0, BLOCK_N)
             visible = (n[None, :] < kv_len) & (n[None, :] <= token[:, None] + offset)
             scores = tl.where(visible, scores, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(scores, axis=1))
@@ -245,13 +282,24 @@ def _kernel() -> Any:
         return m_new, l_i, acc
 
     @triton.jit
+    def absorb_tile(qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start,
+                    kv_head, stride_k, stride_v, token, offset, scale_log2,
+                    BLOCK_N: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr):
+        """``absorb`` of the tile of a key list that begins at key ``start``."""
+        kt, vt = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head, stride_k,
+                          stride_v, BLOCK_N, D)
+        return absorb(qt, m_i, l_i, acc, kt, vt, start + tl.arange(0, BLOCK_N), kv_len, token,
+                      offset, scale_log2, MASKED)
+
+    @triton.jit
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
         q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, q_index_ptr, own_k_ptr,
         own_v_ptr, row_of_ptr, row_start_ptr, row_len_ptr, row_kv_start_ptr, row_index_ptr,
-        stride_q, stride_k, stride_v, stride_ok, stride_ov, stride_o, scale_log2,
+        absolute_ptr, stride_q, stride_k, stride_v, stride_ok, stride_ov, stride_o, scale_log2,
         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
         D: tl.constexpr, Q_INDEXED: tl.constexpr, SCATTER: tl.constexpr, OWN: tl.constexpr,
+        ABSOLUTE: tl.constexpr,
     ):
         tile = tl.program_id(0)
         kv_head = tl.program_id(1)
@@ -280,6 +328,14 @@ def _kernel() -> Any:
         end = tl.minimum(kv_len, last + offset + 1)
         # Tiles every query of the program sees whole need no mask: the same bits, less work.
         whole = tl.minimum(kv_len, first + offset + 1) // BLOCK_N * BLOCK_N
+        tail = 0  # the list's keys left for the rows' first own tiles
+        if ABSOLUTE:  # (an own launch: the list is a prefix every query sees whole)
+            # Key tiles at absolute positions: a list ending inside a tile ends it with each
+            # row's first own keys, so a token's keys fall in the same tiles wherever its row
+            # was split from the tokens before it (a block cached up to any token).
+            absolute = tl.load(absolute_ptr + seg) != 0
+            tail = tl.where(absolute, kv_len - whole, 0)
+            end = tl.where(absolute, whole, end)
         m_i = tl.full((ROWS,), float("-inf"), dtype=tl.float32)
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
@@ -299,11 +355,22 @@ def _kernel() -> Any:
                 row_len = tl.load(row_len_ptr + row)
                 row_kv = tl.load(row_kv_start_ptr + row)
                 in_row = (token >= row_begin) & (token < row_begin + row_len)
-                limit = tl.where(in_row, token - row_begin, -1)  # its last visible own key
+                # Its last visible own key; other rows' queries see no key of the row's tiles
+                # (not even the list's tail in its first one).
+                limit = tl.where(in_row, token - row_begin, -BLOCK_N - 1)
+                own_from = (BLOCK_N - tail) % BLOCK_N
+                if tail > 0:
+                    kt, vt = boundary_tile(
+                        k_ptr, v_ptr, index_ptr, kv_start, kv_len, own_k_ptr, own_v_ptr,
+                        row_index_ptr, row_kv, row_len, -tail, kv_head, stride_k, stride_v,
+                        stride_ok, stride_ov, BLOCK_N, D)
+                    m_i, l_i, acc = absorb(qt, m_i, l_i, acc, kt, vt,
+                                           tl.arange(0, BLOCK_N) - tail, row_len, limit, 0,
+                                           scale_log2, True)
                 # Not pipelined: a row is a tile or two, and the stages' buffers would take
                 # the shared memory the main loop's need (fewer programs per SM).
-                for start in tl.range(0, tl.minimum(row_len, last - row_begin + 1), BLOCK_N,
-                                      num_stages=1):
+                for start in tl.range(own_from, tl.minimum(row_len, last - row_begin + 1),
+                                      BLOCK_N, num_stages=1):
                     m_i, l_i, acc = absorb_tile(
                         qt, m_i, l_i, acc, own_k_ptr, own_v_ptr, row_index_ptr, row_kv,
                         row_len, start, kv_head, stride_ok, stride_ov, limit, 0, scale_log2,

@@ -10,6 +10,8 @@ Prefix KV lives in a store (the engine's paged KV arena: one layer's keys and va
 
 - ``plan(rows, row_prefix, prefix_slots, num_heads, kv_width, device)`` picks the backend for the
   device and builds its layout once per forward pass; ``attend(q, k, v, ..., plan)`` runs it.
+  ``split_invariant(device)`` says whether that backend gives a token the same bits wherever its
+  row starts (a prefix ending at any token, not only at a block boundary).
 - ``segments``: on CUDA with Triton, the fused segment-attention kernels (row-invariant).
 - ``padded`` (``plan_attention``, ``packed_attention``): explicit-math batched calls, the CPU
   path (row-invariant with ``row_invariant=True``, its CPU default).
@@ -48,15 +50,28 @@ from heron.engine.attention.plan import AttentionPlan, RowSpan, plan_attention
 from heron.engine.attention.segments import SegmentPlan, plan_segments, segment_packed_attention
 
 __all__ = ["AttentionPlan", "RowSpan", "SegmentPlan", "attend", "packed_attention", "plan",
-           "plan_attention"]
+           "plan_attention", "split_invariant"]
+
+
+def _segments(device: torch.device) -> bool:
+    return device.type == "cuda" and importlib.util.find_spec("triton") is not None
+
+
+def split_invariant(device: torch.device) -> bool:
+    """Whether the device's backend computes a token the same wherever its row was split from
+    the tokens before it: the segment kernels' key tiles sit at absolute positions; the padded
+    backend merges a prefix part and an own part, which round differently at each split."""
+    return _segments(device)
 
 
 def plan(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
          prefix_slots: Sequence[np.ndarray], num_heads: int, kv_width: int,
-         device: torch.device) -> AttentionPlan | SegmentPlan:
-    """The layout of the device's backend for these rows (host work, reused by every layer)."""
-    if device.type == "cuda" and importlib.util.find_spec("triton") is not None:
-        return plan_segments(rows, row_prefix, prefix_slots, device)
+         device: torch.device, prefix_split: Sequence[bool] = ()) -> AttentionPlan | SegmentPlan:
+    """The layout of the device's backend for these rows (host work, reused by every layer).
+    ``prefix_split`` marks prefixes that end inside a block their rows complete; only a
+    split-invariant backend is given any (the engine seeds blocks only there)."""
+    if _segments(device):
+        return plan_segments(rows, row_prefix, prefix_slots, device, prefix_split)
     return plan_attention(rows, row_prefix, prefix_slots, num_heads, kv_width, device)
 
 

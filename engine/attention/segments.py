@@ -1,7 +1,7 @@
 """The CUDA attention backend: Triton segment attention (``kernels/attention.py``), row-invariant.
 
-Contract: ``plan_segments(rows, row_prefix, prefix_slots, device)`` builds a ``SegmentPlan`` once
-per forward pass (one host-to-device copy per part, every layer reuses it);
+Contract: ``plan_segments(rows, row_prefix, prefix_slots, device, prefix_split)`` builds a
+``SegmentPlan`` once per forward pass (one host-to-device copy per part, every layer reuses it);
 ``segment_packed_attention(q, k, v, store, scale, plan)`` meets the backend contract of
 ``engine.attention`` with two kernel launches per layer:
 
@@ -10,7 +10,8 @@ per forward pass (one host-to-device copy per part, every layer reuses it);
   prefix's store slots (the prefix's keys are read once per query tile, not once per row), read
   in place through an index; each query then goes on over its own row's keys, causally, in the
   same softmax (the cascade without a partial result or a merge), and is written straight to
-  its token.
+  its token. A prefix marked split (a seeded block's start) ends its last key tile with its
+  rows' first own keys: their key tiles sit at absolute positions.
 
 Every kernel computes a query from its own key lists in fixed key tiles, with a tile height
 fixed per part (``LAUNCHES``), whatever else shares the launch, so a row's output is
@@ -45,7 +46,8 @@ class SegmentPlan:
 
 
 def plan_segments(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
-                  prefix_slots: Sequence[np.ndarray], device: torch.device) -> SegmentPlan:
+                  prefix_slots: Sequence[np.ndarray], device: torch.device,
+                  prefix_split: Sequence[bool] = ()) -> SegmentPlan:
     plain = [i for i, slot in enumerate(row_prefix) if slot is None]
     by_prefix: dict[int, list[int]] = {}
     for i, slot in enumerate(row_prefix):
@@ -77,7 +79,8 @@ def plan_segments(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
         lengths.append(count)
         lists.append(keys)
         position += count
-    suffix = Segments.build(starts, lengths, lists, [len(k) for k in lists], device)
+    split = [bool(prefix_split) and prefix_split[slot] for slot in by_prefix]
+    suffix = Segments.build(starts, lengths, lists, [len(k) for k in lists], device, split)
     suffix_tokens = np.concatenate([own_keys(i) for i in order])
     row_of = np.repeat(np.arange(len(order)), [length(i) for i in order])
     return SegmentPlan(plain_segments, suffix, own, to_device(row_of.astype(np.int32), device),

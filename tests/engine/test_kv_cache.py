@@ -8,6 +8,7 @@ import torch
 
 from heron.engine.config import DEFAULT_CPU_KV_CACHE_BYTES, EngineConfig
 from heron.engine.kv_cache import (
+    Block,
     BlockState,
     BlockTree,
     KVArena,
@@ -26,9 +27,9 @@ SPEC = ModelSpec.from_config({
 TOKEN_BYTES = kv_bytes_per_token(SPEC, torch.float32)  # 2 x 2 layers x 2 heads x 16 x 4 B
 
 
-def _tree(pages: int, block: int = 8, page: int = 4) -> BlockTree:
+def _tree(pages: int, block: int = 8, page: int = 4, seeding: bool = False) -> BlockTree:
     arena = KVArena(SPEC, torch.float32, "cpu", pages * page * TOKEN_BYTES, page)
-    return BlockTree(arena, block, recompute_flops(SPEC))
+    return BlockTree(arena, block, recompute_flops(SPEC), seeding)
 
 
 def _ids(*values: int) -> np.ndarray:
@@ -133,6 +134,65 @@ def test_clear_forgets_every_block_and_page() -> None:
     tree.allocate(2)
     tree.clear()
     assert tree.blocks == 0 and tree.arena.free_pages == 8 and tree.cached_tokens == 0
+
+
+def _computed_or_launched(block: Block) -> bool:
+    return block.state is not BlockState.EMPTY
+
+
+def test_a_document_extending_a_cached_one_reads_its_partial_block() -> None:
+    """Agent traces: each snapshot extends the previous one. The block where the shorter one
+    ended is seeded from its partial last block: it reads the shared tokens where that block
+    keeps them, and only the tokens after them are computed."""
+    tree = _tree(pages=64, block=16, seeding=True)
+    short = np.arange(100, 130, dtype=np.int32)  # blocks [0, 16), [16, 30)
+    chain = tree.acquire(short)
+    assert chain is not None and not tree.seed(chain[1], _computed_or_launched)  # no sibling
+    tree.computing(chain[0])
+    longer = np.concatenate([short, np.arange(500, 520, dtype=np.int32)])  # 50 tokens
+    extended = tree.acquire(longer)
+    assert extended is not None and extended[0] is chain[0]
+    assert not tree.seed(extended[1], _computed_or_launched)  # its sibling is not computed
+    assert tree.seed(extended[1], lambda block: True)  # (computed in the same chunk)
+    assert extended[1].seed == (chain[1], 14) and chain[1].pins == 2
+    assert extended[1].slots[:14].tolist() == chain[1].slots[:14].tolist()
+    assert not set(extended[1].slots[14:]) & set(chain[1].slots)
+    assert not tree.seed(extended[2], lambda block: True)  # [32, 50): no partial sibling
+    tree.unseed(extended[1])  # e.g. its sibling's chunk was not launched after all
+    assert extended[1].seed is None and chain[1].pins == 1
+    assert not set(extended[1].slots) & set(chain[1].slots)
+    _computed(tree, chain)
+    assert tree.seed(extended[1], _computed_or_launched)
+    tree.release(chain)
+    tree.release(extended)  # never computed: dropped, and the sibling let go
+    assert chain[1].pins == 0 and tree.blocks == 2
+
+
+def test_a_seed_is_the_sibling_sharing_the_most_whichever_came_first() -> None:
+    """Retokenized endings share up to the first token that differs; a shorter document after
+    a longer one reads its start from the longer one's block; a block always computes one."""
+    tree = _tree(pages=64, block=16, seeding=True)
+    first = np.arange(100, 127, dtype=np.int32)  # blocks [0, 16), [16, 27)
+    chain = tree.acquire(first)
+    assert chain is not None
+    _computed(tree, chain)
+    retokenized = np.concatenate([first[:26], [9, 9, 9]]).astype(np.int32)  # last token differs
+    other = tree.acquire(retokenized)
+    assert other is not None and tree.seed(other[1], _computed_or_launched)
+    assert other[1].seed == (chain[1], 10)
+    same_end = tree.acquire(np.concatenate([first, [5]]).astype(np.int32))  # [16, 28)
+    assert same_end is not None and tree.seed(same_end[1], _computed_or_launched)
+    assert same_end[1].seed == (chain[1], 11)
+    shorter = tree.acquire(first[:26])  # [16, 26): all in the cached block
+    assert shorter is not None and tree.seed(shorter[1], _computed_or_launched)
+    assert shorter[1].seed == (chain[1], 9)  # its last token computed
+    few = tree.acquire(np.concatenate([first[:22], [7, 7, 7]]).astype(np.int32))
+    assert few is not None and not tree.seed(few[1], _computed_or_launched)  # 6 < 8 shared
+    plain = _tree(pages=64, block=16)  # seeding off (a backend whose bits depend on the split)
+    plain_chain = plain.acquire(first)
+    _computed(plain, plain_chain)
+    extended = plain.acquire(np.concatenate([first, [5]]).astype(np.int32))
+    assert not plain.seed(extended[1], _computed_or_launched)
 
 
 def test_pages_needed_counts_full_and_partial_blocks() -> None:

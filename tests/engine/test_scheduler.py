@@ -16,6 +16,7 @@ from support.engine_reference import boolean, canonical_block_tokens, mixed_prom
 from heron.engine.answers import Evaluation
 from heron.engine.api import AnswerKind, EngineCancelled, EngineError, Metrics, Request
 from heron.engine.config import EngineConfig
+from heron.engine.kv_cache import SEED_MIN_TOKENS
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import classify_prompt, completion_prompt, filter_prompt, join_prompt
 from heron.engine.scheduler import Failed, Finished, Job
@@ -135,6 +136,44 @@ def test_answers_are_bit_identical_whatever_shares_the_chunk(
         _assert_identical(_numbers(_run(tight, [tight.submit(request)])[0]), expected,
                           f"{request.kind.name} through a tight arena")
     assert tight.tree.evictions > 0
+
+
+@_CUDA
+def test_documents_extending_one_another_share_every_token_with_the_same_bits(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
+    """Agent traces (each snapshot extends the one before), on CUDA, where the tree seeds the
+    block a snapshot ended in: asked in order, each snapshot computes little more than its new
+    tokens, and its answers have the bits it gets alone in an empty arena."""
+    folder = tiny_qwen3[0]
+    task = "Task: find why the nightly build fails, fix it and write a report. " * 8
+    steps = [task] + [f"Step {i}: the agent opened file {7 * i} and read "
+                      + "lines " * (3 + 5 * (i % 4)) for i in range(10)]
+    requests = [boolean([filter_prompt(" ".join(steps[:i + 1]), q) for q in ("Done?", "Stuck?")])
+                for i in range(len(steps))]
+    engine = _engine(folder, device="cuda", prefix_block_tokens=64, chunk_tokens=4096)
+    alone = []
+    for request in requests:
+        engine.tree.clear()
+        alone.append(_run(engine, [engine.submit(request)])[0])
+    fresh = {}
+    for seeding in (False, True):  # whole blocks shared, then every token
+        engine.tree.clear()
+        engine.tree.seeding = seeding
+        in_order = [_run(engine, [engine.submit(request)])[0] for request in requests]
+        for i, (got, expected) in enumerate(zip(in_order, alone, strict=True)):
+            _assert_identical(_numbers(got), _numbers(expected), f"snapshot {i}, {seeding=}")
+        fresh[seeding] = [e.metrics.fresh_tokens for e in in_order]
+    # Beyond its new tokens a snapshot computes its questions (the same for all) and what it
+    # could not reuse: up to a block's worth without seeding; with it a token or two, or a
+    # partial block too short to look up.
+    alone_fresh = [e.metrics.fresh_tokens for e in alone]
+    new = [b - a for a, b in zip(alone_fresh, alone_fresh[1:], strict=False)]
+    extra = {seeding: [f - n for f, n in zip(fresh[seeding][1:], new, strict=True)]
+             for seeding in fresh}
+    assert max(extra[True]) - min(extra[True]) <= SEED_MIN_TOKENS + 2, extra
+    assert max(extra[False]) - min(extra[False]) > 16, extra
+    assert sum(fresh[True]) < sum(fresh[False])
 
 
 def test_a_small_statement_is_not_stuck_behind_a_big_one(

@@ -73,8 +73,8 @@ def test_reference_matches_attend_with_lse() -> None:
 
 
 def cascade(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segments,
-            attention=segment_attention_reference, chosen: list[int] | None = None
-            ) -> tuple[torch.Tensor, torch.Tensor]:
+            attention=segment_attention_reference, chosen: list[int] | None = None,
+            absolute: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The suffix segments' attention as the engine computes it, in one launch: the queries of
     the suffix rows over one prefix stacked into one segment over its keys (read through an
     index), each query going on over its own row's keys, written to the rows' tokens. Only the
@@ -93,7 +93,7 @@ def cascade(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: Segment
     counts = [sum(ql[s] for s in members) for members in by_prefix.values()]
     prefixes = [index[ks[m[0]]:ks[m[0]] + offsets[m[0]]] for m in by_prefix.values()]
     shared = Segments.build(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts, prefixes,
-                            [len(p) for p in prefixes], q.device)
+                            [len(p) for p in prefixes], q.device, [absolute] * len(prefixes))
     rows = Segments.build(row_starts, [ql[s] for s in suffix],
                           [index[ks[s] + offsets[s]:ks[s] + kl[s]] for s in suffix],
                           [0] * len(suffix), q.device)
@@ -115,11 +115,13 @@ def test_reference_cascade_is_attention_over_prefix_and_own_keys() -> None:
 
 @cuda
 @pytest.mark.parametrize(("heads", "kv_heads", "dim"), [(8, 2, 64), (32, 8, 128), (4, 2, 16)])
-def test_kernel_cascade_matches_reference(heads: int, kv_heads: int, dim: int) -> None:
+@pytest.mark.parametrize("absolute", [False, True])
+def test_kernel_cascade_matches_reference(heads: int, kv_heads: int, dim: int,
+                                          absolute: bool) -> None:
     q, k, v, segments = arena_case(np.random.default_rng(heads), "cuda", torch.bfloat16, heads,
                                    kv_heads, dim, rows=40)
     expected = segment_attention_reference(q, k, v, segments, 0.1)
-    got, tokens = cascade(q, k, v, segments, segment_attention)
+    got, tokens = cascade(q, k, v, segments, segment_attention, absolute=absolute)
     torch.testing.assert_close(got[tokens].float(), expected[tokens].float(), atol=2e-2,
                                rtol=2e-2)
 
@@ -137,6 +139,49 @@ def test_a_cascade_rows_result_does_not_depend_on_its_company() -> None:
         out, _ = cascade(q, k, v, segments, segment_attention, chosen)
         for s in chosen:
             assert torch.equal(out[qs[s]:qs[s] + ql[s]], full[qs[s]:qs[s] + ql[s]]), s
+
+
+def over_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, prefix: np.ndarray,
+                rows: list[tuple[int, int]], out: torch.Tensor, split: bool = False) -> None:
+    """Rows [start, end) of packed tokens (slots = positions) over one prefix, in one cascade
+    launch as the engine makes it (``split``: the prefix ends inside a block the rows complete)."""
+    counts = [end - start for start, end in rows]
+    shared = Segments.build([0], [sum(counts)], [prefix], [len(prefix)], q.device, [split])
+    own = Segments.build(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts,
+                         [np.arange(start, end) for start, end in rows], [0] * len(rows),
+                         q.device)
+    row_of = torch.as_tensor(np.repeat(np.arange(len(rows)), counts), dtype=torch.int32,
+                             device=q.device)
+    q_index = torch.as_tensor(np.concatenate([np.arange(a, b) for a, b in rows]),
+                              device=q.device)
+    segment_attention(q, k, v, shared, 0.1, out=out, q_index=q_index, scatter=True,
+                      own=OwnKeys(k, v, own, row_of))
+
+
+@cuda
+@pytest.mark.parametrize("split", [1, 37, 63, 100, 150, 190])
+def test_a_blocks_tokens_get_the_same_bits_whatever_part_of_it_was_cached(split: int) -> None:
+    """The engine computes a document in blocks of 64 tokens, block j over the KV of blocks
+    0..j-1. Cached up to any token of a block, the rest of it as a row over everything before
+    (beside another row over the same prefix) gets the very bits of the whole block's row: key
+    tiles sit at absolute positions."""
+    torch.manual_seed(split)
+    heads, kv_heads, dim, length, block = 32, 8, 128, 200, 64
+    q = torch.randn(length + 70, heads, dim, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(length + 70, kv_heads, dim, device="cuda", dtype=torch.bfloat16)
+            for _ in range(2))
+    positions = np.arange(length)
+    canonical = torch.zeros_like(q)
+    segment_attention(q, k, v, Segments.build([0], [block], [positions[:block]], [0], "cuda"),
+                      0.1, out=canonical)
+    for start in range(block, length, block):
+        over_prefix(q, k, v, positions[:start], [(start, min(start + block, length))],
+                    canonical)
+    end = min(split // block * block + block, length)
+    out = torch.zeros_like(q)
+    over_prefix(q, k, v, positions[:split], [(split, end), (length, length + 70)], out,
+                split=True)
+    assert torch.equal(out[split:end], canonical[split:end])
 
 
 @cuda
