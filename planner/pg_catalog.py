@@ -93,6 +93,7 @@ assert all(any(word in name for word in _READS_CATALOG) for name in (
     *(pg_information_schema.view_name(r.name) for r in pg_information_schema.RELATIONS)))
 
 
+@functools.lru_cache(maxsize=1024)  # asked at every execution of a statement
 def _reads_catalog(sql: str) -> bool:
     lowered = sql.lower()
     return any(word in lowered for word in _READS_CATALOG)

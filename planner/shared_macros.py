@@ -8,8 +8,13 @@ process, in a DuckDB file that `attach(con)` attaches READ_ONLY to `con`'s datab
 `SHARED_DATABASE` (once per database; `attached` tells), and `use(con)` puts its schema last on a
 connection's search path — a new session pays for no macro (~10 ms when each created its own).
 
+The macros live in their own schema, `heron_macros`, not in the shared database's `main`: DuckDB
+reads a schema-qualified name (`main.x`) in the first search-path entry of that schema, so with
+`heron_shared.main` on the path a user's `CREATE TABLE main.x` went to the read-only database
+instead of the user's `main`.
+
 Read-only, so no session can change what the others call (a user's `CREATE OR REPLACE MACRO
-heron_shared.main.quote_ident ...` fails); a superuser's DETACH of it is refused
+heron_shared.heron_macros.quote_ident ...` fails); a superuser's DETACH of it is refused
 (`heron.planner.access`). The schema comes after the user's schemas on the search path (DuckDB
 creates unqualified objects in the first one) and before DuckDB's built-ins, which the macros
 shadow as the TEMP macros they replace did; unlike a TEMP macro, a user's own macro of the same
@@ -39,7 +44,9 @@ from heron.planner.pg_catalog_functions import (
 )
 
 MACROS: Macros = {**SESSION_MACROS, **views.MACROS}
-SHARED_SCHEMA = f"{SHARED_DATABASE}.main"
+# Not `main`: a qualified `main.x` must keep naming the user's database's `main` (see above).
+MACRO_SCHEMA = "heron_macros"
+SHARED_SCHEMA = f"{SHARED_DATABASE}.{MACRO_SCHEMA}"
 
 _lock = threading.Lock()
 _file: Path | None = None
@@ -55,6 +62,8 @@ def _macros_file() -> Path:
             path = folder / "macros.duckdb"
             con = duckdb.connect(str(path))
             try:
+                con.execute(f"CREATE SCHEMA {MACRO_SCHEMA}")
+                con.execute(f"SET schema = '{MACRO_SCHEMA}'")  # where the macros are created
                 for name, overloads in MACROS.items():
                     con.execute(create_macro(name, overloads))
             finally:

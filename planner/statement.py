@@ -99,6 +99,11 @@ class Kind(enum.Enum):
     NOTIFY = "notify"
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
+    # Members are singletons compared by identity: hashing them by identity is as sound, and
+    # Enum's own __hash__ is Python code that hashes the name (kinds are looked up in sets
+    # several times per statement).
+    __hash__ = object.__hash__
+
 
 Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
            | CloseCommand | CopyCommand | ListenCommand | NotifyCommand)
@@ -147,9 +152,10 @@ class Rows:
         return cls(table.schema, iter(table.to_batches()))
 
     @classmethod
-    def streaming(cls, reader: pa.RecordBatchReader) -> Rows:
-        """Rows read from DuckDB as they are taken."""
-        return cls(reader.schema, iter(reader), live=True, close=reader.close)
+    def streaming(cls, reader: pa.RecordBatchReader, schema: pa.Schema | None = None) -> Rows:
+        """Rows read from DuckDB as they are taken (`schema`: the reader's, when at hand)."""
+        return cls(reader.schema if schema is None else schema, iter(reader), live=True,
+                   close=reader.close)
 
     def next(self, max_rows: int = 0) -> pa.RecordBatch | None:
         """The next rows, at most `max_rows` of them (any number when 0); None once all were
@@ -379,7 +385,9 @@ class PreparedStatements:
     (a prepared `SELECT 1` takes DuckDB half the time; a text that runs once, as most literal
     statements do, is not worth preparing). The newest `capacity` texts are kept (and as many
     seen once). Running the text with the values bound (`submit`) is the reference; tests compare
-    the two on random values. DuckDB binds a prepared statement again when the catalog changed."""
+    the two on random values. DuckDB binds a prepared statement again when the catalog changed.
+    `columns_of` gives a prepared text's result columns, the same tuple while its rows' schema
+    stays the same (most executions: the columns are not made again for each)."""
 
     KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE})
 
@@ -387,6 +395,7 @@ class PreparedStatements:
         self.capacity = capacity
         self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._columns: dict[str, tuple[pa.Schema, tuple[Column, ...]]] = {}  # by text, as _names
         self._next = 0
 
     def execute_text(self, con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
@@ -410,12 +419,24 @@ class PreparedStatements:
             self._next += 1
             self._names[sql] = name
             if len(self._names) > self.capacity:
-                _, evicted = self._names.popitem(last=False)
+                text, evicted = self._names.popitem(last=False)
+                self._columns.pop(text, None)
                 with contextlib.suppress(duckdb.Error):
                     _seam.submit(con, f"DEALLOCATE {evicted}", None).drain()
         else:
             self._names.move_to_end(sql)
         return f"EXECUTE {name}({arguments})" if params else f"EXECUTE {name}"
+
+    def columns_of(self, sql: str, schema: pa.Schema) -> tuple[Column, ...]:
+        """`columns_of(schema)` for a run of the prepared `sql`; made once per schema it returns
+        (a comparison of schemas costs a third of making the columns again)."""
+        kept = self._columns.get(sql)
+        if kept is not None and kept[0].equals(schema):
+            return kept[1]
+        columns = columns_of(schema)
+        if sql in self._names:
+            self._columns[sql] = (schema, columns)
+        return columns
 
     def _seen_before(self, sql: str) -> bool:
         """Whether `sql` ran before (remembering that it did now)."""
@@ -517,15 +538,19 @@ def run(
     runs through DuckDB's prepared statements (`PreparedStatements`)."""
     streamed = stream and statement.kind is Kind.SELECT
     text, values = sql or statement.sql, list(params) or None
+    executes = False  # runs as EXECUTE of a statement `prepared` holds
     if prepared is not None and sql is None and statement.kind in prepared.KINDS:
         execute = prepared.execute_text(con, text, values or ())
         if execute is not None:
-            text, values = execute, None
+            text, values, executes = execute, None, True
     try:
         result = _seam.submit(con, text, values, "stream" if streamed else "arrow", BATCH_ROWS)
         if streamed:
             reader = result.arrow_reader()
-            return Result("SELECT", columns_of(reader.schema), Rows.streaming(reader))
+            schema = reader.schema
+            columns = (prepared.columns_of(statement.sql, schema) if executes and prepared
+                       else columns_of(schema))
+            return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None

@@ -461,41 +461,46 @@ class Connection:
             protocol.Malformed: self._malformed,
         }
         while True:
-            message = await self._next_message()
-            if isinstance(message, protocol.Terminate):
-                return
-            if isinstance(message, protocol.Sync):
-                # Sync ends the implicit transaction of the messages before it.
-                await self._end_implicit(failed=self._skip_until_sync)
-                self._skip_until_sync = False
-                self._command_done()
-                await self.flush()
-                continue
-            if isinstance(message, protocol.Flush):
-                await self.flush()
-                continue
-            if isinstance(message, protocol.CopyData | protocol.CopyDone | protocol.CopyFail) or (
-                    isinstance(message, protocol.Malformed) and message.kind in _COPY_KINDS):
-                continue  # after a failed COPY the client's remaining copy data is dropped
-            if isinstance(message, protocol.Malformed) and message.kind == b"X":
-                return  # a Terminate ends the connection, whatever its body
-            if isinstance(message, protocol.Malformed) and message.kind == b"S":
-                await self._malformed_sync(message)
-                continue
+            message = self.messages.take() if self.messages is not None else None
+            if message is None:
+                message = await self._next_message()
+            kind = type(message)
+            if kind not in _STATEMENT_MESSAGES:  # one look-up for the usual messages
+                if kind is protocol.Sync:
+                    # Sync ends the implicit transaction of the messages before it.
+                    await self._end_implicit(failed=self._skip_until_sync)
+                    self._skip_until_sync = False
+                    self._command_done()
+                    await self.flush()
+                    continue
+                if kind is protocol.Terminate:
+                    return
+                if kind is protocol.Flush:
+                    await self.flush()
+                    continue
+                if kind in _COPY_MESSAGES or (
+                        kind is protocol.Malformed and message.kind in _COPY_KINDS):
+                    continue  # after a failed COPY the client's remaining copy data is dropped
+                if kind is protocol.Malformed and message.kind == b"X":
+                    return  # a Terminate ends the connection, whatever its body
+                if kind is protocol.Malformed and message.kind == b"S":
+                    await self._malformed_sync(message)
+                    continue
             if self._skip_until_sync:
                 continue  # PostgreSQL discards extended-protocol messages after an error
             self._report_active(message)
+            simple = _simple(message)
             try:
-                await handlers[type(message)](message)
+                await handlers[kind](message)
             except ConnectionError:
                 raise  # the client is gone: no one to answer
             except Exception as exc:  # noqa: BLE001 - every failure becomes ErrorResponse
                 self._send_error(exc)
-                if _simple(message):
+                if simple:
                     self._command_done()
                 else:
                     self._skip_until_sync = True
-            if _simple(message):
+            if simple:
                 await self.flush()
             else:
                 await self._maybe_flush()
@@ -682,13 +687,17 @@ class Connection:
 
 # Malformed messages of these kinds are dropped, as the rest of a failed COPY's data is.
 _COPY_KINDS = frozenset({b"d", b"c", b"f"})
+_COPY_MESSAGES = frozenset({protocol.CopyData, protocol.CopyDone, protocol.CopyFail})
+# The messages that work on statements and portals (the rest: Sync, Flush, ends, leftovers).
+_STATEMENT_MESSAGES = frozenset({protocol.Query, protocol.Parse, protocol.Bind,
+                                 protocol.Describe, protocol.Execute, protocol.Close})
 
 
 def _simple(message: protocol.FrontendMessage) -> bool:
     """Whether a message belongs to the simple query protocol (answered with ReadyForQuery;
     the extended protocol's messages are skipped up to Sync after an error)."""
-    return isinstance(message, protocol.Query) or (
-        isinstance(message, protocol.Malformed) and message.kind == b"Q")
+    kind = type(message)
+    return kind is protocol.Query or (kind is protocol.Malformed and message.kind == b"Q")
 
 
 @dataclass(frozen=True, slots=True)

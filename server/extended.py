@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
@@ -54,11 +54,15 @@ class PreparedStatement:
     param_oids: tuple[int, ...]  # the client's, else the type the statement implies, else 0
     columns: tuple[Column, ...] | None = None
     described: bool = False
+    # RowDescription of `columns` by result formats: libpq describes the portal of every
+    # execution, and a portal bound after Describe of the statement has exactly these columns.
+    row_descriptions: dict[tuple[int, ...], bytes] = field(default_factory=dict)
 
 
 DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
 MAX_BATCH_ROWS = 10_000  # pipelined INSERT executions run as one batch
 _OPEN_TYPES = (0, UNKNOWN.oid)  # parameter types a client leaves to the server
+_UNDESCRIBED: Any = object()  # not in the cache of portal descriptions (None is a description)
 
 
 class ExtendedQuery:
@@ -172,8 +176,15 @@ class ExtendedQuery:
             self.host.send(protocol.no_data())
             return
         portal.promised = columns
-        formats = result_formats(portal.formats, len(columns))
-        self.host.send(encode.row_description(tuple(columns), tuple(formats)))
+        prepared = self.statements.get(self._bound_from.get(message.name, ""))
+        if prepared is not None and prepared.columns is columns:
+            description = prepared.row_descriptions.get(portal.formats)
+            if description is None:
+                description = _row_description(columns, portal.formats)
+                prepared.row_descriptions[portal.formats] = description
+        else:
+            description = _row_description(columns, portal.formats)
+        self.host.send(description)
 
     async def _portal_columns(self, portal: Portal) -> tuple[Column, ...] | None:
         """The columns of a portal's rows, by binding (cached per statement and parameter types
@@ -183,10 +194,11 @@ class ExtendedQuery:
             return await self.host.call(self.host.session.describe, portal.statement,
                                         portal.params)
         key = (portal.statement, tuple(type(value) for value in portal.params))
-        if key in self._described and self.host.session.cached(portal.statement.sql) is (
+        columns = self._described.get(key, _UNDESCRIBED)
+        if columns is not _UNDESCRIBED and self.host.session.cached(portal.statement.sql) is (
                 portal.statement):
             self._described.move_to_end(key)
-            return self._described[key]
+            return columns
         columns = await self.host.call(self.host.session.describe, portal.statement,
                                        portal.params)
         self._described[key] = columns
@@ -295,6 +307,11 @@ def _expand_formats(codes: Sequence[int], count: int) -> list[int] | None:
     if len(codes) == 1:
         return [codes[0]] * count
     return list(codes) if len(codes) == count else None
+
+
+def _row_description(columns: Sequence[Column], codes: Sequence[int]) -> bytes:
+    """RowDescription of `columns` sent in the formats of Bind's result format `codes`."""
+    return encode.row_description(tuple(columns), tuple(result_formats(codes, len(columns))))
 
 
 def result_formats(codes: Sequence[int], columns: int) -> list[int]:

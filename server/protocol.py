@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -287,6 +288,14 @@ class MessageReader:
         self._reading = asyncio.Lock()
         self._taken = asyncio.Event()  # set when a message leaves `pending`
 
+    def take(self) -> FrontendMessage | None:
+        """The next message if it is here already (what `next()` would return at once), else
+        None: the common case, a pipeline's messages after its first, needs no coroutine."""
+        if not self.pending:
+            return None
+        self._taken.set()
+        return self.pending.popleft()
+
     async def next(self) -> FrontendMessage:
         while not self.pending:
             if self._error is not None:
@@ -332,12 +341,14 @@ class MessageReader:
                 end = pos + 1 + length
                 if end > len(data):
                     break
-                body = _Body(bytes(data[pos + 5 : end]))
-                try:
-                    message = parser(body)
-                    body.end()
-                except ProtocolError as exc:  # the frame was sound: the next message follows
-                    message = Malformed(kind, exc.sqlstate, str(exc))
+                message = _BODILESS.get(kind) if length == 4 else None
+                if message is None:
+                    body = _Body(bytes(data[pos + 5 : end]))
+                    try:
+                        message = parser(body)
+                        body.end()
+                    except ProtocolError as exc:  # the frame was sound: the next one follows
+                        message = Malformed(kind, exc.sqlstate, str(exc))
                 self.pending.append(message)
                 pos = end
         except ProtocolError as exc:
@@ -418,6 +429,10 @@ _PARSERS = {
     b"f": lambda b: CopyFail(b.cstring()),
 }
 
+# Messages without fields, read without a body to parse (a Sync ends every pipeline).
+_BODILESS: dict[bytes, FrontendMessage] = {b"S": Sync(), b"H": Flush(), b"X": Terminate(),
+                                           b"c": CopyDone()}
+
 
 # -- backend messages -------------------------------------------------------------------------
 
@@ -460,7 +475,11 @@ def negotiate_protocol_version(minor: int, unrecognized: Sequence[str]) -> bytes
 
 
 def ready_for_query(status: str) -> bytes:
-    return _message(b"Z", status.encode("ascii"))
+    message = _READY.get(status)
+    return _message(b"Z", status.encode("ascii")) if message is None else message
+
+
+_READY = {status: _message(b"Z", status.encode("ascii")) for status in "ITE"}  # sent at each Sync
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,32 +587,42 @@ def data_rows(columns: Sequence[Sequence[bytes | None]], num_rows: int) -> Itera
         yield b"D" + _I32.pack(len(payload) + 4) + payload
 
 
+@functools.lru_cache(maxsize=256)  # a prepared statement's executions send the same tags
 def command_complete(tag: str) -> bytes:
     return _message(b"C", _cstr(tag))
 
 
+# The messages without a body, built once: every execution sends some of them.
+_EMPTY_QUERY_RESPONSE = _message(b"I")
+_PARSE_COMPLETE = _message(b"1")
+_BIND_COMPLETE = _message(b"2")
+_CLOSE_COMPLETE = _message(b"3")
+_NO_DATA = _message(b"n")
+_PORTAL_SUSPENDED = _message(b"s")
+
+
 def empty_query_response() -> bytes:
-    return _message(b"I")
+    return _EMPTY_QUERY_RESPONSE
 
 
 def parse_complete() -> bytes:
-    return _message(b"1")
+    return _PARSE_COMPLETE
 
 
 def bind_complete() -> bytes:
-    return _message(b"2")
+    return _BIND_COMPLETE
 
 
 def close_complete() -> bytes:
-    return _message(b"3")
+    return _CLOSE_COMPLETE
 
 
 def no_data() -> bytes:
-    return _message(b"n")
+    return _NO_DATA
 
 
 def portal_suspended() -> bytes:
-    return _message(b"s")
+    return _PORTAL_SUSPENDED
 
 
 def notification_response(pid: int, channel: str, payload: str) -> bytes:

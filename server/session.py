@@ -147,6 +147,8 @@ class CatalogGeneration:
             self.value += 1
 
 
+# What a failed transaction block still runs.
+_RUN_IN_FAILED_BLOCK = frozenset({Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO, Kind.EMPTY})
 # Statements that never change what names bind to.
 _DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE,
                          Kind.DELETE, Kind.MERGE, Kind.COPY, Kind.COPY_IN, Kind.COPY_OUT,
@@ -321,12 +323,16 @@ class Session:
         """Refuse (25P02) what a failed transaction block does not run: all but its end, a
         rollback to a savepoint (and the empty query); refuse (42501) what the session's role may
         not run."""
-        if self.transaction.status is TransactionStatus.FAILED and statement.kind not in {
-                Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO, Kind.EMPTY}:
+        self._admit(statement, self._answers(statement))
+
+    def _admit(self, statement: Statement, answers: bool) -> None:
+        """`admit`, `answers` being `_answers(statement)`."""
+        if self.transaction.status is TransactionStatus.FAILED and statement.kind not in (
+                _RUN_IN_FAILED_BLOCK):
             raise in_failed_transaction()
-        if not self._answers(statement):
+        if not answers:
             check_privileges(self.planner.con, statement.sql, self.database.roles.get(self.user),
-                         main_database=self.database.catalog_name)
+                             main_database=self.database.catalog_name)
 
     def _answers(self, statement: Statement) -> bool:
         """Whether the session answers this statement itself (else the planner runs it)."""
@@ -355,9 +361,10 @@ class Session:
                 ) -> Result:
         """Run one statement; with `stream`, a SELECT's rows are read from DuckDB as they are
         taken (see `Rows`)."""
-        self.admit(statement)
+        answers = self._answers(statement)
+        self._admit(statement, answers)
         try:
-            if self._answers(statement):
+            if answers:
                 return self._command(statement, params)
             return self._run(statement, tuple(params), stream=stream)
         except SqlError:

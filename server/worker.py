@@ -93,8 +93,11 @@ class WorkerPool:
                 except BaseException as exc:  # noqa: BLE001 - the caller gets it with the future
                     error = exc
             del self._running[me]
+            retire = self._surplus() and self._retire()
+            # Settled last: the loop's thread wakes to it and waits for the GIL until this
+            # thread blocks in get(), so no work of ours may stand between the two.
             lane._settled(future, result, error)
-            if self._surplus() and self._retire():
+            if retire:
                 return
 
     def _ready(self) -> int:

@@ -54,8 +54,8 @@ def test_no_session_changes_them_for_the_others(database):
     try:
         for session in (heron, alice):
             with pytest.raises(SqlError, match="read-only"):
-                rows(session, f"CREATE OR REPLACE MACRO {SHARED_DATABASE}.main.quote_ident(x) "
-                              "AS 'evil'")
+                rows(session, f"CREATE OR REPLACE MACRO {shared_macros.SHARED_SCHEMA}"
+                              ".quote_ident(x) AS 'evil'")
             session.transaction.rollback()
         with pytest.raises(SqlError) as refused:
             rows(heron, f"DETACH {SHARED_DATABASE}")  # not even a superuser
@@ -65,6 +65,23 @@ def test_no_session_changes_them_for_the_others(database):
     finally:
         heron.close()
         alice.close()
+
+
+def test_main_names_the_users_main_schema(database):
+    """A schema-qualified `main.x` is the user's database's `main`, as `heron.main.x` is, not the
+    read-only shared database's (which the search path ends with)."""
+    session = Session(database, user="heron")
+    catalog = database.catalog_name
+    try:
+        rows(session, "CREATE TABLE main.qualified_x (i int)")
+        rows(session, "INSERT INTO main.qualified_x VALUES (1), (2)")
+        assert rows(session, "SELECT sum(i)::int FROM main.qualified_x") == [(3,)]
+        assert rows(session, f"SELECT count(*) FROM {catalog}.main.qualified_x") == [(2,)]
+        rows(session, "DROP TABLE main.qualified_x")
+        assert rows(session, "SELECT count(*) FROM duckdb_tables() WHERE table_name = "
+                             "'qualified_x'") == [(0,)]
+    finally:
+        session.close()
 
 
 def test_they_outlive_a_duckdb_search_path_change(database):
