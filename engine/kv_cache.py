@@ -244,8 +244,9 @@ class BlockTree:
         self.release([sibling])
 
     def _head(self, block: Block) -> bytes | None:
-        """The key ``block`` is found by among its siblings; None where seeding does not
-        look (off, below the root only, long enough to share SEED_MIN_TOKENS and compute one)."""
+        """The key ``block`` is found by among its siblings; None where seeding does not look:
+        seeding off, a child of the root, or a block too short to share SEED_MIN_TOKENS and
+        compute one more."""
         if (not self.seeding or block.parent is None or block.parent is self._root
                 or len(block.tokens) <= SEED_MIN_TOKENS):
             return None
