@@ -222,10 +222,11 @@ def _kernel() -> Any:
     @triton.jit
     def key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head, stride_k, stride_v,
                  BLOCK_N: tl.constexpr, D: tl.constexpr):
-        """Keys and values [BLOCK_N, D] of one tile of a key list, gathered by slot; rows past
-        the list are 0."""
+        """Keys and values [BLOCK_N, D] of one tile of a key list, gathered by slot; rows
+        outside the list (past its end, or before its start: a tile at a negative ``start``)
+        are 0."""
         n = start + tl.arange(0, BLOCK_N)
-        in_list = n < kv_len
+        in_list = (n >= 0) & (n < kv_len)
         dims = tl.arange(0, D)
         slot = tl.load(index_ptr + kv_start + n, mask=in_list, other=0).to(tl.int64)
         kt = tl.load(k_ptr + slot[:, None] * stride_k + kv_head * D + dims[None, :],
@@ -236,29 +237,16 @@ def _kernel() -> Any:
 
     @triton.jit
     def boundary_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, own_k_ptr, own_v_ptr,
-                      row_index_ptr, row_kv, row_len, start, kv_head, stride_k, stride_v,
+                      row_index_ptr, row_kv, row_len, tail, kv_head, stride_k, stride_v,
                       stride_ok, stride_ov, BLOCK_N: tl.constexpr, D: tl.constexpr):
         """Keys and values [BLOCK_N, D] of a row's first own tile when the segment's list ends
-        inside a tile: own positions ``start`` (< 0) .. -1 are the list's last keys, 0 .. its
-        own keys (rows past both are 0)."""
-        n = start + tl.arange(0, BLOCK_N)
-        dims = tl.arange(0, D)
-        listed = n < 0
-        own = (n >= 0) & (n < row_len)
-        slot = tl.load(index_ptr + kv_start + kv_len + n, mask=listed, other=0).to(tl.int64)
-        own_slot = tl.load(row_index_ptr + row_kv + n, mask=own, other=0).to(tl.int64)
-        offsets = kv_head * D + dims[None, :]
-        kt = tl.where(listed[:, None],
-                      tl.load(k_ptr + slot[:, None] * stride_k + offsets, mask=listed[:, None],
-                              other=0.0),
-                      tl.load(own_k_ptr + own_slot[:, None] * stride_ok + offsets,
-                              mask=own[:, None], other=0.0))
-        vt = tl.where(listed[:, None],
-                      tl.load(v_ptr + slot[:, None] * stride_v + offsets, mask=listed[:, None],
-                              other=0.0),
-                      tl.load(own_v_ptr + own_slot[:, None] * stride_ov + offsets,
-                              mask=own[:, None], other=0.0))
-        return kt, vt
+        inside a tile: the list's last ``tail`` keys, then the row's first own keys."""
+        listed_k, listed_v = key_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, kv_len - tail,
+                                      kv_head, stride_k, stride_v, BLOCK_N, D)
+        own_k, own_v = key_tile(own_k_ptr, own_v_ptr, row_index_ptr, row_kv, row_len, -tail,
+                                kv_head, stride_ok, stride_ov, BLOCK_N, D)
+        listed = (tl.arange(0, BLOCK_N) < tail)[:, None]
+        return tl.where(listed, listed_k, own_k), tl.where(listed, listed_v, own_v)
 
     @triton.jit
     def absorb(qt, m_i, l_i, acc, kt, vt, n, kv_len, token, offset, scale_log2,
@@ -362,7 +350,7 @@ def _kernel() -> Any:
                 if tail > 0:
                     kt, vt = boundary_tile(
                         k_ptr, v_ptr, index_ptr, kv_start, kv_len, own_k_ptr, own_v_ptr,
-                        row_index_ptr, row_kv, row_len, -tail, kv_head, stride_k, stride_v,
+                        row_index_ptr, row_kv, row_len, tail, kv_head, stride_k, stride_v,
                         stride_ok, stride_ov, BLOCK_N, D)
                     m_i, l_i, acc = absorb(qt, m_i, l_i, acc, kt, vt,
                                            tl.arange(0, BLOCK_N) - tail, row_len, limit, 0,
