@@ -49,11 +49,12 @@ import datetime as dt
 import decimal
 import json
 import math
+import operator
 import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,7 @@ from heron.planner.optimizer import Estimate, Evidence, Goal, Layout, Order, Sha
 from heron.planner.progress import OperatorRun, ProgressListener, Stage, State
 from heron.planner.settings import Settings
 from heron.planner.statement import Column, Result, Statement
+from heron.planner.token_counts import TokenCounts
 
 SAMPLE_SIZE = 8  # candidates asked to measure an unknown selectivity
 SAMPLE_ANCHORS = 2  # pairs sampled around at most this many anchors
@@ -362,7 +364,7 @@ class _Execution:
         self._fetched: dict[str, _Candidates] = {}  # candidate queries' rows, by their SQL
         self._id_function = 0  # the index in ID_FUNCTIONS of the function making ids
         self._ids: dict[str, int] = {}  # prompt values' ids, as far as they are known
-        self._tokens: dict[str, int] = {}  # token counts of texts, as far as they are known
+        self.tokens = TokenCounts(executor.count_tokens)  # of sample prompts, for layouts
         self.asked: dict[str, _Asked] = {op.marker: _Asked() for op in plan.operators}
         self.done: set[str] = set()  # operators run (or, for EXPLAIN, planned)
         self.answered_markers: set[str] = set()  # operators whose markers became lookups
@@ -754,8 +756,10 @@ class _Execution:
     def _layout_texts(self, op: AiOperator, sample: list[Key], anchor: Source | None
                       ) -> list[str]:
         """What `_layout` counts the tokens of: the sample's prompts around `anchor` (prefixes,
-        then suffixes) and, for pairs, the anchor's documents alone; the labels' last."""
+        then suffixes) and, for pairs, the anchor's documents alone; the labels' last. Rendered
+        from the sample with its long values marked (`TokenCounts`): each counted once."""
         call = op.call
+        sample = self.tokens.marked(sample)
         rendered = prompts(call, sample, anchor if op.pairs else None)
         texts = [p.prefix for p in rendered] + [p.suffix for p in rendered]
         if op.pairs and anchor is not None:  # the anchor's document alone, as a filter reads it
@@ -763,13 +767,6 @@ class _Execution:
             texts += sorted({prompting.row_prompt(call.template, fields, row).prefix
                              for row in sample})
         return texts + [" " + x for x in call.spec.labels]
-
-    def _count(self, texts: Sequence[str]) -> list[int]:
-        """Token counts, each distinct text asked of the engine once per execution."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._tokens]
-        if missing:
-            self._tokens.update(zip(missing, self.executor.count_tokens(missing), strict=True))
-        return [self._tokens[t] for t in texts]
 
     def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
                 anchor: Source | None, total: int, texts: list[str] | None = None) -> Layout:
@@ -779,7 +776,7 @@ class _Execution:
         if not sample:
             return Layout(anchor, 0, 0, 0)
         texts = texts if texts is not None else self._layout_texts(op, sample, anchor)
-        counts = self._count(texts)
+        counts = self.tokens.count(texts)
         size, labels = len(sample), len(call.spec.labels)
         prefix_tokens = dict(zip(texts[:size], counts[:size], strict=True))  # distinct ones
         suffix_tokens = counts[size:2 * size]
@@ -842,7 +839,7 @@ class _Execution:
             query, total, rows, _ = self._candidates(op, self._base_unknown(op))
             texts = {side: self._layout_texts(op, rows, side) for side in op.call.tables}
             # Every side's texts in one engine call: one round trip, tokenized in parallel.
-            self._count([t for side_texts in texts.values() for t in side_texts])
+            self.tokens.count([t for side_texts in texts.values() for t in side_texts])
             layouts = tuple(self._layout(op, query, rows, side, total, texts[side])
                             for side in op.call.tables)
             shape = Shape(op.marker, op.call.tables, total, layouts)
@@ -1039,13 +1036,15 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
     # TRUE/FALSE pair layout (`prompting.pair_prompt`) puts the partner's document alone in the
     # suffix, so a pair is rendered only when its anchor or its partner is new.
     partner_only = spec.kind in (AnswerKind.BOOLEAN, AnswerKind.SCORE)
-    prefixes: dict[Key, str] = {}
-    suffixes: dict[Key, str] = {}
+    prefix_key = _picker([i for i in range(len(template.fields)) if i not in partner_fields])
+    partner_key = _picker(partner_fields)
+    prefixes: dict[Hashable, str] = {}
+    suffixes: dict[Hashable, str] = {}
     shared = []
     for row in rows:
-        key = tuple(v for i, v in enumerate(row) if i not in partner_fields)
+        key = prefix_key(row)
         prefix = prefixes.get(key)
-        suffix = suffixes.get(_part(row, partner_fields)) if partner_only else None
+        suffix = suffixes.get(partner_key(row)) if partner_only else None
         if prefix is None or suffix is None:
             values = row
             if prefix is not None and partner_only:  # only the partner's suffix is new: no
@@ -1055,7 +1054,7 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
             prefix = prefixes.setdefault(key, prompt.prefix)
             suffix = prompt.suffix
             if partner_only:
-                suffix = suffixes.setdefault(_part(row, partner_fields), suffix)
+                suffix = suffixes.setdefault(partner_key(row), suffix)
         shared.append(Prompt(prefix, suffix))
     return shared
 
@@ -1110,11 +1109,21 @@ def _part(row: Key, fields: Sequence[int]) -> Key:
     return tuple(row[i] for i in fields)
 
 
+def _picker(fields: Sequence[int]) -> Callable[[Key], Hashable]:
+    """A row's values at `fields`, as a key to compare with keys of the same picker only (one
+    field's is the value itself): per-row work of thousands of pairs, in C."""
+    return operator.itemgetter(*fields) if fields else lambda row: ()
+
+
 def _by_anchor(rows: list[Key], fields: Sequence[int]) -> list[Key]:
     """Rows grouped by their anchor document, groups in order of first appearance."""
-    groups: dict[Key, list[Key]] = {}
-    for row in rows:
-        groups.setdefault(_part(row, fields), []).append(row)
+    groups: dict[Hashable, list[Key]] = {}
+    for key, row in zip(map(_picker(fields), rows), rows, strict=True):
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [row]
+        else:
+            group.append(row)
     return [row for group in groups.values() for row in group]
 
 
