@@ -43,6 +43,10 @@ class PendingChunk:
         self._outputs = outputs
         self._done = done
 
+    def ready(self) -> bool:
+        """Whether ``wait()`` would return at once (on CPU a launch computes: always)."""
+        return self._done is None or self._done.query()
+
     def wait(self) -> ChunkOutputs:
         if self._done is not None:
             self._done.synchronize()

@@ -49,10 +49,11 @@ Policy (which rows form the next chunk, at most ``chunk_tokens`` tokens):
   what each other needs; a prompt that could never fit the arena fails its job when its part
   is admitted.
 - Overlap: while the device runs chunk k the host prepares chunk k+1 (rows, layout, attention
-  plan) against the state chunk k leaves. When chunk k is done, jobs that arrived or were
-  cancelled meanwhile are admitted or withdrawn, and chunk k+1 is launched at once — as prepared,
-  or chosen again if that changed the jobs — before chunk k's results are handed back, so the
-  device does not wait for the host. Only a chunk holding TEXT rows is handed back first: the
+  plan) against the state chunk k leaves; jobs and parts arriving meanwhile are taken in at once
+  and chunk k+1 prepared again (the rule for parts above). When chunk k is done, cancelled jobs
+  are withdrawn, and chunk k+1 is launched at once — as prepared, or chosen again if a
+  withdrawal changed the jobs — before chunk k's results are handed back, so the device does
+  not wait for the host. Only a chunk holding TEXT rows is handed back first: the
   next decode steps need its tokens.
 """
 
@@ -76,6 +77,9 @@ from heron.engine.tokenizer import TokenizedPrompts
 
 # How long an idle step loop sleeps before it looks at cancel flags and waiting jobs again.
 _IDLE_SECONDS = 0.05
+# How often a step loop waiting for a chunk looks whether the device is done (it wakes at once
+# for what arrives meanwhile).
+_POLL_SECONDS = 0.001
 # A suffix longer than this many prefix blocks (a join partner's long document) would be one row
 # as large as a default chunk (4,096 tokens on CPU, 32,768 on CUDA), which cancel and other
 # statements would wait for: all of it but its last block joins the prefix instead, whose blocks
@@ -553,6 +557,7 @@ class Scheduler:
         self.busy_since: float | None = None  # see ``run``
         self.discarded = 0  # chunks prepared ahead, then chosen again (their host work wasted)
         self._inbox: queue.SimpleQueue[Job | JobPart | _Closing] = queue.SimpleQueue()
+        self._held: Job | JobPart | _Closing | None = None  # taken from the inbox, not yet in
         self._wake = threading.Event()
         self._closed = False
         self._closing = threading.Lock()
@@ -628,7 +633,7 @@ class Scheduler:
                     return False
             self._prepare()  # host work for the next chunk, while the device runs this one
             done, self._in_flight = self._in_flight, None
-            outputs = done.pending.wait()
+            outputs = self._wait(done)
             self.steps += 1
             self._admit()
             if not done.draft.feeds_decode:
@@ -640,12 +645,36 @@ class Scheduler:
             self._fail_all(exc)
         return True
 
-    def _admit(self) -> None:
+    def _wait(self, launched: _Launched) -> ChunkOutputs:
+        """The chunk's outputs, once the device has them. Meanwhile, what arrives is taken in
+        and the next chunk prepared again if that changed it, so that parts streaming in while
+        the device runs join the next chunk without a wait for the host when it is launched."""
+        pending = launched.pending
+        while not pending.ready():
+            if self._wake.wait(_POLL_SECONDS):
+                self._wake.clear()
+                version = self._version
+                self._admit(in_flight=True)
+                if self._version != version:
+                    self._prepare()
+        return pending.wait()
+
+    def _admit(self, in_flight: bool = False) -> None:
+        """Take in what was queued and withdraw cancelled jobs. ``in_flight``: while a chunk
+        runs, only what cannot touch its work is taken in (jobs, parts, closings); a part that
+        fails its job, and all that follows it, waits with the withdrawals until it is done."""
         while True:
-            try:
-                item = self._inbox.get_nowait()
-            except queue.Empty:
-                break
+            item = self._held
+            if item is not None:
+                self._held = None
+            else:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+            if in_flight and isinstance(item, JobPart) and item.problem is not None:
+                self._held = item
+                return
             if isinstance(item, Job):
                 self.jobs.append(item)
                 self._version += 1
@@ -663,6 +692,8 @@ class Scheduler:
                 job.link(item)
                 if self._prepared is None or not self._prepared[1].half_full:
                     self._version += 1
+        if in_flight:
+            return
         for job in [j for j in self.jobs if j.cancelled]:
             self._withdraw(job, EngineCancelled())
 
