@@ -103,6 +103,7 @@ class LocalEngine:
             dtype=str(self.decoder.dtype).removeprefix("torch."),
             device=device,
             context_tokens=spec.context_tokens,
+            chunk_tokens=config.effective_chunk_tokens,
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -131,13 +132,22 @@ class LocalEngine:
             jobs += [self.submit(Request(AnswerKind.BOOLEAN, shared + alone)),
                      self.submit(Request(AnswerKind.LABEL, shared[:1], ("yes indeed", "no"))),
                      self.submit(Request(AnswerKind.TEXT, shared[:1], max_tokens=3))]
+        self._run_warm_up(jobs)
+        # Then a document extending the last one past its partial last block, which the tree
+        # seeds from that block where the backend allows it (attention over key tiles at
+        # absolute positions: a kernel variant of its own, compiled here rather than in the first
+        # second question asked of a cached document).
+        longer = Prompt(" ".join(["warm"] * 110), " question?")
+        self._run_warm_up([self.submit(Request(AnswerKind.BOOLEAN, (longer,)))])
+        self.tree.clear()
+
+    def _run_warm_up(self, jobs: Sequence[Job]) -> None:
         while self.scheduler.step():
             pass
         for job in jobs:
             for event in drain(job):
                 if isinstance(event, Failed):
                     raise event.error
-        self.tree.clear()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.tokenizer.count(texts)
