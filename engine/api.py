@@ -99,6 +99,7 @@ class ModelInfo:
     dtype: str
     device: str
     context_tokens: int  # the longest prompt (with what an answer adds) it reads
+    chunk_tokens: int = 0  # tokens the model runs in one forward chunk at most (0: unknown)
 
 
 @dataclass

@@ -373,7 +373,7 @@ class _Execution:
         self.deadline: float | None = None  # EXPLAIN: when counting gives way to estimates
         self.applied: list[Shape] = []  # EXPLAIN: the shapes planned so far
         self._shapes: dict[str, Shape] = {}  # EXPLAIN: nothing changes, so shapes are kept
-        self._anchors: dict[str, Source | None] = {}
+        self._anchors: dict[str, Layout | None] = {}  # pair operators' chosen layouts
         self.lookups: dict[str, str] = {}  # marker -> the function standing for its answers
         self._correlated: dict[Any, bool] = {}
         self.runs: dict[str, OperatorRun] = {}  # marker -> its stage reporting progress
@@ -496,7 +496,10 @@ class _Execution:
         if goal is not None and stops_early:
             self._ask_until(op, ordered, anchor, goal.rows)
         else:
-            self._ask(op, [row for row in ordered if row not in asked.values], anchor)
+            todo = [row for row in ordered if row not in asked.values]
+            if ordered is not rows:
+                todo = _leaders_first(todo, op.call.fields_of(anchor), self._leaders(op))
+            self._ask(op, todo, anchor)
         self._end(op)
         if goal is not None and goal.top and not goal.keys:
             self._keep_rows_asked(op, set(rows))
@@ -843,9 +846,20 @@ class _Execution:
             layouts = tuple(self._layout(op, query, rows, side, total, texts[side])
                             for side in op.call.tables)
             shape = Shape(op.marker, op.call.tables, total, layouts)
-            self._anchors[op.marker] = optimizer.estimate(
-                shape, self.executor.cost_model()).anchor
-        return self._anchors[op.marker]
+            anchor = optimizer.estimate(shape, self.executor.cost_model()).anchor
+            self._anchors[op.marker] = next((lay for lay in layouts if lay.anchor == anchor),
+                                            None)
+        layout = self._anchors[op.marker]
+        return None if layout is None else layout.anchor
+
+    def _leaders(self, op: AiOperator) -> int:
+        """How many anchor groups of a pair operator lead with one pair each (`_leaders_first`):
+        as many as the engine's first chunk computes the documents of."""
+        layout = self._anchors.get(op.marker)
+        chunk = self.executor.engine.info.chunk_tokens if self.executor.engine else 0
+        if layout is None or not chunk or layout.prefix_tokens <= 0:
+            return 1
+        return max(1, int(chunk // layout.prefix_tokens))
 
     def _source_rows(self, source: Source, default: int) -> int:
         """DuckDB's estimate of the rows of the table or view a FROM item names (`default`
@@ -1113,6 +1127,26 @@ def _picker(fields: Sequence[int]) -> Callable[[Key], Hashable]:
     """A row's values at `fields`, as a key to compare with keys of the same picker only (one
     field's is the value itself): per-row work of thousands of pairs, in C."""
     return operator.itemgetter(*fields) if fields else lambda row: ()
+
+
+def _leaders_first(rows: list[Key], fields: Sequence[int], count: int) -> list[Key]:
+    """`rows` grouped by anchor (`_by_anchor`), the first row of each of the first `count`
+    groups moved to the front. The engine starts on a request's first prompts at once: led by
+    one pair of every anchor, its first chunk computes those anchors' documents — a full chunk
+    of work when they are long, during which the host prepares the pairs' rows — rather than one
+    document and a few pairs (then the device waits for the host). Their KV stays pinned until
+    their groups are answered: about one chunk's worth."""
+    key = _picker(fields)
+    leaders: dict[Hashable, int] = {}
+    for i, row in enumerate(rows):
+        if len(leaders) == count:
+            break
+        leaders.setdefault(key(row), i)
+    if len(leaders) < 2:
+        return rows
+    first = set(leaders.values())
+    return [rows[i] for i in leaders.values()] + [row for i, row in enumerate(rows)
+                                                   if i not in first]
 
 
 def _by_anchor(rows: list[Key], fields: Sequence[int]) -> list[Key]:

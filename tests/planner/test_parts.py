@@ -5,6 +5,7 @@ long in a late part: `test_bounds`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import duckdb
@@ -166,3 +167,39 @@ def test_the_token_budget_stops_a_statement_mid_parts(con, tiny_engine, small_pa
         planner.execute(planner.prepare(FILTER))
     assert info.value.sqlstate is SqlState.PROGRAM_LIMIT_EXCEEDED
 
+
+
+class _FirstPart(_Parts):
+    """The engine, keeping the prompts of the first part of each call; `chunk_tokens` as its
+    info says."""
+
+    def __init__(self, inner, chunk_tokens: int) -> None:  # noqa: ANN001 - any Engine
+        super().__init__(inner)
+        self.info = dataclasses.replace(inner.info, chunk_tokens=chunk_tokens)
+        self.first: list = []
+
+    def answer(self, request, cancel=None, progress=None, *, more=()):  # noqa: ANN001, ANN201
+        self.first.append(request.prompts)
+        return super().answer(request, cancel, progress, more=more)
+
+
+@pytest.mark.parametrize(("chunk_tokens", "leaders"), [(4096, 3), (90, 2), (1, 1)])
+def test_a_join_leads_with_one_pair_of_as_many_anchors_as_a_chunk_computes(  # noqa: ANN001
+        con, tiny_engine, chunk_tokens: int, leaders: int) -> None:
+    """The first prompts a join sends are one pair of each of the first anchors (the topics:
+    their documents then fill the engine's first chunk), then the pairs anchor by anchor; the
+    answers do not depend on it."""
+    planner = Planner(con, tiny_engine)
+    planner.publish_settings({"heron.reuse_answers": "off"})
+    rows, metrics = _answers(planner, JOIN)
+    engine = _FirstPart(tiny_engine, chunk_tokens)
+    planner = Planner(con, engine)
+    planner.publish_settings({"heron.reuse_answers": "off"})
+    got, led = _answers(planner, JOIN)
+    assert got == rows and (led.prompts, led.input_tokens) == (metrics.prompts,
+                                                               metrics.input_tokens)
+    prefixes = [p.prefix for p in engine.first[-1]]
+    assert len(set(prefixes)) == 3 and len(set(prefixes[:leaders])) == leaders
+    rest = prefixes[leaders:] if leaders > 1 else prefixes
+    runs = sum(1 for a, b in zip(rest, rest[1:], strict=False) if a != b) + 1
+    assert runs == 3  # then anchor by anchor
