@@ -7,8 +7,9 @@ Measures, on the card at hand and in the same run: the bf16 and FP8 GEMM ceiling
 GEMM on the same shapes, whether cuBLAS rows change with the batch, the fused elementwise kernels
 against the unfused torch sequences, and segment attention on a filter chunk and a BIO-2-shaped
 join chunk (each suffix row as its own segment, and as the engine launches them: stacked per
-anchor, own keys in the same launch). Prints one table; times are medians of
-``triton.testing.do_bench`` (milliseconds).
+anchor, own keys in the same launch) beside cuDNN's SDPA and, when its library loads,
+FlashAttention-3 on the same shapes (the prefix part alone for the join). Prints one table;
+times are medians of ``triton.testing.do_bench`` (milliseconds).
 """
 
 from __future__ import annotations
@@ -125,6 +126,24 @@ def attention() -> None:
                               [0] * len(lengths), "cuda")
     t = bench(lambda: segment_attention(q, k, v, segments, scale))
     record("attention filter chunk: segment attention", t, f"{flops / t / 1e9:.0f} TFLOP/s")
+    width = int(lengths.max())
+    padded = [torch.zeros(len(lengths), HEADS, width, DIM, device="cuda", dtype=torch.bfloat16)
+              for _ in range(3)]
+    for i, (s, n) in enumerate(zip(starts, lengths, strict=True)):
+        for dense, packed in zip(padded, (q, _heads(k), _heads(v)), strict=True):
+            dense[i, :, :n] = packed[s:s + n].transpose(0, 1)
+    t = bench(lambda: _cudnn(*padded, scale, causal=True))
+    record("attention filter chunk: cuDNN SDPA with LSE, padded", t,
+           f"{flops / t / 1e9:.0f} TFLOP/s useful")
+    cu = torch.tensor(np.concatenate([[0], np.cumsum(lengths)]), device="cuda",
+                      dtype=torch.int32)
+    fa3 = _fa3()
+    if fa3 is not None:
+        t = bench(lambda: fa3(q, k, v, cu, cu, width, width, scale, causal=True))
+        error = (fa3(q, k, v, cu, cu, width, width, scale, causal=True)[0].float()
+                 - segment_attention(q, k, v, segments, scale).float()).abs().max().item()
+        record("attention filter chunk: FlashAttention-3 varlen with LSE", t,
+               f"{flops / t / 1e9:.0f} TFLOP/s, max |out - segment attention's| {error:.1e}")
 
     # BIO-2: 2 anchors of 4,043 tokens, 2,360 suffix rows of 14 tokens (half per anchor).
     anchor, suffix, count = 4043, 14, 2360
@@ -147,6 +166,56 @@ def attention() -> None:
                                         scatter=True, own=own))
     record("attention BIO-2 chunk: rows stacked per anchor, own keys in the same launch", t,
            f"{useful / t / 1e9:.0f} TFLOP/s useful (prefix part)")
+    # The other backends on the prefix part alone (each anchor's stacked queries against its
+    # keys, with the LSE a merge with the own part would need): what a switch could gain.
+    half = count // 2 * suffix
+    dense_q = qs[tokens].view(2, half, HEADS, DIM).transpose(1, 2).contiguous()
+    dense_k, dense_v = (_heads(x[:2 * anchor]).view(2, anchor, HEADS, DIM).transpose(1, 2)
+                        .contiguous() for x in (keys, values))
+    t = bench(lambda: _cudnn(dense_q, dense_k, dense_v, scale, causal=False))
+    record("attention BIO-2 chunk: cuDNN SDPA with LSE, prefix part only", t,
+           f"{useful / t / 1e9:.0f} TFLOP/s useful")
+    fa3 = _fa3()
+    if fa3 is not None:
+        cu_q = torch.tensor([0, half, 2 * half], device="cuda", dtype=torch.int32)
+        cu_k = torch.tensor([0, anchor, 2 * anchor], device="cuda", dtype=torch.int32)
+        stacked_q = qs[tokens].contiguous()
+        t = bench(lambda: fa3(stacked_q, keys[:2 * anchor], values[:2 * anchor], cu_q, cu_k,
+                              half, anchor, scale, causal=False))
+        record("attention BIO-2 chunk: FlashAttention-3 varlen with LSE, prefix part only", t,
+               f"{useful / t / 1e9:.0f} TFLOP/s useful")
+
+
+def _heads(x: torch.Tensor) -> torch.Tensor:
+    """KV heads repeated to the query heads (GQA as dense attention sees it)."""
+    return x.repeat_interleave(HEADS // KV_HEADS, dim=1)
+
+
+def _cudnn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool
+           ) -> torch.Tensor:
+    return torch.ops.aten._scaled_dot_product_cudnn_attention(
+        q, k, v, None, True, 0.0, causal, False, scale=scale)[0]
+
+
+def _fa3():  # noqa: ANN202 - the library's call, or None
+    """vLLM's FlashAttention-3 forward (``_vllm_fa3_C``, from an installed vllm or alone on the
+    path, DESIGN §6) as ``fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal)`` returning
+    (out, lse); None when it cannot be loaded."""
+    try:
+        import _vllm_fa3_C  # noqa: F401, PLC0415
+    except ImportError:
+        try:
+            import vllm.vllm_flash_attn._vllm_fa3_C  # noqa: F401, PLC0415
+        except ImportError:
+            return None
+
+    def fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal):  # noqa: ANN001, ANN202
+        return torch.ops._vllm_fa3_C.fwd(
+            q, k, v, None, None, None, None, cu_q, cu_k, None, None, None, max_q, max_k, None,
+            None, None, None, None, None, None, None, None, scale, causal, -1, -1, 0.0, True,
+            None, 1, None, 0, None, 1, 0, None)[:2]
+
+    return fwd
 
 
 def _stacked_cascade(anchor: int, suffix: int, count: int, owner: list[int], keys: torch.Tensor,
