@@ -1,7 +1,8 @@
 """`heron bench engine`: the engine's speed on AI-SQL workloads, beside its baselines, in one run.
 
     heron bench engine --arch tiny|qwen3-0.6b|qwen3-4b|qwen3-8b --device cuda|cpu
-                       [--dtype bf16|fp8] [--[no-]deterministic] [--prefix-block-tokens N]
+                       [--dtype bf16|fp8] [--[no-]deterministic] [--attention segments|fa3]
+                       [--prefix-block-tokens N]
                        [--docs N] [--terms N] [--json FILE] [--no-baseline]
 
 Contract: builds a random-weight model of the named architecture with the real Qwen3 tokenizer
@@ -235,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", help="write every number to this file")
     parser.add_argument("--dtype", choices=["bf16", "fp8"], default="bf16")
     parser.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--attention", choices=["segments", "fa3"], default="segments")
     parser.add_argument("--prefix-block-tokens", type=int)
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the transformers baseline")
@@ -276,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         engine = open_engine(EngineConfig(model=str(work / "model"), device=args.device,
                                           dtype=args.dtype, deterministic=args.deterministic,
+                                          attention=args.attention,
                                           prefix_block_tokens=args.prefix_block_tokens))
         print(f"engine ready in {time.perf_counter() - started:.1f} s: {engine.info}", flush=True)
         planner = Planner(database.connect(), engine)

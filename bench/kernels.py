@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
+from heron.engine.attention import fa3
 from heron.kernels.add_rmsnorm import add_rmsnorm
 from heron.kernels.attention import OwnKeys, Segments, segment_attention
 from heron.kernels.fp8 import fp8_linear, quantize_rows
@@ -137,10 +138,10 @@ def attention() -> None:
            f"{flops / t / 1e9:.0f} TFLOP/s useful")
     cu = torch.tensor(np.concatenate([[0], np.cumsum(lengths)]), device="cuda",
                       dtype=torch.int32)
-    fa3 = _fa3()
-    if fa3 is not None:
-        t = bench(lambda: fa3(q, k, v, cu, cu, width, width, scale, causal=True))
-        error = (fa3(q, k, v, cu, cu, width, width, scale, causal=True)[0].float()
+    flash = _fa3()
+    if flash is not None:
+        t = bench(lambda: flash(q, k, v, cu, cu, width, width, scale, causal=True))
+        error = (flash(q, k, v, cu, cu, width, width, scale, causal=True)[0].float()
                  - segment_attention(q, k, v, segments, scale).float()).abs().max().item()
         record("attention filter chunk: FlashAttention-3 varlen with LSE", t,
                f"{flops / t / 1e9:.0f} TFLOP/s, max |out - segment attention's| {error:.1e}")
@@ -175,12 +176,12 @@ def attention() -> None:
     t = bench(lambda: _cudnn(dense_q, dense_k, dense_v, scale, causal=False))
     record("attention BIO-2 chunk: cuDNN SDPA with LSE, prefix part only", t,
            f"{useful / t / 1e9:.0f} TFLOP/s useful")
-    fa3 = _fa3()
-    if fa3 is not None:
+    flash = _fa3()
+    if flash is not None:
         cu_q = torch.tensor([0, half, 2 * half], device="cuda", dtype=torch.int32)
         cu_k = torch.tensor([0, anchor, 2 * anchor], device="cuda", dtype=torch.int32)
         stacked_q = qs[tokens].contiguous()
-        t = bench(lambda: fa3(stacked_q, keys[:2 * anchor], values[:2 * anchor], cu_q, cu_k,
+        t = bench(lambda: flash(stacked_q, keys[:2 * anchor], values[:2 * anchor], cu_q, cu_k,
                               half, anchor, scale, causal=False))
         record("attention BIO-2 chunk: FlashAttention-3 varlen with LSE, prefix part only", t,
                f"{useful / t / 1e9:.0f} TFLOP/s useful")
@@ -198,24 +199,8 @@ def _cudnn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, caus
 
 
 def _fa3():  # noqa: ANN202 - the library's call, or None
-    """vLLM's FlashAttention-3 forward (``_vllm_fa3_C``, from an installed vllm or alone on the
-    path, DESIGN §6) as ``fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal)`` returning
-    (out, lse); None when it cannot be loaded."""
-    try:
-        import _vllm_fa3_C  # noqa: F401, PLC0415
-    except ImportError:
-        try:
-            import vllm.vllm_flash_attn._vllm_fa3_C  # noqa: F401, PLC0415
-        except ImportError:
-            return None
-
-    def fwd(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal):  # noqa: ANN001, ANN202
-        return torch.ops._vllm_fa3_C.fwd(
-            q, k, v, None, None, None, None, cu_q, cu_k, None, None, None, max_q, max_k, None,
-            None, None, None, None, None, None, None, None, scale, causal, -1, -1, 0.0, True,
-            None, 1, None, 0, None, 1, 0, None)[:2]
-
-    return fwd
+    """FlashAttention-3's varlen forward (``engine.attention.fa3``), None when it cannot load."""
+    return fa3.varlen if fa3.available() else None
 
 
 def _stacked_cascade(anchor: int, suffix: int, count: int, owner: list[int], keys: torch.Tensor,

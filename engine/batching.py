@@ -52,6 +52,9 @@ class Row:
     writes: np.ndarray | None = None  # arena slot of each token's K/V, when kept
     answer: bool = False  # pruned answer logits at the last position
     reads: tuple[VocabRead, ...] = ()
+    # It computes a prefix block: KV other rows read, whose bits must not depend on where the
+    # document was split (``engine.attention.segments``).
+    block: bool = False
 
     def __post_init__(self) -> None:
         if len(self.tokens) == 0:
@@ -88,8 +91,10 @@ def pack(
     device: torch.device,
     num_heads: int,
     kv_width: int,
+    questions: bool = False,
 ) -> ChunkInputs:
-    """The layout of ``rows`` as one chunk (see the module contract)."""
+    """The layout of ``rows`` as one chunk (see the module contract); ``questions``: question
+    rows run on FlashAttention-3 (``attention.questions_on_fa3``)."""
     spans: list[RowSpan] = []
     row_prefix: list[int | None] = []
     prefix_slots: list[np.ndarray] = []
@@ -136,7 +141,7 @@ def pack(
         row_prefix=row_prefix,
         prefix_slots=prefix_slots,
         attention=attention.plan(spans, row_prefix, prefix_slots, num_heads, kv_width, device,
-                                 prefix_split),
+                                 prefix_split, [row.block for row in rows], questions),
         token_slots=on_device(np.concatenate(token_slots).astype(np.int64)),
         answer_index=on_device(np.asarray(answer_index, dtype=np.int64)),
         vocab_index=on_device(np.asarray(vocab_index, dtype=np.int64)),

@@ -32,6 +32,7 @@ DEFAULT_PREFIX_BLOCK_TOKENS = {"cpu": 64, "cuda": 64}
 
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 DTYPES = ("bf16", "fp8")
+ATTENTION = ("segments", "fa3")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,12 @@ class EngineConfig:
     projections are stored on CUDA, ``bf16`` or ``fp8`` (e4m3, quantized at load).
     ``deterministic``: every answer bit-identical whatever shares its chunk (batch-invariant
     kernels); off, linear layers use cuBLAS, whose rounding changes with the chunk.
+    ``attention``: ``segments`` runs all attention on Triton segment attention (CUDA; the
+    padded backend on CPU); ``fa3`` runs question rows (prompts' questions, labels, decode
+    steps) on vLLM's FlashAttention-3 (``engine.attention.fa3``: an installed vLLM, a Hopper
+    GPU), faster for joins with many partners per anchor and slower for filters
+    (bench/NOTES.md). ``fa3`` needs ``deterministic`` off: its rows were seen to change bits
+    when the chunking changed.
     ``startup_timeout_s``: how long ``EngineProcess`` waits for the model to load.
     """
 
@@ -54,6 +61,7 @@ class EngineConfig:
     prefix_block_tokens: int | None = None
     dtype: str = "bf16"
     deterministic: bool = True
+    attention: str = "segments"
     startup_timeout_s: float = 900.0
 
     def __post_init__(self) -> None:
@@ -86,6 +94,12 @@ class EngineConfig:
             )
         if self.dtype not in DTYPES:
             raise EngineError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.attention not in ATTENTION:
+            raise EngineError(f"attention must be one of {', '.join(ATTENTION)}, got "
+                              f"{self.attention!r}")
+        if self.attention == "fa3" and self.deterministic:
+            raise EngineError("attention fa3 needs deterministic off (--no-deterministic): "
+                              "FlashAttention-3's answers may change bits with the chunking")
         if not isinstance(self.deterministic, bool):
             raise EngineError(f"deterministic must be true or false, got {self.deterministic!r}")
         timeout = self.startup_timeout_s

@@ -90,8 +90,16 @@ class LocalEngine:
             )
         self.tree = BlockTree(arena, block_tokens, recompute_flops(spec),
                               seeding=attention.split_invariant(self.decoder.device))
+        questions_on_fa3 = config.attention == "fa3"
+        if questions_on_fa3 and not attention.questions_on_fa3(self.decoder.device,
+                                                               spec.head_dim, self.decoder.dtype):
+            raise EngineError(
+                "attention fa3 needs vLLM's FlashAttention-3 (an installed vllm), a Hopper GPU "
+                f"and heads of {', '.join(map(str, attention.fa3.HEAD_DIMS))} dimensions "
+                f"(this model's: {spec.head_dim}); start with --attention segments")
         self.scheduler = Scheduler(
-            ModelRunner(self.decoder, arena), self.tree, config.effective_chunk_tokens
+            ModelRunner(self.decoder, arena), self.tree, config.effective_chunk_tokens,
+            questions_on_fa3=questions_on_fa3,
         )
         self.info = ModelInfo(
             name=config.model,

@@ -477,12 +477,12 @@ class _Draft:
         block = chain[depth]
         before = self.prefix(chain[:depth])
         if block.seed is None:
-            return Row(block.tokens, block.start, before, block.slots)
+            return Row(block.tokens, block.start, before, block.slots, block=True)
         n = block.seed[1]
         slots = block.slots[:n] if before is None else np.concatenate([before.slots,
                                                                         block.slots[:n]])
         return Row(block.tokens[n:], block.start + n, Prefix(slots, split=True),
-                   block.slots[n:])
+                   block.slots[n:], block=True)
 
     def ready(self, block: Block) -> bool:
         """Whether ``block``'s KV is computed by the time this chunk's attention reads it."""
@@ -548,10 +548,12 @@ class _Launched:
 
 
 class Scheduler:
-    def __init__(self, runner: ModelRunner, tree: BlockTree, chunk_tokens: int) -> None:
+    def __init__(self, runner: ModelRunner, tree: BlockTree, chunk_tokens: int,
+                 questions_on_fa3: bool = False) -> None:
         self.runner = runner
         self.tree = tree
         self.chunk_tokens = chunk_tokens
+        self.questions_on_fa3 = questions_on_fa3  # see ``attention.questions_on_fa3``
         self.jobs: list[Job] = []
         self.steps = 0  # chunks run
         self.busy_since: float | None = None  # see ``run``
@@ -752,7 +754,8 @@ class Scheduler:
         self._prepared = None if draft is None else (self._version, draft, self._pack(draft))
 
     def _pack(self, draft: _Draft) -> ChunkInputs:
-        return pack(draft.rows, self.runner.decoder.device, self._heads, self._kv_width)
+        return pack(draft.rows, self.runner.decoder.device, self._heads, self._kv_width,
+                    self.questions_on_fa3)
 
     def _choose(self) -> _Draft | None:
         jobs = [job for job in self.jobs if not job.finished]

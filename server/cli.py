@@ -2,7 +2,8 @@
 
 Contract: `main(argv)` parses arguments and returns the exit status; `heron serve [--host]
 [--port] [--data-dir] [--model] [--device] [--kv-cache-gb] [--chunk-tokens]
-[--prefix-block-tokens] [--dtype bf16|fp8] [--[no-]deterministic] [--auth trust|scram-sha-256]
+[--prefix-block-tokens] [--dtype bf16|fp8] [--[no-]deterministic] [--attention segments|fa3]
+[--auth trust|scram-sha-256]
 [--tls-cert FILE --tls-key FILE] [--max-connections N] [--max-statement-tokens N]` builds a
 ``ServerConfig`` (``server_config``) and runs the server until SIGINT/SIGTERM; `heron bench
 engine ...` measures the engine (``heron.bench.engine``); `heron --version` prints the version.
@@ -20,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from heron.engine.api import EngineError
-from heron.engine.config import DTYPES, EngineConfig
+from heron.engine.config import ATTENTION, DTYPES, EngineConfig
 from heron.server.config import AuthMethod, ServerConfig, TlsConfig
 
 
@@ -104,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="answers bit-identical whatever else the engine is running "
                        "(batch-invariant kernels); --no-deterministic uses cuBLAS "
                        "(default: on)")
+    serve.add_argument("--attention", choices=ATTENTION, default=engine_defaults.attention,
+                       help="segments: Triton segment attention for everything; fa3: "
+                       "question rows on vLLM's FlashAttention-3 (an installed vllm, a Hopper "
+                       "GPU, with --no-deterministic), faster for joins with many partners "
+                       "per anchor, slower for filters (default: %(default)s)")
     serve.add_argument("--auth", choices=[m.value for m in AuthMethod], default=defaults.auth,
                        help="how clients authenticate; trust only on a loopback address "
                        "(default: %(default)s)")
@@ -137,7 +143,7 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
     engine = EngineConfig(model=args.model, device=args.device,
                           kv_cache_bytes=args.kv_cache_bytes, chunk_tokens=args.chunk_tokens,
                           prefix_block_tokens=args.prefix_block_tokens, dtype=args.dtype,
-                          deterministic=args.deterministic)
+                          deterministic=args.deterministic, attention=args.attention)
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together: give both or neither")
     tls = TlsConfig(args.tls_cert, args.tls_key) if args.tls_cert is not None else None

@@ -85,6 +85,21 @@ def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn
 
 
 @pytest.fixture(scope="session")
+def tiny_qwen3_d128(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
+    """A 2-layer random-weight Qwen3 with 128-dimension heads, the width of the real models
+    (and of FlashAttention-3's kernels)."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(2)
+    config = Qwen3Config(vocab_size=QWEN_VOCAB, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         head_dim=128, initializer_range=0.2, tie_word_embeddings=False)
+    model = Qwen3ForCausalLM(config).eval()
+    return save_tiny(model, tmp_path_factory.mktemp("tiny-qwen3-d128")), model
+
+
+@pytest.fixture(scope="session")
 def tiny_llama3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
     """Llama architecture with llama3 RoPE scaling and tied embeddings (the other code paths)."""
     import torch

@@ -12,7 +12,8 @@ Prefix KV lives in a store (the engine's paged KV arena: one layer's keys and va
   device and builds its layout once per forward pass; ``attend(q, k, v, ..., plan)`` runs it.
   ``split_invariant(device)`` says whether that backend gives a token the same bits wherever its
   row starts (a prefix ending at any token, not only at a block boundary).
-- ``segments``: on CUDA with Triton, the fused segment-attention kernels (row-invariant).
+- ``segments``: on CUDA with Triton, the fused segment-attention kernels (row-invariant), and
+  with ``attention="fa3"`` (not deterministic) question rows on FlashAttention-3 (``fa3``).
 - ``padded`` (``plan_attention``, ``packed_attention``): explicit-math batched calls, the CPU
   path (row-invariant with ``row_invariant=True``, its CPU default).
 - ``reference.packed_attention_reference``: the float32 row-at-a-time twin, the oracle.
@@ -45,12 +46,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from heron.engine.attention import fa3
 from heron.engine.attention.padded import packed_attention
 from heron.engine.attention.plan import AttentionPlan, RowSpan, plan_attention
 from heron.engine.attention.segments import SegmentPlan, plan_segments, segment_packed_attention
 
 __all__ = ["AttentionPlan", "RowSpan", "SegmentPlan", "attend", "packed_attention", "plan",
-           "plan_attention", "split_invariant"]
+           "plan_attention", "questions_on_fa3", "split_invariant"]
 
 
 def _segments(device: torch.device) -> bool:
@@ -64,14 +66,25 @@ def split_invariant(device: torch.device) -> bool:
     return _segments(device)
 
 
+def questions_on_fa3(device: torch.device, head_dim: int, dtype: torch.dtype) -> bool:
+    """Whether question rows can run on FlashAttention-3 here (``segments``, ``fa3.usable``),
+    for an engine started with ``attention="fa3"``: a choice made once per engine."""
+    return _segments(device) and fa3.usable(device, head_dim, dtype)
+
+
 def plan(rows: Sequence[RowSpan], row_prefix: Sequence[int | None],
          prefix_slots: Sequence[np.ndarray], num_heads: int, kv_width: int,
-         device: torch.device, prefix_split: Sequence[bool] = ()) -> AttentionPlan | SegmentPlan:
+         device: torch.device, prefix_split: Sequence[bool] = (),
+         row_blocks: Sequence[bool] = (), questions: bool = False
+         ) -> AttentionPlan | SegmentPlan:
     """The layout of the device's backend for these rows (host work, reused by every layer).
     ``prefix_split`` marks prefixes that end inside a block their rows complete; only a
-    split-invariant backend is given any (the engine seeds blocks only there)."""
+    split-invariant backend is given any (the engine seeds blocks only there). ``row_blocks``
+    marks the rows that compute prefix blocks; with ``questions`` (``questions_on_fa3``) the
+    others run on FlashAttention-3."""
     if _segments(device):
-        return plan_segments(rows, row_prefix, prefix_slots, device, prefix_split)
+        return plan_segments(rows, row_prefix, prefix_slots, device, prefix_split, row_blocks,
+                             questions)
     return plan_attention(rows, row_prefix, prefix_slots, num_heads, kv_width, device)
 
 

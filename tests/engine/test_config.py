@@ -62,6 +62,8 @@ def test_explicit_budgets_win_over_defaults() -> None:
         ("prefix_block_tokens", 0, "prefix_block_tokens must be a whole number of tokens >= 1"),
         ("prefix_block_tokens", 8192, "prefix_block_tokens (8192) must not exceed chunk_tokens "
                                       "(4096)"),
+        ("attention", "flash", "attention must be one of segments, fa3, got 'flash'"),
+        ("attention", "fa3", "attention fa3 needs deterministic off (--no-deterministic)"),
         ("startup_timeout_s", 0, "startup_timeout_s must be a number of seconds > 0"),
         ("startup_timeout_s", float("nan"), "startup_timeout_s must be a number of seconds > 0"),
     ],
@@ -84,6 +86,8 @@ def test_serve_flags_size_the_kv_cache_chunks_and_blocks() -> None:
                                   prefix_block_tokens=256)
     assert _engine_config("--kv-cache-gb", "0.5") == EngineConfig(kv_cache_bytes=1 << 29)
     assert _engine_config() == EngineConfig()  # each flag defaults to the device's default
+    assert _engine_config("--attention", "fa3", "--no-deterministic") == EngineConfig(
+        attention="fa3", deterministic=False)
 
 
 @pytest.mark.parametrize(
@@ -96,6 +100,7 @@ def test_serve_flags_size_the_kv_cache_chunks_and_blocks() -> None:
         (["--chunk-tokens", "0"], "chunk_tokens must be a whole number of tokens >= 1"),
         (["--chunk-tokens", "256", "--prefix-block-tokens", "512"],
          "prefix_block_tokens (512) must not exceed chunk_tokens (256)"),
+        (["--attention", "fa3"], "attention fa3 needs deterministic off"),
     ],
 )
 def test_bad_engine_flags_exit_with_usage_status_2(

@@ -12,6 +12,7 @@ import pytest
 import torch
 from support.engine_reference import boolean, full_ids, mixed_prompts, reference_logits
 
+from heron.engine.attention import fa3
 from heron.engine.config import EngineConfig
 from heron.engine.local import LocalEngine
 from heron.engine.prompts import filter_prompt
@@ -20,14 +21,20 @@ REVIEW = "The film drags in the middle, but the ending is a triumph and the scor
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
 
 
-@pytest.mark.parametrize("checkpoint", ["tiny_qwen3", "tiny_llama3"])
+_FA3 = pytest.mark.skipif(not fa3.available(), reason="needs vLLM's FlashAttention-3 library")
+
+
+@pytest.mark.parametrize(("checkpoint", "attention"), [
+    ("tiny_qwen3", "segments"), ("tiny_llama3", "segments"),
+    pytest.param("tiny_qwen3_d128", "fa3", marks=_FA3)])
 def test_answer_logits_are_the_float32_references_within_bf16_rounding(
-    checkpoint: str, request: pytest.FixtureRequest,
+    checkpoint: str, attention: str, request: pytest.FixtureRequest,
 ) -> None:
     folder, model = request.getfixturevalue(checkpoint)
     model16 = copy.deepcopy(model).to(torch.bfloat16)
     engine = LocalEngine(EngineConfig(model=str(folder), device="cuda", chunk_tokens=64,
-                                      prefix_block_tokens=8, kv_cache_bytes=1 << 28))
+                                      prefix_block_tokens=8, kv_cache_bytes=1 << 28,
+                                      attention=attention, deterministic=attention != "fa3"))
     try:
         first = mixed_prompts()  # filters, a join, rows of different lengths
         # Second questions: the same document, its KV now in the arena.

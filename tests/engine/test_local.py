@@ -330,3 +330,13 @@ def test_warm_up_runs_every_kind_and_leaves_an_empty_arena(
                        warmed.tokenizer.decode, warmed.tokenizer.stop_ids)
     assert got.values == expected.values and got.scores == expected.scores
     assert got.metrics.fresh_tokens == expected.metrics.fresh_tokens
+
+
+def test_attention_fa3_without_its_library_is_refused_by_name(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
+    """On CPU (or without vLLM's FlashAttention-3) ``--attention fa3`` cannot run: the engine
+    refuses to load, saying what it needs, rather than silently running segment attention."""
+    with pytest.raises(EngineError, match="attention fa3 needs vLLM's FlashAttention-3"):
+        LocalEngine(EngineConfig(model=str(tiny_qwen3[0]), attention="fa3",
+                                 deterministic=False), background=False)
