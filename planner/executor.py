@@ -562,12 +562,13 @@ class _Execution:
         values = self.asked[op.marker].values
         batch = optimizer.first_batch(goal)
         anchor_fields = op.call.fields_of(anchor) if anchor is not None else ()
+        anchor_of = _picker(anchor_fields)
         position = passed = 0  # rows[:position] are answered; `passed` of them TRUE
         while position < len(rows) and passed < goal:
             todo, end = [], position
             while end < len(rows) and (len(todo) < batch or (
                     anchor_fields and todo  # finish the anchor group: its prefix runs anyway
-                    and _part(rows[end], anchor_fields) == _part(todo[-1], anchor_fields))):
+                    and anchor_of(rows[end]) == anchor_of(todo[-1]))):
                 if rows[end] not in values:
                     todo.append(rows[end])
                 end += 1
@@ -823,9 +824,9 @@ class _Execution:
         chosen = rows
         anchor = self._anchor(op) if op.pairs else None
         if anchor is not None:
-            fields = op.call.fields_of(anchor)
-            anchors = list(dict.fromkeys(_part(r, fields) for r in rows))[:SAMPLE_ANCHORS]
-            chosen = [r for r in rows if _part(r, fields) in anchors]
+            anchor_of = _picker(op.call.fields_of(anchor))
+            anchors = list(dict.fromkeys(map(anchor_of, rows)))[:SAMPLE_ANCHORS]
+            chosen = [r for r in rows if anchor_of(r) in anchors]
         chosen = chosen[:SAMPLE_SIZE]
         self._begin(op, Stage.SAMPLING, len(chosen))
         self._ask(op, chosen, anchor)
@@ -1117,10 +1118,6 @@ def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:
         distinct = encoded.dictionary.to_pylist()
         texts += [None if i is None else distinct[i] for i in encoded.indices.to_pylist()]
     return texts
-
-
-def _part(row: Key, fields: Sequence[int]) -> Key:
-    return tuple(row[i] for i in fields)
 
 
 def _picker(fields: Sequence[int]) -> Callable[[Key], Hashable]:
