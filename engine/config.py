@@ -94,14 +94,14 @@ class EngineConfig:
             )
         if self.dtype not in DTYPES:
             raise EngineError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if not isinstance(self.deterministic, bool):
+            raise EngineError(f"deterministic must be true or false, got {self.deterministic!r}")
         if self.attention not in ATTENTION:
             raise EngineError(f"attention must be one of {', '.join(ATTENTION)}, got "
                               f"{self.attention!r}")
         if self.attention == "fa3" and self.deterministic:
             raise EngineError("attention fa3 needs deterministic off (--no-deterministic): "
                               "FlashAttention-3's answers may change bits with the chunking")
-        if not isinstance(self.deterministic, bool):
-            raise EngineError(f"deterministic must be true or false, got {self.deterministic!r}")
         timeout = self.startup_timeout_s
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise EngineError(f"startup_timeout_s must be a number of seconds > 0, got {timeout!r}")
