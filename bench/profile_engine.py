@@ -51,12 +51,14 @@ def main() -> None:
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--attention", default="segments", choices=["segments", "fa3"])
+    parser.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--trace", help="write a Chrome trace to this file")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp()) / "model"
     build_model(folder, ARCHS[args.arch], args.device)
     engine = LocalEngine(EngineConfig(model=str(folder), device=args.device, dtype=args.dtype,
-                                      attention=args.attention))
+                                      attention=args.attention,
+                                      deterministic=args.deterministic))
     warm, prompts = workload(args.workload, ARCHS[args.arch], random.Random(1), args.size)
     engine.answer(Request(AnswerKind.BOOLEAN, tuple(warm)))
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else lambda: None
