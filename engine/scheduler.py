@@ -447,6 +447,8 @@ class _Draft:
         self.cursor: dict[Group, int] = {}
         self.decoding: dict[TextTask, None] = {}
         self.prefixes: dict[Block, Prefix] = {}
+        self.chain_slots: dict[Block, np.ndarray] = {}  # by the chain's last block (`_slots`)
+        self.chain_filled: dict[Block, int] = {}  # how many of its blocks are in chain_slots
 
     @property
     def half_full(self) -> bool:
@@ -475,7 +477,7 @@ class _Draft:
     def block_row(self, chain: Sequence[Block], depth: int) -> Row:
         """The row computing block ``chain[depth]``: all its tokens, or those after its seed."""
         block = chain[depth]
-        before = self.prefix(chain[:depth])
+        before = self.prefix(chain, depth)
         if block.seed is None:
             return Row(block.tokens, block.start, before, block.slots, block=True)
         n = block.seed[1]
@@ -488,15 +490,32 @@ class _Draft:
         """Whether ``block``'s KV is computed by the time this chunk's attention reads it."""
         return block.state is not BlockState.EMPTY or block in self.blocks
 
-    def prefix(self, chain: Sequence[Block]) -> Prefix | None:
-        """The chain's KV as one shared ``Prefix`` (None for no blocks)."""
-        if not chain:
+    def prefix(self, chain: Sequence[Block], depth: int | None = None) -> Prefix | None:
+        """The KV of ``chain[:depth]`` (all of it by default) as one shared ``Prefix`` (None for
+        no blocks)."""
+        depth = len(chain) if depth is None else depth
+        if depth == 0:
             return None
-        last = chain[-1]
+        last = chain[depth - 1]
         found = self.prefixes.get(last)
         if found is None:
-            found = self.prefixes[last] = Prefix(np.concatenate([b.slots for b in chain]))
+            found = self.prefixes[last] = Prefix(self._slots(chain, depth))
         return found
+
+    def _slots(self, chain: Sequence[Block], depth: int) -> np.ndarray:
+        """The slots of ``chain[:depth]``: a view of one array per chain, filled block by block
+        as deeper prefixes are asked for (a block's slots are final once it is chosen: it is
+        seeded first). A document's block rows thus read prefixes of one array, which the
+        attention plan stores once, rather than n²/2 slots copied for n blocks."""
+        key = chain[-1]
+        buffer = self.chain_slots.get(key)
+        if buffer is None:
+            buffer = self.chain_slots[key] = np.empty(key.end, dtype=np.int64)
+        filled = self.chain_filled.get(key, 0)
+        for block in chain[filled:depth]:
+            buffer[block.start:block.end] = block.slots
+        self.chain_filled[key] = max(filled, depth)
+        return buffer[:chain[depth - 1].end]
 
 
 class _DeviceClock:

@@ -113,8 +113,8 @@ class Segments:
               causal_offset: Sequence[int], device: torch.device | str,
               absolute: Sequence[bool] = ()) -> Segments:
         lengths = np.array([len(s) for s in kv_slots], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else lengths
-        index = np.concatenate(kv_slots) if len(kv_slots) else np.zeros(0, dtype=np.int64)
+        starts, stored = _shared_lists(kv_slots)
+        index = np.concatenate(stored) if stored else np.zeros(0, dtype=np.int64)
         arrays = [np.asarray(a, dtype=np.int32) for a in
                   (q_start, q_len, starts, lengths, causal_offset, index)]
         if any(absolute):
@@ -122,6 +122,31 @@ class Segments:
         views = _aligned_views(arrays, device)
         return cls(*views[:6], host_q_len=tuple(int(n) for n in q_len),
                    absolute=views[6] if len(views) > 6 else None)
+
+
+def _shared_lists(kv_slots: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Each list's offset in the index, and the lists the index stores: lists that are views
+    starting at one address (a document's prefixes block by block, slices of one array) are
+    stored once, as the longest of them, and the others read its beginning — a document of n
+    blocks then costs n slots of index, not n²/2. All the lists are alive here, so one address
+    is one memory, and the shorter list is the longer one's beginning."""
+    first: dict[tuple[int, int, str], int] = {}  # (address, stride, dtype) -> stored list
+    stored: list[np.ndarray] = []
+    which = np.empty(len(kv_slots), dtype=np.int64)
+    for i, slots in enumerate(kv_slots):
+        key = ((slots.__array_interface__["data"][0], slots.strides[0], slots.dtype.str)
+               if isinstance(slots, np.ndarray) and slots.ndim == 1 and len(slots) else None)
+        j = first.get(key) if key is not None else None
+        if j is None:
+            j = len(stored)
+            stored.append(slots)
+            if key is not None:
+                first[key] = j
+        elif len(slots) > len(stored[j]):
+            stored[j] = slots
+        which[i] = j
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in stored])[:-1]]).astype(np.int64)
+    return (offsets[which] if len(which) else which), stored
 
 
 def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str

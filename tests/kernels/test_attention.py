@@ -49,6 +49,21 @@ def arena_case(rng: np.random.Generator, device: str, dtype: torch.dtype, heads:
     return q, arena_k, arena_v, segments
 
 
+def test_build_stores_nested_prefixes_once() -> None:
+    """A document's block rows read prefixes of one slot array: the index stores the longest
+    once and every segment still reads exactly its own list."""
+    document = np.random.default_rng(1).permutation(1000).astype(np.int64)
+    lists = [document[:64 * d] for d in range(1, 12)] + [np.arange(5, 9), document[100:300],
+                                                         document[:10].copy()]
+    segments = Segments.build(list(range(len(lists))), [1] * len(lists), lists,
+                              [len(x) for x in lists], "cpu")
+    index, starts = segments.kv_index.numpy(), segments.kv_start.numpy()
+    for s, expected in enumerate(lists):
+        assert segments.kv_len[s] == len(expected)
+        np.testing.assert_array_equal(index[starts[s]:starts[s] + len(expected)], expected)
+    assert len(index) == 64 * 11 + 4 + 200 + 10  # not the sum of the nested prefixes
+
+
 def test_reference_matches_attend_with_lse() -> None:
     rng = np.random.default_rng(0)
     q, k, v, segments = arena_case(rng, "cpu", torch.float32)
