@@ -5,8 +5,9 @@ safe to use from several threads. An answer is keyed by `AnswerKeys(...).of(pref
 the model, the prompt layout's version, the answer kind with its labels or token budget, and the
 exact prompt text (prefix and suffix) — a digest, so the store never holds the prompts themselves.
 For the same key the engine gives the same answer, so a stored one replaces asking it: results do
-not change. `get` returns the stored `(value, score)` or None; `put` stores one. Bounded: past
-`max_bytes` (keys plus values, approximately) the least recently used answers are forgotten.
+not change. `get` returns the stored `(value, score)` or None; `put` stores one (`put_many`
+several). Bounded: past `max_bytes` (keys plus values, approximately) the least recently used
+answers are forgotten.
 """
 
 from __future__ import annotations
@@ -78,17 +79,23 @@ class AnswerStore:
             return answer
 
     def put(self, key: AnswerKey, answer: Answer) -> None:
-        size = _size(answer)
-        if size > self.max_bytes:
-            return
+        self.put_many([key], [answer])
+
+    def put_many(self, keys: Sequence[AnswerKey], answers: Sequence[Answer]) -> None:
+        """`put` of each key's answer, under one hold of the lock (an operator's thousands)."""
+        sizes = [_size(answer) for answer in answers]
+        stored = self._answers
         with self._lock:
-            old = self._answers.pop(key.digest, None)
-            if old is not None:
-                self._bytes -= _size(old)
-            self._answers[key.digest] = answer
-            self._bytes += size
+            for key, answer, size in zip(keys, answers, sizes, strict=True):
+                if size > self.max_bytes:
+                    continue
+                old = stored.pop(key.digest, None)
+                if old is not None:
+                    self._bytes -= _size(old)
+                stored[key.digest] = answer
+                self._bytes += size
             while self._bytes > self.max_bytes:
-                _, evicted = self._answers.popitem(last=False)
+                _, evicted = stored.popitem(last=False)
                 self._bytes -= _size(evicted)
 
 

@@ -17,11 +17,14 @@ Contract: an `Executor` serves one session's DuckDB connection and engine, with 
    serves repeats across statements unless `heron.reuse_answers` is off). A big operator's
    prompts stream to the engine as one call in parts (`PART_FIRST` prompts, then twice as many
    each time up to `PART_MOST`): each part is keyed and looked up in the answer store while the
-   engine answers the parts before it, so the engine starts after the first part. Every prompt
-   is checked against the model's context first (`Engine.check`), so one too long still
-   refuses the statement before the engine runs anything. Pairs are asked
-   grouped by anchor, around the anchor chosen on the candidates with only the calls the
-   operator requires applied (so its prompts do not depend on the order). Under a goal (a
+   engine answers the parts before it, so the engine starts after the first part; prompts are
+   rendered as their part is keyed. Every prompt is checked against the model's context
+   (`Engine.check`) once the first part is sent and before the second is, so one too long
+   refuses the statement after at most the first part's work. Pairs are asked grouped by
+   anchor, around the anchor chosen on the candidates with only the calls the operator requires
+   applied (so its prompts do not depend on the order), led by one pair of each anchor whose
+   document the engine's first chunk can hold: they are the first part, so the engine computes
+   those documents while the host renders, keys and sends the other pairs. Under a goal (a
    LIMIT, optionally in ORDER BY order) a conjunct's candidates are asked in growing batches —
    whole anchor groups for pairs — until enough passed; a value under LIMIT is asked only for
    the rows that can be returned (under a bare LIMIT the statement is then kept to those).
@@ -47,6 +50,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import decimal
+import itertools
 import json
 import math
 import operator
@@ -54,10 +58,10 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -215,27 +219,26 @@ class Executor:
         except EngineError as exc:
             raise SqlError(SqlState.SYSTEM_ERROR, f"the inference engine failed: {exc}") from None
 
-    def ask(self, call: AiCall, prompts: list[Prompt], settings: Settings, metrics: Metrics,
-            budget: TokenBudget, run: OperatorRun | None = None) -> tuple[list[Any], int]:
+    def ask(self, call: AiCall, prompts: Sequence[Prompt], settings: Settings,
+            metrics: Metrics, budget: TokenBudget, run: OperatorRun | None = None,
+            first: int | None = None) -> tuple[list[Any], int]:
         """The answers to `prompts` (in order) and how many came from the answer store; the
-        engine's tokens are charged to `budget`; `run` is told of both as they come."""
+        engine's tokens are charged to `budget`; `run` is told of both as they come. The first
+        part holds `first` prompts (default `PART_FIRST`); `prompts` may render as read."""
         assert self.engine is not None
         spec = call.spec
         stored = _StoredAnswers(self.answers, self.engine.info.name, call, prompts, settings,
                                 run)
-        bounds = _parts(len(prompts))
+        parts = (stored.missing(start, end) for start, end in _parts(len(prompts), first))
         try:
-            if len(bounds) > 1:  # later parts reach the engine after it started on earlier ones
-                self.engine.check(Request(spec.kind, tuple(prompts), spec.labels,
-                                          spec.max_tokens))
-            parts = (stored.missing(start, end) for start, end in bounds)
-            first = next((part for part in parts if part), None)
-            if first is not None:
+            first_part = next((part for part in parts if part), None)
+            if first_part is not None:
                 started = time.perf_counter()
-                progress = run.request(len(first), metrics) if run is not None else None
+                progress = run.request(len(first_part), metrics) if run is not None else None
                 answers = self.engine.answer(
-                    Request(spec.kind, first, spec.labels, spec.max_tokens), cancel=self.cancel,
-                    progress=_both(progress, budget.watch()), more=(p for p in parts if p))
+                    Request(spec.kind, first_part, spec.labels, spec.max_tokens),
+                    cancel=self.cancel, progress=_both(progress, budget.watch()),
+                    more=self._checked(call, prompts, parts))
                 budget.charge(answers.metrics)
                 metrics.merge(dataclasses.replace(answers.metrics,
                                                   seconds=time.perf_counter() - started))
@@ -251,12 +254,32 @@ class Executor:
                            f"the inference engine failed: {exc}") from None
         return stored.values(), stored.reused
 
+    def _checked(self, call: AiCall, prompts: Sequence[Prompt],
+                 parts: Iterator[tuple[Prompt, ...]]) -> Iterator[tuple[Prompt, ...]]:
+        """The parts after the first that hold prompts, every one of `prompts` checked against
+        the model's context before the first of them is given: a prompt too long refuses the
+        statement before the engine runs more than the first part."""
+        checked = False
+        for part in parts:
+            if not part:
+                continue
+            if not checked:
+                assert self.engine is not None
+                spec = call.spec
+                try:
+                    self.engine.check(Request(spec.kind, tuple(prompts), spec.labels,
+                                              spec.max_tokens))
+                except PromptTooLong as exc:
+                    raise _prompt_too_long(exc, prompts[exc.prompt]) from None
+                checked = True
+            yield part
+
 
 class _StoredAnswers:
     """The answers of one operator's prompts: from the answer store, looked up a part at a time
     (`missing`), then from the engine for the prompts it lacked (`answered`), stored there."""
 
-    def __init__(self, store: AnswerStore, model: str, call: AiCall, prompts: list[Prompt],
+    def __init__(self, store: AnswerStore, model: str, call: AiCall, prompts: Sequence[Prompt],
                  settings: Settings, run: OperatorRun | None) -> None:
         spec = call.spec
         self.store = store
@@ -292,29 +315,53 @@ class _StoredAnswers:
         return tuple(asked)
 
     def asked(self, position: int) -> Prompt:
-        """The prompt the engine numbers `position`: of all the prompts while none was sent (its
-        check of them all), else of those sent."""
-        return self.prompts[self.sent[position]] if self.sent else self.prompts[position]
+        """The prompt the engine numbers `position` (of those sent)."""
+        return self.prompts[self.sent[position]]
 
     def answered(self, answers: Answers) -> None:
-        for i, value, score in zip(self.sent, answers.values, answers.scores, strict=True):
-            self.found[i] = (value, score)
+        found = list(zip(answers.values, answers.scores, strict=True))
+        for i, answer in zip(self.sent, found, strict=True):
+            self.found[i] = answer
         if self.reuse:
-            for key, value, score in zip(self.sent_keys, answers.values, answers.scores,
-                                         strict=True):
-                self.store.put(key, (value, score))
+            self.store.put_many(self.sent_keys, found)
 
     def values(self) -> list[Any]:
         return [found[0] for found in self.found if found is not None]
 
 
-def _parts(count: int) -> list[tuple[int, int]]:
-    """`(start, end)` of each part of `count` prompts (`PART_FIRST`, then doubling)."""
-    bounds, start, size = [], 0, PART_FIRST
+def _parts(count: int, first: int | None = None) -> list[tuple[int, int]]:
+    """`(start, end)` of each part of `count` prompts: `first` (default `PART_FIRST`), then
+    twice as many each time (at least `PART_FIRST`, at most `PART_MOST`)."""
+    bounds, start, size = [], 0, PART_FIRST if first is None else first
     while start < count:
         bounds.append((start, min(count, start + size)))
-        start, size = start + size, min(2 * size, PART_MOST)
+        start, size = start + size, min(2 * max(size, PART_FIRST // 2), PART_MOST)
     return bounds
+
+
+class _Rendered(Sequence[Prompt]):
+    """A call's prompts, rendered the first time one at or past them is read (in order): the
+    first part reaches the engine before the others are rendered."""
+
+    def __init__(self, rendering: Iterator[Prompt], count: int) -> None:
+        self._rendering = rendering
+        self._count = count
+        self._done: list[Prompt] = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._upto(self._count)[index]
+        if not -self._count <= index < self._count:
+            raise IndexError(index)
+        return self._upto(index % self._count + 1)[index]
+
+    def _upto(self, end: int) -> list[Prompt]:
+        if end > len(self._done):
+            self._done.extend(itertools.islice(self._rendering, end - len(self._done)))
+        return self._done
 
 
 @dataclass(frozen=True)
@@ -329,6 +376,16 @@ class _Candidates:
     def keys(self, ids: pa.Table) -> list[Key]:
         """Rows of `ids` (some of these candidates) as text keys."""
         return _keys(self.texts, ids)
+
+
+class _CandidateSet(NamedTuple):
+    """An operator's candidates as `_Execution._candidates` finds them."""
+
+    query: exp.Subquery  # all of them
+    total: int  # how many (DuckDB's estimate unless `counted`)
+    sample: list[Key]  # some, in hash order
+    counted: bool
+    ids: pa.Table | None = None  # all of them as ids, when fetched (`_Candidates.ids`)
 
 
 @dataclass
@@ -497,9 +554,11 @@ class _Execution:
             self._ask_until(op, ordered, anchor, goal.rows)
         else:
             todo = [row for row in ordered if row not in asked.values]
+            leaders = 0
             if ordered is not rows:
-                todo = _leaders_first(todo, op.call.fields_of(anchor), self._leaders(op))
-            self._ask(op, todo, anchor)
+                todo, leaders = _leaders_first(todo, op.call.fields_of(anchor),
+                                               self._leaders(op))
+            self._ask(op, todo, anchor, leaders or None)
         self._end(op)
         if goal is not None and goal.top and not goal.keys:
             self._keep_rows_asked(op, set(rows))
@@ -543,13 +602,15 @@ class _Execution:
             return optimizer.value_rows(self.tree, op.marker, pending)
         return None
 
-    def _ask(self, op: AiOperator, rows: list[Key], anchor: Source | None) -> None:
+    def _ask(self, op: AiOperator, rows: list[Key], anchor: Source | None,
+             first: int | None = None) -> None:
+        """Ask `rows` (`first` of them in the engine call's first part)."""
         if not rows:
             return
         asked = self.asked[op.marker]
-        values, reused = self.executor.ask(op.call, prompts(op.call, rows, anchor),
-                                           self.settings, asked.metrics, self.budget,
-                                           self.runs.get(op.marker))
+        values, reused = self.executor.ask(
+            op.call, _Rendered(rendered(op.call, rows, anchor), len(rows)), self.settings,
+            asked.metrics, self.budget, self.runs.get(op.marker), first)
         asked.values.update(zip(rows, values, strict=True))
         asked.reused += reused
 
@@ -668,18 +729,18 @@ class _Execution:
         if not call.template.fields:
             return Shape(op.marker, (), 1, (Layout(None, 1, 0, 8),),
                          *self._selectivity(op))
-        query, total, rows, counted = self._candidates(op, self._pending())
+        found = self._candidates(op, self._pending())
+        total, rows = found.total, found.sample
         if sample and self._selectivity(op)[1] is Evidence.ASSUMED and total > SAMPLE_SIZE:
             self._sample(op, rows)
         anchor = self._anchor(op) if op.pairs else (
             call.tables[0] if len(call.tables) == 1 else None)
-        layout = self._layout(op, query, rows, anchor, total)
+        layout = self._layout(op, found, anchor)
         selectivity, evidence = self._selectivity(op)
         return Shape(op.marker, call.tables, total, (layout,), selectivity, evidence,
-                     call.spec.max_tokens, counted)
+                     call.spec.max_tokens, found.counted)
 
-    def _candidates(self, op: AiOperator, unknown: frozenset[str]
-                    ) -> tuple[exp.Subquery, int, list[Key], bool]:
+    def _candidates(self, op: AiOperator, unknown: frozenset[str]) -> _CandidateSet:
         """`op`'s candidates (leaving out the calls `unknown` names) as a subquery, how many
         there are and a sample of them, and whether they were counted: for EXPLAIN, once
         counting would take longer than `EXPLAIN_SECONDS`, the count is DuckDB's estimate and
@@ -692,12 +753,12 @@ class _Execution:
             query = exp.select("*").from_(self._register_rows(fetched.ids)).subquery("c")
             rows = fetched.keys(self._fetch(self._hash_ordered(op, query, ids=True).limit(
                 TOKEN_SAMPLE)))
-            return query, len(fetched.rows), rows, True
+            return _CandidateSet(query, len(fetched.rows), rows, True, fetched.ids)
         try:
             total = int(self._fetch(exp.select(exp.Count(this=exp.Star())).from_(query.copy()))
                         .column(0)[0].as_py())
             rows = _rows(self._fetch(self._hash_ordered(op, query).limit(TOKEN_SAMPLE)))
-            return query, total, rows, True
+            return _CandidateSet(query, total, rows, True)
         except _OutOfTime:
             pass
         first = select.copy()
@@ -711,7 +772,8 @@ class _Execution:
         # Of the rows the candidates are drawn from: DuckDB would guess a fixed share for each
         # IS NOT NULL, which the values of documents seldom are.
         rows_from = select.args["from_"].this.this
-        return query, self.executor.estimated_rows(rows_from), list(dict.fromkeys(rows)), False
+        return _CandidateSet(query, self.executor.estimated_rows(rows_from),
+                             list(dict.fromkeys(rows)), False)
 
     def _candidate_rows(self, select: exp.Select) -> _Candidates:
         """A candidate query's rows, fetched once per execution: the anchor choice, the
@@ -772,11 +834,12 @@ class _Execution:
                              for row in sample})
         return texts + [" " + x for x in call.spec.labels]
 
-    def _layout(self, op: AiOperator, query: exp.Expression, sample: list[Key],
-                anchor: Source | None, total: int, texts: list[str] | None = None) -> Layout:
+    def _layout(self, op: AiOperator, found: _CandidateSet, anchor: Source | None,
+                texts: list[str] | None = None) -> Layout:
         """`op`'s layout around `anchor`, from a sample of its candidates (`texts`: the
         sample's `_layout_texts`, when the caller has them)."""
         call = op.call
+        sample, total = found.sample, found.total
         if not sample:
             return Layout(anchor, 0, 0, 0)
         texts = texts if texts is not None else self._layout_texts(op, sample, anchor)
@@ -792,9 +855,11 @@ class _Execution:
         else:
             fields = [candidates.arg(i) for i in call.fields_of(anchor)]
             distinct = exp.select(exp.Count(this=exp.Distinct(expressions=[
-                exp.column(f) for f in fields]))).from_(query.copy())
+                exp.column(f) for f in fields]))).from_(found.query.copy())
             try:
-                prefixes = int(self._fetch(distinct).column(0)[0].as_py())
+                prefixes = (found.ids.select(fields).drop_null().group_by(fields)
+                            .aggregate([]).num_rows if found.ids is not None
+                            else int(self._fetch(distinct).column(0)[0].as_py()))
             except _OutOfTime:  # at most one per row of the anchor's FROM item
                 prefixes = min(total, self._source_rows(anchor, total))
         if call.spec.kind is AnswerKind.LABEL:  # each label runs as a suffix of its own
@@ -840,13 +905,14 @@ class _Execution:
         if not op.pairs:
             return None
         if op.marker not in self._anchors:
-            query, total, rows, _ = self._candidates(op, self._base_unknown(op))
-            texts = {side: self._layout_texts(op, rows, side) for side in op.call.tables}
+            found = self._candidates(op, self._base_unknown(op))
+            texts = {side: self._layout_texts(op, found.sample, side)
+                     for side in op.call.tables}
             # Every side's texts in one engine call: one round trip, tokenized in parallel.
             self.tokens.count([t for side_texts in texts.values() for t in side_texts])
-            layouts = tuple(self._layout(op, query, rows, side, total, texts[side])
+            layouts = tuple(self._layout(op, found, side, texts[side])
                             for side in op.call.tables)
-            shape = Shape(op.marker, op.call.tables, total, layouts)
+            shape = Shape(op.marker, op.call.tables, found.total, layouts)
             anchor = optimizer.estimate(shape, self.executor.cost_model()).anchor
             self._anchors[op.marker] = next((lay for lay in layouts if lay.anchor == anchor),
                                             None)
@@ -1038,12 +1104,20 @@ def statistics_key(call: AiCall) -> tuple[str, ...]:
 
 
 def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Prompt]:
-    """The engine's prompts for candidate rows: the pair layout around `anchor` for two FROM
-    items, else the layout of the call's answer kind over all its documents."""
+    """The engine's prompts for candidate rows (`rendered`), as a list."""
+    return list(rendered(call, rows, anchor))
+
+
+def rendered(call: AiCall, rows: Iterable[Key], anchor: Source | None) -> Iterator[Prompt]:
+    """The engine's prompts for candidate rows, one per row as they are read: the pair layout
+    around `anchor` for two FROM items, else the layout of the call's answer kind over all its
+    documents."""
     template, spec = call.template, call.spec
     if anchor is None:
         anchor_fields = tuple(i for i, s in enumerate(call.sources) if s is not None)
-        return [prompting.render(template, spec, anchor_fields, (), row) for row in rows]
+        for row in rows:
+            yield prompting.render(template, spec, anchor_fields, (), row)
+        return
     partner = next(t for t in call.tables if t != anchor)
     anchor_fields, partner_fields = call.fields_of(anchor), call.fields_of(partner)
     # A pair's prefix reads every value but the partner's: the pairs of one anchor share one
@@ -1055,7 +1129,6 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
     partner_key = _picker(partner_fields)
     prefixes: dict[Hashable, str] = {}
     suffixes: dict[Hashable, str] = {}
-    shared = []
     for row in rows:
         key = prefix_key(row)
         prefix = prefixes.get(key)
@@ -1070,8 +1143,7 @@ def prompts(call: AiCall, rows: Sequence[Key], anchor: Source | None) -> list[Pr
             suffix = prompt.suffix
             if partner_only:
                 suffix = suffixes.setdefault(partner_key(row), suffix)
-        shared.append(Prompt(prefix, suffix))
-    return shared
+        yield Prompt(prefix, suffix)
 
 
 def _both(first: ProgressCallback | None, second: ProgressCallback | None
@@ -1126,13 +1198,15 @@ def _picker(fields: Sequence[int]) -> Callable[[Key], Hashable]:
     return operator.itemgetter(*fields) if fields else lambda row: ()
 
 
-def _leaders_first(rows: list[Key], fields: Sequence[int], count: int) -> list[Key]:
+def _leaders_first(rows: list[Key], fields: Sequence[int], count: int
+                   ) -> tuple[list[Key], int]:
     """`rows` grouped by anchor (`_by_anchor`), the first row of each of the first `count`
-    groups moved to the front. The engine starts on a request's first prompts at once: led by
-    one pair of every anchor, its first chunk computes those anchors' documents — a full chunk
-    of work when they are long, during which the host prepares the pairs' rows — rather than one
-    document and a few pairs (then the device waits for the host). Their KV stays pinned until
-    their groups are answered: about one chunk's worth."""
+    groups moved to the front, and how many were (0 for fewer than two groups: `rows` as they
+    are). The engine starts on a request's first prompts at once: led by one pair of every
+    anchor, its first chunk computes those anchors' documents — a full chunk of work when they
+    are long, during which the host prepares the pairs' rows — rather than one document and a
+    few pairs (then the device waits for the host). Their KV stays pinned until their groups are
+    answered: about one chunk's worth."""
     key = _picker(fields)
     leaders: dict[Hashable, int] = {}
     for i, row in enumerate(rows):
@@ -1140,10 +1214,10 @@ def _leaders_first(rows: list[Key], fields: Sequence[int], count: int) -> list[K
             break
         leaders.setdefault(key(row), i)
     if len(leaders) < 2:
-        return rows
+        return rows, 0
     first = set(leaders.values())
     return [rows[i] for i in leaders.values()] + [row for i, row in enumerate(rows)
-                                                   if i not in first]
+                                                   if i not in first], len(first)
 
 
 def _by_anchor(rows: list[Key], fields: Sequence[int]) -> list[Key]:
