@@ -433,7 +433,7 @@ class PreparedStatements:
         kept = self._columns.get(sql)
         if kept is not None and kept[0].equals(schema):
             return kept[1]
-        columns = columns_of(schema)
+        columns = columns_of(schema, sql)
         if sql in self._names:
             self._columns[sql] = (schema, columns)
         return columns
@@ -549,13 +549,15 @@ def run(
             reader = result.arrow_reader()
             schema = reader.schema
             columns = (prepared.columns_of(statement.sql, schema) if executes and prepared
-                       else columns_of(schema))
+                       else columns_of(schema, sql or statement.sql))
             return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     if result.return_type == "query_result" and statement.returns_rows and table is not None:
-        return Result(_tag(statement, table.num_rows), columns_of(table.schema), Rows.of(table))
+        return Result(_tag(statement, table.num_rows),
+                      columns_of(table.schema, sql or statement.sql),
+                      Rows.of(table))
     changed = result.return_type == "changed_rows" and table is not None and table.num_rows
     return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
 
@@ -573,7 +575,7 @@ def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     return tuple((column, str(duckdb_type)) for column, duckdb_type
-                 in zip(columns_of(schema), types, strict=True))
+                 in zip(columns_of(schema, sql), types, strict=True))
 
 
 _BATCH = "__heron_insert_batch"
@@ -655,14 +657,44 @@ def column_defaults(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ..
 _CALL_NAME = re.compile(r'^"?(?P<function>[A-Za-z_]\w*)"?\(.*\)$', re.DOTALL)
 _RENAMED_FUNCTIONS = {"count_star": "count"}
 # DuckDB names an unaliased constant or operator expression after its text ("'a'", "NULL",
-# "(a + 1)"); PostgreSQL names it "?column?" (and a boolean constant "bool"). A number keeps
-# its text: a column may be named so (a PIVOT's, a CSV header's) and cannot be told from it.
+# "(a + 1)"); PostgreSQL names it "?column?" (and a boolean constant "bool"). A number is
+# named so too, but only where the statement's select list has the number itself
+# (`_bare_numbers`): a column may be named "1" (a PIVOT's, a CSV header's).
 _UNNAMED = re.compile(r"^(?:'(?:[^']|'')*'|NULL|\(.*\))$", re.DOTALL)
+_NUMBER = re.compile(r"^[0-9][0-9.eE+-]*$")
 
 
-def columns_of(schema: pa.Schema) -> tuple[Column, ...]:
-    """Result columns named as PostgreSQL would name them."""
-    return tuple(Column(_pg_name(field.name), field.type) for field in schema)
+def columns_of(schema: pa.Schema, sql: str | None = None) -> tuple[Column, ...]:
+    """Result columns named as PostgreSQL would name them (`sql`: the statement that gave
+    them, for the names of bare numbers)."""
+    names = [_pg_name(field.name) for field in schema]
+    if sql is not None and any(_NUMBER.match(name) for name in names):
+        for i in _bare_numbers(sql):
+            if i < len(names):
+                names[i] = "?column?"
+    return tuple(Column(name, field.type) for name, field in zip(names, schema, strict=True))
+
+
+@functools.lru_cache(maxsize=1024)
+def _bare_numbers(sql: str) -> frozenset[int]:
+    """The positions of `sql`'s result columns that its select list (the first of a set
+    operation's) gives as unaliased number literals; none where a star comes first."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except (SqlglotError, TokenError, ValueError):
+        return frozenset()
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.this
+    if not isinstance(tree, exp.Select):
+        return frozenset()
+    found = set()
+    for i, item in enumerate(tree.expressions):
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column)
+                                          and isinstance(item.this, exp.Star)):
+            break  # the columns after it are not the list's
+        if isinstance(item, exp.Literal) and item.is_number:
+            found.add(i)
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=4096)

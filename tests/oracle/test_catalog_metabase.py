@@ -147,8 +147,6 @@ STATEMENTS: dict[str, tuple[str, tuple[object, ...]]] = {
         ' ORDER BY "id" LIMIT 10000', ()),
 }
 EXPECTED_FAILURES = {
-    "can_connect": "SELECT 1's column is named 1, not ?column?: DuckDB names it after its "
-                   "text, and a column may be named so (a PIVOT's), so the name is kept",
     "transaction_isolation": "Heron reports DuckDB's isolation, serializable",
 }
 

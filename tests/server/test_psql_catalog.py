@@ -143,8 +143,10 @@ def test_result_columns_named_as_postgresql_names_them(heron_server):
 
         assert names("SELECT 'a', NULL, 1 + 1, true, count(*), lower('A')") == [
             "?column?", "?column?", "?column?", "bool", "count", "lower"]
-        # A number keeps DuckDB's name: a column can be named so (PIVOT, CSV headers).
-        assert names("SELECT 1") == ["1"]
+        # A number literal is ?column? too; a column named "1" keeps its name.
+        assert names("SELECT 1, 2.5 AS x") == ["?column?", "x"]
+        assert names("SELECT 1 UNION ALL SELECT 2") == ["?column?"]
+        assert names('SELECT "1" FROM (SELECT 7 AS "1")') == ["1"]
         assert names("SHOW timezone") == ["TimeZone"]
         assert names("SHOW TRANSACTION ISOLATION LEVEL") == ["transaction_isolation"]
         assert names("SHOW search_path") == ["search_path"]
