@@ -356,7 +356,8 @@ class _Rendered(Sequence[Prompt]):
             return self._upto(self._count)[index]
         if not -self._count <= index < self._count:
             raise IndexError(index)
-        return self._upto(index % self._count + 1)[index]
+        position = index % self._count
+        return self._upto(position + 1)[position]
 
     def _upto(self, end: int) -> list[Prompt]:
         if end > len(self._done):

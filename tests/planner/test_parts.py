@@ -217,3 +217,20 @@ def test_a_join_leads_with_one_pair_of_as_many_anchors_as_a_chunk_computes(  # n
     rest = prefixes[leaders:] if leaders > 1 else prefixes
     runs = sum(1 for a, b in zip(rest, rest[1:], strict=False) if a != b) + 1
     assert runs == 3  # then anchor by anchor
+
+
+def test_prompts_render_as_they_are_read() -> None:
+    """`_Rendered` renders up to the prompt read, in order, and reads like a list."""
+    made: list[int] = []
+
+    def rendering():  # noqa: ANN202
+        for i in range(10):
+            made.append(i)
+            yield i
+
+    prompts = executor._Rendered(rendering(), 10)
+    assert prompts[2] == 2 and made == [0, 1, 2]
+    assert prompts[-3] == 7 and len(made) == 8
+    assert list(prompts) == list(range(10)) and prompts[3:5] == [3, 4] and len(prompts) == 10
+    with pytest.raises(IndexError):
+        prompts[10]
