@@ -447,8 +447,8 @@ class _Draft:
         self.cursor: dict[Group, int] = {}
         self.decoding: dict[TextTask, None] = {}
         self.prefixes: dict[Block, Prefix] = {}
-        self.chain_slots: dict[Block, np.ndarray] = {}  # by the chain's last block (`_slots`)
-        self.chain_filled: dict[Block, int] = {}  # how many of its blocks are in chain_slots
+        # By a chain's last block: its slots, and how many of its blocks are in (``_slots``).
+        self.chains: dict[Block, tuple[np.ndarray, int]] = {}
 
     @property
     def half_full(self) -> bool:
@@ -508,13 +508,10 @@ class _Draft:
         seeded first). A document's block rows thus read prefixes of one array, which the
         attention plan stores once, rather than n²/2 slots copied for n blocks."""
         key = chain[-1]
-        buffer = self.chain_slots.get(key)
-        if buffer is None:
-            buffer = self.chain_slots[key] = np.empty(key.end, dtype=np.int64)
-        filled = self.chain_filled.get(key, 0)
+        buffer, filled = self.chains.get(key) or (np.empty(key.end, dtype=np.int64), 0)
         for block in chain[filled:depth]:
             buffer[block.start:block.end] = block.slots
-        self.chain_filled[key] = max(filled, depth)
+        self.chains[key] = (buffer, max(filled, depth))
         return buffer[:chain[depth - 1].end]
 
 

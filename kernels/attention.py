@@ -146,7 +146,7 @@ def _shared_lists(kv_slots: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.n
             stored[j] = slots
         which[i] = j
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in stored])[:-1]]).astype(np.int64)
-    return (offsets[which] if len(which) else which), stored
+    return offsets[which], stored
 
 
 def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str

@@ -855,14 +855,16 @@ class _Execution:
             prefixes = total
         else:
             fields = [candidates.arg(i) for i in call.fields_of(anchor)]
-            distinct = exp.select(exp.Count(this=exp.Distinct(expressions=[
-                exp.column(f) for f in fields]))).from_(found.query.copy())
-            try:
-                prefixes = (found.ids.select(fields).drop_null().group_by(fields)
-                            .aggregate([]).num_rows if found.ids is not None
-                            else int(self._fetch(distinct).column(0)[0].as_py()))
-            except _OutOfTime:  # at most one per row of the anchor's FROM item
-                prefixes = min(total, self._source_rows(anchor, total))
+            if found.ids is not None:
+                prefixes = found.ids.select(fields).drop_null().group_by(fields).aggregate(
+                    []).num_rows
+            else:
+                distinct = exp.select(exp.Count(this=exp.Distinct(expressions=[
+                    exp.column(f) for f in fields]))).from_(found.query.copy())
+                try:
+                    prefixes = int(self._fetch(distinct).column(0)[0].as_py())
+                except _OutOfTime:  # at most one per row of the anchor's FROM item
+                    prefixes = min(total, self._source_rows(anchor, total))
         if call.spec.kind is AnswerKind.LABEL:  # each label runs as a suffix of its own
             label_tokens = sum(counts[len(counts) - labels:])
             suffix_tokens = [n + label_tokens for n in suffix_tokens]

@@ -537,7 +537,8 @@ def run(
     (`Rows.live`); everything else is read out before this returns. With `prepared`, a statement
     runs through DuckDB's prepared statements (`PreparedStatements`)."""
     streamed = stream and statement.kind is Kind.SELECT
-    text, values = sql or statement.sql, list(params) or None
+    given = sql or statement.sql  # what the result's columns are named from
+    text, values = given, list(params) or None
     executes = False  # runs as EXECUTE of a statement `prepared` holds
     if prepared is not None and sql is None and statement.kind in prepared.KINDS:
         execute = prepared.execute_text(con, text, values or ())
@@ -549,14 +550,13 @@ def run(
             reader = result.arrow_reader()
             schema = reader.schema
             columns = (prepared.columns_of(statement.sql, schema) if executes and prepared
-                       else columns_of(schema, sql or statement.sql))
+                       else columns_of(schema, given))
             return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     if result.return_type == "query_result" and statement.returns_rows and table is not None:
-        return Result(_tag(statement, table.num_rows),
-                      columns_of(table.schema, sql or statement.sql),
+        return Result(_tag(statement, table.num_rows), columns_of(table.schema, given),
                       Rows.of(table))
     changed = result.return_type == "changed_rows" and table is not None and table.num_rows
     return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
