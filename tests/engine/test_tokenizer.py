@@ -137,3 +137,59 @@ def test_the_context_check_refuses_what_tokenizing_every_prompt_would() -> None:
             refused += 1
         assert got == expected
     assert 30 < refused < 270  # both outcomes were tried
+
+
+# Words and separators of long random texts: ASCII words meet at " " (where slices are cut),
+# and the characters around the cuts vary (punctuation, digits, newlines, contractions, NFC).
+_PIECES = ["the", "Fever", "it's", "don't", "x9", "42", " ", "  ", ". ", ",", "\n", "\n\n", "\t",
+           "e\u0301", "déjà", "漢字", "😀", "<|im_start|>", "'ll", "---", "a", "Z"]
+
+
+def _long_text(rng: np.random.Generator, pieces: int) -> str:
+    return "".join(rng.choice(_PIECES, size=pieces))
+
+
+def test_long_texts_tokenized_in_slices_match_the_whole_text() -> None:
+    """Slices (the fast path) against the plain tokenizer on the whole text (its twin)."""
+    plain = Tokenizer.from_file(str(qwen_tokenizer_json()))
+    tokenizer = PromptTokenizer(qwen_tokenizer_json(), slice_chars=16)
+    assert tokenizer.slice_chars == 16
+    rng = np.random.default_rng(2)
+    texts = [_long_text(rng, int(rng.integers(0, 400))) for _ in range(300)]
+    texts += ["Report: " + " ".join(["fever cough"] * 300), "a b" * 100, "word " * 50]
+    got = tokenizer.encode(texts)
+    for text, ids in zip(texts, got, strict=True):
+        assert ids.tolist() == plain.encode(text, add_special_tokens=False).ids
+    assert PromptTokenizer(qwen_tokenizer_json()).slice_chars == 2048
+
+
+def _bpe_json(tmp_path: Path, pre_tokenizer: object, added: list[str] = ()) -> Path:
+    from tokenizers import models, pre_tokenizers, trainers
+
+    trained = Tokenizer(models.BPE())
+    trained.pre_tokenizer = pre_tokenizer
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(added),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    rng = np.random.default_rng(3)
+    trained.train_from_iterator([_long_text(rng, 200) for _ in range(50)], trainer)
+    path = tmp_path / f"tokenizer{len(list(tmp_path.iterdir()))}.json"
+    trained.save(str(path))
+    return path
+
+
+def test_slices_only_where_the_pre_tokenizer_ends_a_token_at_the_cut(tmp_path: Path) -> None:
+    from tokenizers import pre_tokenizers
+
+    gpt2 = _bpe_json(tmp_path, pre_tokenizers.ByteLevel(add_prefix_space=False))
+    prefixed = _bpe_json(tmp_path, pre_tokenizers.ByteLevel(add_prefix_space=True))
+    spaced = _bpe_json(tmp_path, pre_tokenizers.ByteLevel(add_prefix_space=False), ["a b"])
+    whitespace = _bpe_json(tmp_path, pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.ByteLevel(use_regex=False)]))
+    assert PromptTokenizer(gpt2, slice_chars=16).slice_chars == 16
+    for refused in (prefixed, spaced, whitespace):
+        assert PromptTokenizer(refused, slice_chars=16).slice_chars == 0
+    plain = Tokenizer.from_file(str(gpt2))
+    rng = np.random.default_rng(4)
+    texts = [_long_text(rng, int(rng.integers(0, 400))) for _ in range(200)]
+    for text, ids in zip(texts, PromptTokenizer(gpt2, slice_chars=16).encode(texts), strict=True):
+        assert ids.tolist() == plain.encode(text, add_special_tokens=False).ids
