@@ -39,6 +39,10 @@ Policy (which rows form the next chunk, at most ``chunk_tokens`` tokens):
 - Within a job: pending decode steps first, then its prompts grouped by distinct prefix, in
   order: a group's missing blocks (each block one unit; the chain of a long document spreads over
   several chunks), then its prompts' rows once every block is computed or in the chunk.
+- Idle device: the first chunk of a busy spell (nothing runs, nothing is prepared) holds at
+  most ``idle_chunk_tokens`` (a quarter of a chunk on a GPU): the device starts on it after a
+  quarter of the host work, while the host prepares a full chunk to follow it. Answers do not
+  change: rows are computed alike in any chunk.
 - Parts: a part that arrives while a chunk is prepared ahead has the chunk chosen again only
   when the prepared one is less than half full (its rows join a later chunk otherwise): parts
   stream in during the first chunks, and choosing again costs host time with the device idle.
@@ -80,6 +84,9 @@ _IDLE_SECONDS = 0.05
 # How often a step loop waiting for a chunk looks whether the device is done (it wakes at once
 # for what arrives meanwhile).
 _POLL_SECONDS = 0.001
+# What part of a chunk one chosen while the device waits may hold, on a GPU (on a CPU the host
+# is the device: nothing overlaps, so chunks are whole).
+IDLE_CHUNK_SHARE = 4
 # A suffix longer than this many prefix blocks (a join partner's long document) would be one row
 # as large as a default chunk (4,096 tokens on CPU, 32,768 on CUDA), which cancel and other
 # statements would wait for: all of it but its last block joins the prefix instead, whose blocks
@@ -138,8 +145,9 @@ class Task:
         """The rows that start answering it (its suffix row first), over the prefix's KV."""
         raise NotImplementedError
 
-    def absorb(self, row: Row, answer: torch.Tensor | None, reads: list[_Read]) -> None:
-        """Take the readouts of one of its rows; sets ``done`` after the last."""
+    def absorb(self, row: Row, reads: list[_Read]) -> None:
+        """Take the vocabulary reads of one of its rows (its answer read, if any, is in the
+        job's ``answer_logits`` already); sets ``done`` after the last."""
         raise NotImplementedError
 
     def fresh_tokens(self, row: Row) -> int:
@@ -162,9 +170,7 @@ class AnswerTask(Task):
     def first_rows(self, prefix: Prefix | None) -> list[Row]:
         return [self.suffix_row(prefix, answer=True)]
 
-    def absorb(self, row: Row, answer: torch.Tensor | None, reads: list[_Read]) -> None:
-        assert answer is not None and self.job.answer_logits is not None
-        self.job.answer_logits[self.index] = answer
+    def absorb(self, row: Row, reads: list[_Read]) -> None:
         self.done = True
 
 
@@ -196,7 +202,7 @@ class LabelTask(Task):
         self._pending = len(rows)
         return rows
 
-    def absorb(self, row: Row, answer: torch.Tensor | None, reads: list[_Read]) -> None:
+    def absorb(self, row: Row, reads: list[_Read]) -> None:
         assert self.job.label_logprobs is not None
         scores = self.job.label_logprobs[self.index]
         if id(row) in self._label_of:
@@ -228,7 +234,7 @@ class TextTask(Task):
         return Row(token, self.group.length + used, self.private_prefix(used),
                    self.slots[used : used + 1], reads=(VocabRead(0, greedy=True),))
 
-    def absorb(self, row: Row, answer: torch.Tensor | None, reads: list[_Read]) -> None:
+    def absorb(self, row: Row, reads: list[_Read]) -> None:
         self.generated.append(reads[0].greedy_id)
         self.logprobs.append(reads[0].greedy_logprob)
         stop = reads[0].greedy_id in self.job.stop_ids
@@ -565,10 +571,17 @@ class _Launched:
 
 class Scheduler:
     def __init__(self, runner: ModelRunner, tree: BlockTree, chunk_tokens: int,
-                 questions_on_fa3: bool = False) -> None:
+                 questions_on_fa3: bool = False, idle_chunk_tokens: int | None = None) -> None:
+        """``idle_chunk_tokens``: the most a chunk chosen while the device waits holds (by
+        default ``chunk_tokens`` ÷ ``IDLE_CHUNK_SHARE`` on a GPU, ``chunk_tokens`` on a CPU)."""
         self.runner = runner
         self.tree = tree
         self.chunk_tokens = chunk_tokens
+        device = torch.device(runner.decoder.device)
+        if idle_chunk_tokens is None:
+            idle_chunk_tokens = chunk_tokens if device.type == "cpu" else max(
+                1, chunk_tokens // IDLE_CHUNK_SHARE)
+        self.idle_chunk_tokens = min(idle_chunk_tokens, chunk_tokens)
         self.questions_on_fa3 = questions_on_fa3  # see ``attention.questions_on_fa3``
         self.jobs: list[Job] = []
         self.steps = 0  # chunks run
@@ -583,7 +596,7 @@ class Scheduler:
         self._version = 0  # bumped by whatever changes what the next chunk should hold
         self._prepared: tuple[int, _Draft, ChunkInputs] | None = None
         self._in_flight: _Launched | None = None
-        self._clock = _DeviceClock(torch.device(runner.decoder.device))
+        self._clock = _DeviceClock(device)
         spec = runner.decoder.spec
         self._heads = spec.num_heads
         self._kv_width = spec.num_kv_heads * spec.head_dim
@@ -646,7 +659,7 @@ class Scheduler:
         try:
             if self._in_flight is None:
                 self._admit()
-                self._in_flight = self._launch_next()
+                self._in_flight = self._launch_next(self.idle_chunk_tokens)
                 if self._in_flight is None:
                     return False
             self._prepare()  # host work for the next chunk, while the device runs this one
@@ -750,8 +763,9 @@ class Scheduler:
                 task.pages = None
         job.events.put(Failed(error))
 
-    def _launch_next(self) -> _Launched | None:
-        """Launch the prepared chunk if still valid, else a chunk chosen now; None if idle."""
+    def _launch_next(self, budget: int | None = None) -> _Launched | None:
+        """Launch the prepared chunk if still valid, else a chunk of at most ``budget`` tokens
+        (default ``chunk_tokens``) chosen now; None if idle."""
         prepared, self._prepared = self._prepared, None
         if prepared is not None and prepared[0] != self._version:
             self.discarded += 1
@@ -759,29 +773,30 @@ class Scheduler:
         if prepared is not None:
             draft, chunk = prepared[1], prepared[2]
         else:
-            chosen = self._choose()
+            chosen = self._choose(budget or self.chunk_tokens)
             if chosen is None:
                 return None
             draft, chunk = chosen, self._pack(chosen)
         return self._launch(draft, chunk)
 
     def _prepare(self) -> None:
-        draft = self._choose()
+        draft = self._choose(self.chunk_tokens)
         self._prepared = None if draft is None else (self._version, draft, self._pack(draft))
 
     def _pack(self, draft: _Draft) -> ChunkInputs:
         return pack(draft.rows, self.runner.decoder.device, self._heads, self._kv_width,
                     self.questions_on_fa3)
 
-    def _choose(self) -> _Draft | None:
+    def _choose(self, budget: int) -> _Draft | None:
+        """The next chunk, of at most ``budget`` tokens (policy above)."""
         jobs = [job for job in self.jobs if not job.finished]
         if not jobs:
             return None
         self._turn = (self._turn + 1) % len(jobs)
         jobs = jobs[self._turn :] + jobs[: self._turn]
-        draft = _Draft(self.chunk_tokens)
-        share = max(1, self.chunk_tokens // len(jobs))
-        for limit in (share, self.chunk_tokens):
+        draft = _Draft(budget)
+        share = max(1, budget // len(jobs))
+        for limit in (share, budget):
             for job in jobs:
                 self._fill(draft, job, limit)
         return draft if draft.rows else None
@@ -877,26 +892,32 @@ class Scheduler:
         greedy_ids = outputs.greedy_ids.tolist()
         greedy_logprobs = outputs.greedy_logprobs.tolist()
         touched: dict[Job, None] = {}
+        # Per job: its prompts answered by answer reads, and those reads (stored in one copy).
+        answer_reads: dict[Job, tuple[list[int], list[int]]] = {}
         decode_before = sum(len(job.decode_ready) for job in self.jobs)
         for i, (row, owner) in enumerate(zip(draft.rows, draft.owners, strict=True)):
-            if not owner.job.active:
+            job = owner.job
+            if not job.active:
                 continue
-            touched[owner.job] = None
+            touched[job] = None
             if isinstance(owner, Group):
                 owner.owed_fresh += len(row.tokens)
                 continue
             owner.fresh += owner.fresh_tokens(row)
-            answer = None
             if chunk.answer_of[i] >= 0:
-                answer = outputs.answer_logits[chunk.answer_of[i]]
+                prompts, reads_at = answer_reads.setdefault(job, ([], []))
+                prompts.append(owner.index)
+                reads_at.append(chunk.answer_of[i])
             start, end = chunk.vocab_of[i]
-            reads = [
+            owner.absorb(row, [
                 _Read(targets[v, : chunk.target_counts[v]], greedy_ids[v], greedy_logprobs[v])
                 for v in range(start, end)
-            ]
-            owner.absorb(row, answer, reads)
+            ])
             if owner.done:
                 self._answered(owner)
+        for job, (prompts, reads_at) in answer_reads.items():
+            assert job.answer_logits is not None
+            job.answer_logits[prompts] = outputs.answer_logits[reads_at]
         if sum(len(job.decode_ready) for job in self.jobs) != decode_before:
             self._version += 1  # decode steps became ready: the prepared chunk lacks them
         seconds = launched.time.length()
@@ -912,13 +933,13 @@ class Scheduler:
         group, job = task.group, task.job
         fresh = task.fresh + group.owed_fresh
         group.owed_fresh = 0
-        job.answered.merge(Metrics(
-            prompts=1,
-            input_tokens=task.input_tokens,
-            fresh_tokens=fresh,
-            cached_tokens=task.input_tokens - fresh,
-            generated_tokens=len(task.generated) if isinstance(task, TextTask) else 0,
-        ))
+        answered = job.answered  # field by field: no Metrics made per prompt (hot loop)
+        answered.prompts += 1
+        answered.input_tokens += task.input_tokens
+        answered.fresh_tokens += fresh
+        answered.cached_tokens += task.input_tokens - fresh
+        if isinstance(task, TextTask):
+            answered.generated_tokens += len(task.generated)
         if task.pages is not None:
             self.tree.free(task.pages)
             task.pages = None

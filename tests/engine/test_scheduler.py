@@ -214,6 +214,26 @@ def test_the_chunk_prepared_during_the_previous_one_runs_unless_something_change
     assert engine.scheduler.discarded == 1  # the arrival made the prepared chunk stale
 
 
+def test_the_first_chunk_of_a_busy_spell_is_small_and_the_answers_unchanged(
+    tiny_qwen3: tuple[Path, torch.nn.Module],
+) -> None:
+    """While the device waits for its first chunk the host chooses and packs a small one, then
+    prepares full ones as it runs; rows are computed alike in either."""
+    engine = _engine(tiny_qwen3[0], chunk_tokens=128)
+    assert engine.scheduler.idle_chunk_tokens == 128  # on a CPU nothing overlaps: whole chunks
+    engine.scheduler.idle_chunk_tokens = 32
+    documents = [f"Document {i}: " + "a long and winding plot. " * 3 for i in range(16)]
+    request = boolean([filter_prompt(d, "Is the plot long?") for d in documents])
+    runner, sizes = engine.scheduler.runner, []
+    launch = runner.launch
+    runner.launch = lambda chunk: (sizes.append(chunk.tokens), launch(chunk))[1]  # type: ignore[method-assign]
+    evaluation = _run(engine, [engine.submit(request)])[0]
+    assert 0 < sizes[0] <= 32 and max(sizes) > 64
+    alone = _engine(tiny_qwen3[0], chunk_tokens=128)
+    assert torch.equal(evaluation.answer_logits,
+                       _run(alone, [alone.submit(request)])[0].answer_logits)
+
+
 def test_cancel_withdraws_one_request_and_keeps_its_computed_kv(
     tiny_qwen3: tuple[Path, torch.nn.Module],
 ) -> None:
