@@ -681,8 +681,8 @@ class _Execution:
 
         def lookup(keys: pa.Array) -> pa.Array:
             ids = pc.list_flatten(keys).to_pylist()  # lists never NULL, each `width` long
-            return pa.array([by_id.get(tuple(ids[i:i + width]))
-                             for i in range(0, len(ids), width)], result_type)
+            get, columns = by_id.get, [ids[i::width] for i in range(width)]
+            return pa.array([get(key) for key in zip(*columns, strict=True)], result_type)
 
         self._register(name, lookup, op.call.function.sql_type)
         self.answered_markers.add(op.marker)
@@ -711,7 +711,12 @@ class _Execution:
                 "text", self._id(exp.column("text")).as_("id")).from_(table))
             self._ids.update(zip(found.column("text").to_pylist(),
                                  found.column("id").to_pylist(), strict=True))
-        return [tuple(None if t is None else self._ids[t] for t in key) for key in keys]
+        if not keys or not keys[0]:
+            return [() for _ in keys]
+        ids = self._ids  # column by column: thousands of pairs, no generator per key
+        columns = [[None if t is None else ids[t] for t in column]
+                   for column in zip(*keys, strict=True)]
+        return list(zip(*columns, strict=True))
 
     # -- what the optimizer needs ---------------------------------------------------------
 
@@ -856,8 +861,7 @@ class _Execution:
         else:
             fields = [candidates.arg(i) for i in call.fields_of(anchor)]
             if found.ids is not None:
-                prefixes = found.ids.select(fields).drop_null().group_by(fields).aggregate(
-                    []).num_rows
+                prefixes = _distinct_rows(found.ids.select(fields))
             else:
                 distinct = exp.select(exp.Count(this=exp.Distinct(expressions=[
                     exp.column(f) for f in fields]))).from_(found.query.copy())
@@ -1169,6 +1173,15 @@ def _prompt_too_long(exc: PromptTooLong, prompt: Prompt) -> SqlError:
                     f"an AI prompt has {exc.tokens} tokens, more than the model's context of "
                     f"{exc.context} tokens", detail=f"The prompt: {shown}",
                     hint="Ask about shorter documents, e.g. left(body, 4000) in place of body.")
+
+
+def _distinct_rows(table: pa.Table) -> int:
+    """How many distinct rows without NULLs `table` has: of one column by `count_distinct`, for
+    Acero's `group_by` costs 20-35 ms to set up on its first call in a process (a statement's
+    time before the engine starts, with the device idle)."""
+    if table.num_columns == 1:
+        return int(pc.count_distinct(table.column(0), mode="only_valid").as_py())
+    return table.drop_null().group_by(table.column_names).aggregate([]).num_rows
 
 
 def _rows(table: pa.Table) -> list[Key]:
