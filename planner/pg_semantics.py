@@ -18,7 +18,11 @@ Contract:
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
-  * `jsonb` is DuckDB's JSON.
+  * `jsonb` is DuckDB's JSON;
+  * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
+    `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
+    (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
+    only BLOB and BIT: on text, or on an unknown literal, it fails to bind).
   Statements with AI functions are printed back in Heron's dialect for the AI planner; the others
   in DuckDB's.
 - `parse_array_literal(text, element)` reads a PostgreSQL array literal into nested lists;
@@ -60,8 +64,12 @@ def configure(con: duckdb.DuckDBPyConnection) -> None:
 
 _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
-    r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]",
+    r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
+    r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality)\s*\(",
     re.IGNORECASE)
+# Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
+_INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
+_INTEGER_RESULT_NAMES = frozenset({"octet_length", "cardinality"})
 _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
 
@@ -85,6 +93,7 @@ def rewrite(sql: str) -> str:
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
+    rewritten += _integer_results(tree, sql)
     if not rewritten:
         return sql
     if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
@@ -128,6 +137,55 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
                                                            exp.Literal.string(" ")])
         return truncated
     return cast
+
+
+def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """Wrap each call of `_INTEGER_RESULTS` in a cast to INTEGER (inner calls first, after the
+    other rewrites reached their arguments), `octet_length` of anything but BLOB and BIT
+    counting the UTF-8 bytes of its text; the calls wrapped. A call that is a select list item
+    of its own keeps the name DuckDB gives a call, "function(arguments)", with the function as
+    `sql` spells it (sqlglot reads char_length and position as length and strpos): the server
+    names the column after that function, as PostgreSQL does, and two calls of one function
+    keep two names."""
+    calls = [node for node in tree.find_all(exp.Func) if (isinstance(node, _INTEGER_RESULTS) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() in _INTEGER_RESULT_NAMES))
+        and node.find_ancestor(exp.ColumnDef, exp.Constraint) is None]  # a CHECK: no result
+    for call in reversed(calls):  # breadth first, reversed: the innermost first
+        value = call
+        if isinstance(call, exp.Anonymous) and call.name.lower() == "octet_length" and len(
+                call.expressions) == 1:
+            value = _octet_length(call.expressions[0])
+        item = isinstance(call.parent, exp.Select) and call.arg_key == "expressions"
+        name = _function_name(call, sql) if item else None
+        cast = exp.Cast(to=exp.DataType.build("INTEGER"))
+        call.replace(exp.alias_(cast, name, quoted=True, copy=False) if name else cast)
+        cast.set("this", value)
+    return calls
+
+
+def _function_name(call: exp.Func, sql: str) -> str:
+    """`call` as DuckDB names an unaliased call, its function as `sql` spells it, lowercased."""
+    start, end = call.meta.get("start"), call.meta.get("end")
+    if isinstance(start, int) and isinstance(end, int) and re.fullmatch(
+            r"\w+", sql[start:end + 1]):
+        name = sql[start:end + 1].lower()
+    else:
+        name = "position" if isinstance(call, exp.StrPosition) else call.sql_name().lower()
+    text = call.sql(dialect="duckdb")
+    return name + text[text.find("("):]
+
+
+def _octet_length(value: exp.Expression) -> exp.Expression:
+    """PostgreSQL's octet_length of `value`: DuckDB's for BLOB and BIT, else the UTF-8 bytes of
+    its text (`typeof` is known when the statement is bound: one branch remains)."""
+    def native(kind: str) -> exp.If:
+        return exp.If(this=exp.Literal.string(kind), true=exp.Anonymous(
+            this="octet_length", expressions=[exp.cast(value.copy(), kind)]))
+
+    return exp.Case(this=exp.Anonymous(this="typeof", expressions=[value.copy()]),
+                    ifs=[native("BLOB"), native("BIT")],
+                    default=exp.Anonymous(this="strlen", expressions=[
+                        exp.cast(value.copy(), "VARCHAR")]))
 
 
 def _literal_decimal(text: str) -> exp.DataType:

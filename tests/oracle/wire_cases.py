@@ -50,6 +50,10 @@ CASES: tuple[Case, ...] = (
     # -- bytea
     Case("bytea_hex_literal", "SELECT '\\x0102'::bytea AS b, octet_length('\\x0102'::bytea) AS n"),
     Case("bytea_escape_literal", "SELECT 'ab\\000c'::bytea AS b"),
+    Case("length_functions", "SELECT length('héllo'), char_length('héllo'), octet_length('héllo'), "
+         "octet_length('\\x0102'::bytea), bit_length('ab'), strpos('hello', 'l'), "
+         "position('l' in 'hello'), array_length(ARRAY[1, 2], 1), cardinality(ARRAY[1, 2]), "
+         "length('ab') + 1"),
     Case("bytea_parameter", "SELECT %s::bytea AS b", (b"\x00\xff\x10",)),
     # -- text types
     Case("varchar_cast_truncates", "SELECT 'abcdef'::varchar(3) AS v"),

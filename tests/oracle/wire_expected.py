@@ -7,8 +7,6 @@ use this table are strict xfails, so closing a gap means taking its entry off.
 EXPECTED_FAILURES: dict[str, str] = {
     "*:numeric_division": "DuckDB divides decimals in double precision: 5.0/2 is float8 2.5, "
                           "PostgreSQL's numeric 2.5000000000000000",
-    "*:bytea_hex_literal": "octet_length() is bigint in DuckDB, integer in PostgreSQL (the bytes "
-                           "themselves agree)",
     "*:varchar_cast_truncates": "DuckDB has one string type: varchar(n) values are sent as text "
                                 "(OID 25), not varchar (1043); the truncation agrees",
     "*:jsonb_value": "DuckDB has one JSON type: jsonb is sent as json (OID 114) with its text as "

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from heron.planner import pg_semantics
 from heron.planner.errors import SqlError
+from heron.planner.statement import columns_of
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +128,24 @@ def test_text_input_conversions(con):
         value = con.execute(f"SELECT {pg_semantics.text_input('$1', duck_type)}",
                             [text]).fetchone()[0]
         assert (str(value) if duck_type == "INTERVAL" else value) == expected
+
+
+def test_length_and_position_functions_return_integer_named_as_postgresql_names_them(con):
+    con.execute("CREATE OR REPLACE TABLE lengths (v varchar, b blob, a int[])")
+    con.execute("INSERT INTO lengths VALUES ('héllo', '\\x01\\x02'::blob, [1, 2]), "
+                "(NULL, NULL, NULL)")
+    sql = ("SELECT char_length(v), character_length(v), length(v), octet_length(v), "
+           "octet_length(b), octet_length('abc'), bit_length(v), strpos(v, 'l'), "
+           "position('l' in v), array_length(a, 1), cardinality(a), length(v) + 1 AS n "
+           "FROM lengths ORDER BY v NULLS LAST")
+    result = con.execute(pg_semantics.rewrite(sql))
+    names = [d[0] for d in result.description]  # the server names calls after the function
+    assert [c.name for c in columns_of(pa.schema([(n, pa.int32()) for n in names]))] == [
+        "char_length", "character_length", "length", "octet_length", "octet_length",
+        "octet_length", "bit_length", "strpos", "position", "array_length", "cardinality", "n"]
+    assert len(set(names)) == len(names)
+    assert {str(d[1]) for d in result.description} == {"INTEGER"}
+    assert result.fetchall() == [(5, 5, 5, 6, 2, 3, 48, 3, 3, 2, 2, 6),
+                                 (None,) * 5 + (3,) + (None,) * 6]
+    inner = "SELECT length(v) FROM lengths WHERE length(left(v, length(v) - 1)) > 3"
+    assert one(con, inner) == [(5,)]
