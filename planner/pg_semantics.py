@@ -25,6 +25,10 @@ Contract:
     only BLOB and BIT: on text, or on an unknown literal, it fails to bind).
   Statements with AI functions are printed back in Heron's dialect for the AI planner; the others
   in DuckDB's.
+- `typed_sums(con, sql)`: a query whose select list has `sum(x)` of a smallint or integer `x`
+  (also over a window) sums it as `bigint`, PostgreSQL's type, where DuckDB's is HUGEINT (sent
+  as numeric: clients and ORMs then read a decimal); the types of the `x`s come from binding the
+  query on `con` with `first(x)` in their places. Anything else comes back unchanged.
 - `parse_array_literal(text, element)` reads a PostgreSQL array literal into nested lists;
   `parse_bytea(text)` reads bytea's text input formats. Bad input raises `SqlError` 22P02.
 - `text_input(expression, duckdb_type)` is the SQL that turns a column of PostgreSQL's text input
@@ -39,6 +43,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import duckdb
+from duckdb import _seam
 from sqlglot import exp
 
 from heron.planner import dialect
@@ -186,6 +191,75 @@ def _octet_length(value: exp.Expression) -> exp.Expression:
                     ifs=[native("BLOB"), native("BIT")],
                     default=exp.Anonymous(this="strlen", expressions=[
                         exp.cast(value.copy(), "VARCHAR")]))
+
+
+_SUM = re.compile(r"\bsum\s*\(", re.IGNORECASE)
+# DuckDB's types whose sum PostgreSQL gives as bigint (int2 and int4; the unsigned ones fit).
+_BIGINT_SUMMED = frozenset({"TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT"})
+
+
+def typed_sums(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """`sql` with its select list's sums of smallints and integers cast to BIGINT (see the
+    module docstring)."""
+    if not _SUM.search(sql):
+        return sql
+    try:
+        tree = dialect.parse(sql)
+    except SqlError:
+        return sql
+    select = tree
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return sql
+    sums = {i: found for i, item in enumerate(select.expressions)
+            if (found := _summed(item)) is not None}
+    if not sums or any(isinstance(item, exp.Star) or item.find(exp.Star)
+                       for item in select.expressions):
+        return sql
+    probe = tree.copy()
+    probe_select = probe
+    while isinstance(probe_select, exp.SetOperation):
+        probe_select = probe_select.this
+    for i in sums:
+        total = _summed(probe_select.expressions[i])
+        assert total is not None
+        total.replace(exp.Anonymous(this="first", expressions=[_argument(total).copy()]))
+    try:
+        types = _seam.bind(con, probe.sql(dialect="duckdb")).types
+    except duckdb.Error:
+        return sql  # running it reports DuckDB's error
+    wrapped = False
+    for i, total in sums.items():
+        if i < len(types) and str(types[i]) in _BIGINT_SUMMED:
+            window = isinstance(total.parent, exp.Window)
+            target = total.parent if window else total
+            cast = exp.Cast(to=exp.DataType.build("BIGINT"))
+            if isinstance(select.expressions[i], exp.Alias):
+                target.replace(cast)
+            else:  # named as DuckDB names the call ("sum(x)"), which the server names "sum"
+                name = "sum" if window else "sum" + total.sql(dialect="duckdb")[3:]
+                target.replace(exp.alias_(cast, name, quoted=True, copy=False))
+            cast.set("this", target)
+            wrapped = True
+    if not wrapped:
+        return sql
+    if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
+        return dialect.sql(tree)
+    return tree.sql(dialect="duckdb")
+
+
+def _summed(item: exp.Expression) -> exp.Sum | None:
+    """The sum a select list item is (aliased or not, over a window or not), if it is one."""
+    node = item.this if isinstance(item, exp.Alias) else item
+    if isinstance(node, exp.Window):
+        node = node.this
+    return node if isinstance(node, exp.Sum) else None
+
+
+def _argument(total: exp.Sum) -> exp.Expression:
+    value = total.this
+    return value.expressions[0] if isinstance(value, exp.Distinct) else value
 
 
 def _literal_decimal(text: str) -> exp.DataType:

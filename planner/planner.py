@@ -3,7 +3,8 @@
 Contract: a `Planner` serves one client session over one DuckDB connection (the per-connection
 `pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
 server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
-statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite`.
+statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite` and
+`pg_semantics.typed_sums`.
 `prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
 functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
@@ -98,7 +99,8 @@ class Planner:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
         rewritten = pg_catalog_rewrite.rewrite(sql)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
-        return statement.classify(self.con, pg_semantics.rewrite(rewritten))
+        return statement.classify(self.con, pg_semantics.typed_sums(
+            self.con, pg_semantics.rewrite(rewritten)))
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that

@@ -47,6 +47,10 @@ CASES: tuple[Case, ...] = (
     Case("numeric_typmod", "SELECT 12.345::numeric(10,2) AS n"),
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
+    Case("integer_sums", "SELECT sum(id), sum(id::int2) AS s, sum(id::int8) AS b, "
+         "sum(DISTINCT id) AS d FROM w_people", setup=_PEOPLE),
+    Case("integer_sum_over_window", "SELECT sum(id) OVER (ORDER BY id) FROM w_people ORDER BY id",
+         setup=_PEOPLE),
     # -- bytea
     Case("bytea_hex_literal", "SELECT '\\x0102'::bytea AS b, octet_length('\\x0102'::bytea) AS n"),
     Case("bytea_escape_literal", "SELECT 'ab\\000c'::bytea AS b"),

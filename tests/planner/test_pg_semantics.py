@@ -149,3 +149,26 @@ def test_length_and_position_functions_return_integer_named_as_postgresql_names_
                                  (None,) * 5 + (3,) + (None,) * 6]
     inner = "SELECT length(v) FROM lengths WHERE length(left(v, length(v) - 1)) > 3"
     assert one(con, inner) == [(5,)]
+
+
+def test_sums_of_smallints_and_integers_are_bigint(con):
+    con.execute("CREATE OR REPLACE TABLE sums (i integer, s smallint, b bigint, d double, g text)")
+    con.execute("INSERT INTO sums VALUES (1, 2, 3, 0.5, 'x'), (2, 3, 4, 1.5, 'x')")
+
+    def typed(sql):
+        result = con.execute(pg_semantics.typed_sums(con, sql))
+        return [(c.name, str(d[1])) for c, d in zip(columns_of(pa.schema(
+            [(d[0], pa.null()) for d in result.description])), result.description,
+            strict=True)], result.fetchall()
+
+    assert typed("SELECT sum(i), sum(s) AS t, sum(b), sum(d), sum(DISTINCT i), g FROM sums "
+                 "GROUP BY g") == ([("sum", "BIGINT"), ("t", "BIGINT"), ("sum", "HUGEINT"),
+                                   ("sum", "DOUBLE"), ("sum", "BIGINT"), ("g", "VARCHAR")],
+                                  [(3, 5, 7, 2.0, 3, "x")])
+    assert typed("SELECT sum(i) OVER (ORDER BY i) FROM sums") == ([("sum", "BIGINT")],
+                                                                  [(1,), (3,)])
+    parameter = pg_semantics.typed_sums(con, "SELECT sum(i) FROM sums WHERE i > $1")
+    assert con.execute(parameter, [0]).fetchall() == [(3,)] and "BIGINT" in parameter
+    for unchanged in ("SELECT sum(x) FROM sums", "SELECT * FROM sums",
+                      "SELECT sum(i) + 1 FROM sums", "SELECT 1"):
+        assert pg_semantics.typed_sums(con, unchanged) is unchanged
