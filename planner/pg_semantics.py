@@ -19,6 +19,11 @@ Contract:
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
   * `jsonb` is DuckDB's JSON;
+  * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
+    scalar form gives one list), named `generate_series` and `integer` when its bounds (and
+    step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is;
+  * `round(x)` of a double rounds half to even, as PostgreSQL's (the C library's rint) does
+    (DuckDB's rounds half away from zero, as both do for numeric);
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
@@ -70,7 +75,8 @@ def configure(con: duckdb.DuckDBPyConnection) -> None:
 _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
-    r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality)\s*\(",
+    r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
+    r"generate_series|round)\s*\(",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
 _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
@@ -98,7 +104,7 @@ def rewrite(sql: str) -> str:
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
-    rewritten += _integer_results(tree, sql)
+    rewritten += _integer_results(tree, sql) + _series(tree, sql) + _rounding(tree, sql)
     if not rewritten:
         return sql
     if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
@@ -147,37 +153,88 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
 def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     """Wrap each call of `_INTEGER_RESULTS` in a cast to INTEGER (inner calls first, after the
     other rewrites reached their arguments), `octet_length` of anything but BLOB and BIT
-    counting the UTF-8 bytes of its text; the calls wrapped. A call that is a select list item
-    of its own keeps the name DuckDB gives a call, "function(arguments)", with the function as
-    `sql` spells it (sqlglot reads char_length and position as length and strpos): the server
-    names the column after that function, as PostgreSQL does, and two calls of one function
-    keep two names."""
+    counting the UTF-8 bytes of its text; the calls wrapped (`_take_place` names them)."""
     calls = [node for node in tree.find_all(exp.Func) if (isinstance(node, _INTEGER_RESULTS) or (
         isinstance(node, exp.Anonymous) and node.name.lower() in _INTEGER_RESULT_NAMES))
         and node.find_ancestor(exp.ColumnDef, exp.Constraint) is None]  # a CHECK: no result
     for call in reversed(calls):  # breadth first, reversed: the innermost first
         value = call
         if isinstance(call, exp.Anonymous) and call.name.lower() == "octet_length" and len(
-                call.expressions) == 1:
+                call.expressions) == 1 and not _asks_ai(call):
             value = _octet_length(call.expressions[0])
-        item = isinstance(call.parent, exp.Select) and call.arg_key == "expressions"
-        name = _function_name(call, sql) if item else None
-        cast = exp.Cast(to=exp.DataType.build("INTEGER"))
-        call.replace(exp.alias_(cast, name, quoted=True, copy=False) if name else cast)
-        cast.set("this", value)
+        text = call.sql(dialect="duckdb")
+        name = _function_name(call, sql) + text[text.find("("):]
+        _take_place(call, name).replace(exp.cast(value, "INTEGER", copy=False))
     return calls
 
 
+def _series(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """The `generate_series` calls outside FROM, which sqlglot prints as the unnest of DuckDB's
+    list (rows); each that is a select list item named, and integer when its bounds and step
+    are integer literals within int4."""
+    calls = [node for node in tree.find_all(exp.ExplodingGenerateSeries)
+             if isinstance(node.find_ancestor(exp.Table, exp.Select), exp.Select)]
+    for call in calls:
+        item = call.parent if isinstance(call.parent, exp.Alias) else call
+        if not (isinstance(item.parent, exp.Select) and item.arg_key == "expressions"):
+            continue  # within an expression: rows still, typed as DuckDB types them
+        bounds = [call.args[k] for k in ("start", "end", "step") if call.args.get(k) is not None]
+        name = "generate_series(" + ", ".join(b.sql(dialect="duckdb") for b in bounds) + ")"
+        holder = _take_place(call, name)
+        if all(_int4_literal(bound) for bound in bounds):
+            holder.replace(exp.cast(call, "INTEGER", copy=False))
+        else:
+            holder.replace(call)
+    return calls
+
+
+def _rounding(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """`round(x)` rounding a double half to even; the calls changed."""
+    calls = [node for node in tree.find_all(exp.Round)
+             if node.args.get("decimals") is None and not _asks_ai(node)]
+    for call in reversed(calls):  # the innermost first
+        value = call.this
+        even = exp.Anonymous(this="round_even", expressions=[value.copy(), exp.Literal.number(0)])
+        # One branch remains once `typeof` is known, of x's own type for every type x can have
+        # (round_even of a decimal or an integer is typed as round of it).
+        rounded = exp.Case(this=exp.Anonymous(this="typeof", expressions=[value.copy()]),
+                           ifs=[exp.If(this=exp.Literal.string("DOUBLE"), true=even)],
+                           default=exp.Round(this=value.copy()))
+        name = _function_name(call, sql) + "(" + value.sql(dialect="duckdb") + ")"
+        _take_place(call, name).replace(rounded)
+    return calls
+
+
+def _asks_ai(node: exp.Expression) -> bool:
+    """Whether `node` holds an AI call, which a rewrite must not copy (each copy would be asked)."""
+    return node.find(dialect.AIFunction, dialect.Prompt) is not None
+
+
+def _int4_literal(node: exp.Expression) -> bool:
+    value = node.this if isinstance(node, exp.Neg) else node
+    return (isinstance(value, exp.Literal) and value.is_int
+            and -(2 ** 31) <= int(node.sql()) < 2 ** 31)
+
+
+def _take_place(call: exp.Expression, name: str) -> exp.Expression:
+    """A placeholder put in `call`'s place, for the caller to replace with what computes it
+    (which may hold `call`): aliased `name` when `call` is a select list item of its own (the
+    name DuckDB gives a call, "function(arguments)", which the server names after the function
+    as PostgreSQL does; two calls of one function keep two names)."""
+    item = isinstance(call.parent, exp.Select) and call.arg_key == "expressions"
+    holder = exp.Paren(this=exp.null())
+    call.replace(exp.alias_(holder, name, quoted=True, copy=False) if item else holder)
+    return holder
+
+
 def _function_name(call: exp.Func, sql: str) -> str:
-    """`call` as DuckDB names an unaliased call, its function as `sql` spells it, lowercased."""
+    """The name of `call`'s function as `sql` spells it, lowercased (sqlglot reads char_length
+    and position as length and strpos)."""
     start, end = call.meta.get("start"), call.meta.get("end")
     if isinstance(start, int) and isinstance(end, int) and re.fullmatch(
             r"\w+", sql[start:end + 1]):
-        name = sql[start:end + 1].lower()
-    else:
-        name = "position" if isinstance(call, exp.StrPosition) else call.sql_name().lower()
-    text = call.sql(dialect="duckdb")
-    return name + text[text.find("("):]
+        return sql[start:end + 1].lower()
+    return "position" if isinstance(call, exp.StrPosition) else call.sql_name().lower()
 
 
 def _octet_length(value: exp.Expression) -> exp.Expression:
@@ -234,13 +291,8 @@ def typed_sums(con: duckdb.DuckDBPyConnection, sql: str) -> str:
         if i < len(types) and str(types[i]) in _BIGINT_SUMMED:
             window = isinstance(total.parent, exp.Window)
             target = total.parent if window else total
-            cast = exp.Cast(to=exp.DataType.build("BIGINT"))
-            if isinstance(select.expressions[i], exp.Alias):
-                target.replace(cast)
-            else:  # named as DuckDB names the call ("sum(x)"), which the server names "sum"
-                name = "sum" if window else "sum" + total.sql(dialect="duckdb")[3:]
-                target.replace(exp.alias_(cast, name, quoted=True, copy=False))
-            cast.set("this", target)
+            name = "sum" if window else "sum" + total.sql(dialect="duckdb")[3:]
+            _take_place(target, name).replace(exp.cast(target, "BIGINT", copy=False))
             wrapped = True
     if not wrapped:
         return sql

@@ -47,6 +47,11 @@ CASES: tuple[Case, ...] = (
     Case("numeric_typmod", "SELECT 12.345::numeric(10,2) AS n"),
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
+    Case("round_half_even_for_doubles", "SELECT round(2.5::float8) AS a, round(-2.5::float8) AS b, "
+         "round(3.5::float8) AS c, round(2.5) AS d, round(-2.5) AS e"),
+    Case("generate_series_select_list", "SELECT generate_series(1, 3)"),
+    Case("generate_series_aliased", "SELECT generate_series(1, 2) AS n, 'a' AS t"),
+    Case("generate_series_from", "SELECT n FROM generate_series(1, 3) AS t(n)"),
     Case("integer_sums", "SELECT sum(id), sum(id::int2) AS s, sum(id::int8) AS b, "
          "sum(DISTINCT id) AS d FROM w_people", setup=_PEOPLE),
     Case("integer_sum_over_window", "SELECT sum(id) OVER (ORDER BY id) FROM w_people ORDER BY id",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import duckdb
 import pyarrow as pa
 import pytest
@@ -172,3 +174,31 @@ def test_sums_of_smallints_and_integers_are_bigint(con):
     for unchanged in ("SELECT sum(x) FROM sums", "SELECT * FROM sums",
                       "SELECT sum(i) + 1 FROM sums", "SELECT 1"):
         assert pg_semantics.typed_sums(con, unchanged) is unchanged
+
+
+def test_generate_series_in_a_select_list_gives_rows(con):
+    def typed(sql):
+        result = con.execute(pg_semantics.rewrite(sql))
+        names = [c.name for c in columns_of(pa.schema([(d[0], pa.null())
+                                                       for d in result.description]))]
+        return names, [str(d[1]) for d in result.description], result.fetchall()
+
+    assert typed("SELECT generate_series(1, 3)") == (["generate_series"], ["INTEGER"],
+                                                     [(1,), (2,), (3,)])
+    assert typed("SELECT generate_series(1, 2) AS n, 'a' AS t") == (
+        ["n", "t"], ["INTEGER", "VARCHAR"], [(1, "a"), (2, "a")])
+    assert typed("SELECT generate_series(1, 5000000000, 2500000000)")[1:] == (
+        ["BIGINT"], [(1,), (2500000001,)])
+    assert typed("SELECT generate_series(1, 2) * 2 AS d")[2] == [(2,), (4,)]
+    assert typed("SELECT n FROM generate_series(1, 3) t(n)")[2] == [(1,), (2,), (3,)]
+
+
+def test_round_of_a_double_breaks_ties_to_even_and_of_a_numeric_away_from_zero(con):
+    assert one(con, "SELECT round(2.5::double), round(-2.5::double), round(3.5::double), "
+                    "round(2.5), round(-2.5), round(7), round(2.567, 2)") == [
+        (2.0, -2.0, 4.0, 3, -3, 7, Decimal("2.57"))]
+    result = con.execute(pg_semantics.rewrite("SELECT round(2.5), round(2.5::double) AS r"))
+    assert [str(d[1]) for d in result.description] == ["DECIMAL(2,0)", "DOUBLE"]
+    assert [c.name for c in columns_of(pa.schema([(d[0], pa.null())
+                                                  for d in result.description]))] == [
+        "round", "r"]
