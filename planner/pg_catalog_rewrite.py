@@ -28,7 +28,12 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from heron.planner import pg_activity, pg_catalog_relations, pg_information_schema
+from heron.planner import (
+    pg_activity,
+    pg_catalog_relations,
+    pg_information_schema,
+    pg_semantics,
+)
 
 # A statement the rewrite reads mentions one of these (lower case; substring tests are cheap on
 # a large statement, where a regular expression is not), and then matches _TRIGGER.
@@ -102,8 +107,6 @@ _VECTOR_COLUMNS = frozenset({
 _RENAMED_FUNCTIONS = {"json_build_object": "json_object"}
 # Catalog tables with PostgreSQL's fixed OIDs (the value of their `tableoid` column).
 _TABLE_OIDS = {r.name: r.oid for r in pg_catalog_relations.RELATIONS if r.oid is not None}
-# format()'s specifiers: %s text, %I identifier, %L literal, %% a percent sign.
-_FORMAT_SPECIFIER = re.compile(r"%([sIL%])")
 
 
 def rewrite(sql: str) -> str:
@@ -338,44 +341,9 @@ def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression
         a for value in node.args.values() for a in (value if isinstance(value, list) else [value])
         if isinstance(a, exp.Expression)]
     if name == "format" and args and isinstance(args[0], exp.Literal) and args[0].is_string:
-        return _format(args[0].name, list(args[1:])) or node
+        return pg_semantics.pg_format(args[0].name, list(args[1:])) or node
     if name == "generate_subscripts" and args and _names_vector(args[0], vectors):
         return exp.Sub(this=node.copy(), expression=exp.Literal.number(1))
     if name in _RENAMED_FUNCTIONS:
         return exp.Anonymous(this=_RENAMED_FUNCTIONS[name], expressions=args)
     return node
-
-
-def _format(template: str, args: list[exp.Expression]) -> exp.Expression | None:
-    """PostgreSQL's format() with a constant template, as a concatenation; None when the
-    template asks for more arguments than there are (PostgreSQL's error is DuckDB's then)."""
-    parts: list[exp.Expression] = []
-    position = 0
-    rest = list(args)
-    for match in _FORMAT_SPECIFIER.finditer(template):
-        if match.start() > position:
-            parts.append(exp.Literal.string(template[position:match.start()]))
-        position = match.end()
-        kind = match[1]
-        if kind == "%":
-            parts.append(exp.Literal.string("%"))
-            continue
-        if not rest:
-            return None
-        value = exp.cast(rest.pop(0), exp.DataType.build("VARCHAR"))
-        if kind == "I":
-            value = exp.Anonymous(this="quote_ident", expressions=[value])
-        elif kind == "L":
-            value = exp.Coalesce(this=exp.Anonymous(this="quote_literal", expressions=[value]),
-                                 expressions=[exp.Literal.string("NULL")])
-        else:
-            value = exp.Coalesce(this=value, expressions=[exp.Literal.string("")])
-        parts.append(value)
-    if position < len(template):
-        parts.append(exp.Literal.string(template[position:]))
-    if not parts:
-        return exp.Literal.string("")
-    result = parts[0]
-    for part in parts[1:]:
-        result = exp.DPipe(this=result, expression=part)
-    return exp.Paren(this=result)

@@ -24,6 +24,11 @@ Contract:
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is;
   * `round(x)` of a double rounds half to even, as PostgreSQL's (the C library's rint) does
     (DuckDB's rounds half away from zero, as both do for numeric);
+  * functions DuckDB lacks or reads otherwise: `format()` with a constant template
+    (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
+    `jsonb_build_object` (DuckDB's json_object), `json_agg` / `jsonb_agg` (json_group_array),
+    `every` (bool_and), `to_hex` in lower case, and `initcap` and `btrim` (which sqlglot
+    spells out), each select list item named after the function;
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
@@ -76,7 +81,8 @@ _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
-    r"generate_series|round)\s*\(",
+    r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim)"
+    r"\s*\(",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
 _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
@@ -104,7 +110,8 @@ def rewrite(sql: str) -> str:
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
-    rewritten += _integer_results(tree, sql) + _series(tree, sql) + _rounding(tree, sql)
+    rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
+                  + _rounding(tree, sql))
     if not rewritten:
         return sql
     if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
@@ -166,6 +173,57 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         name = _function_name(call, sql) + text[text.find("("):]
         _take_place(call, name).replace(exp.cast(value, "INTEGER", copy=False))
     return calls
+
+
+# PostgreSQL's names of calls sqlglot keeps no spelling of (special syntax).
+_SPELLED: dict[type, str] = {exp.StrPosition: "position", exp.JSONArrayAgg: "json_agg"}
+_RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object",
+            "jsonb_agg": "json_group_array", "every": "bool_and"}
+
+
+def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """PostgreSQL's functions that DuckDB lacks or reads otherwise, in DuckDB's terms (the
+    module docstring lists them), innermost first; the calls changed."""
+    changed = []
+    for call in reversed(list(tree.find_all(exp.Func))):
+        value = _pg_function(call, sql)
+        if value is None:
+            continue
+        args = _arguments(call)
+        name = _function_name(call, sql) + "(" + ", ".join(
+            a.sql(dialect="duckdb") for a in args) + ")"
+        _take_place(call, name).replace(value)
+        changed.append(call)
+    return changed
+
+
+def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
+    """What computes `call` as PostgreSQL does, if DuckDB would not (None: it does); never
+    `call` itself, whose place it takes."""
+    name = call.name.lower() if isinstance(call, exp.Anonymous) else None
+    if name in _RENAMED:
+        return exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
+    if isinstance(call, exp.JSONArrayAgg) and not any(
+            value for key, value in call.args.items() if key != "this"):  # no ORDER BY
+        return exp.Anonymous(this="json_group_array", expressions=[call.this])
+    if isinstance(call, exp.Format) and isinstance(call.this, exp.Literal) and (
+            call.this.is_string):
+        return pg_format(call.this.name, list(call.expressions))
+    if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
+        return exp.Lower(this=call.copy())
+    if isinstance(call, exp.Initcap) or (
+            isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
+        return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
+    return None
+
+
+def _arguments(call: exp.Func) -> list[exp.Expression]:
+    """A call's arguments in order (a typed function keeps them in named fields)."""
+    if isinstance(call, exp.Anonymous):
+        return list(call.expressions)
+    return [a for value in call.args.values()
+            for a in (value if isinstance(value, list) else [value])
+            if isinstance(a, exp.Expression)]
 
 
 def _series(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -234,7 +292,7 @@ def _function_name(call: exp.Func, sql: str) -> str:
     if isinstance(start, int) and isinstance(end, int) and re.fullmatch(
             r"\w+", sql[start:end + 1]):
         return sql[start:end + 1].lower()
-    return "position" if isinstance(call, exp.StrPosition) else call.sql_name().lower()
+    return _SPELLED.get(type(call)) or call.sql_name().lower()
 
 
 def _octet_length(value: exp.Expression) -> exp.Expression:
@@ -312,6 +370,45 @@ def _summed(item: exp.Expression) -> exp.Sum | None:
 def _argument(total: exp.Sum) -> exp.Expression:
     value = total.this
     return value.expressions[0] if isinstance(value, exp.Distinct) else value
+
+
+# format()'s specifiers: %s text, %I identifier, %L literal, %% a percent sign.
+_FORMAT_SPECIFIER = re.compile(r"%([sIL%])")
+
+
+def pg_format(template: str, args: list[exp.Expression]) -> exp.Expression | None:
+    """PostgreSQL's format() with a constant template, as a concatenation; None when the
+    template asks for more arguments than there are (PostgreSQL's error is DuckDB's then)."""
+    parts: list[exp.Expression] = []
+    position = 0
+    rest = list(args)
+    for match in _FORMAT_SPECIFIER.finditer(template):
+        if match.start() > position:
+            parts.append(exp.Literal.string(template[position:match.start()]))
+        position = match.end()
+        kind = match[1]
+        if kind == "%":
+            parts.append(exp.Literal.string("%"))
+            continue
+        if not rest:
+            return None
+        value = exp.cast(rest.pop(0), exp.DataType.build("VARCHAR"))
+        if kind == "I":
+            value = exp.Anonymous(this="quote_ident", expressions=[value])
+        elif kind == "L":
+            value = exp.Coalesce(this=exp.Anonymous(this="quote_literal", expressions=[value]),
+                                 expressions=[exp.Literal.string("NULL")])
+        else:
+            value = exp.Coalesce(this=value, expressions=[exp.Literal.string("")])
+        parts.append(value)
+    if position < len(template):
+        parts.append(exp.Literal.string(template[position:]))
+    if not parts:
+        return exp.Literal.string("")
+    result = parts[0]
+    for part in parts[1:]:
+        result = exp.DPipe(this=result, expression=part)
+    return exp.Paren(this=result)
 
 
 def _literal_decimal(text: str) -> exp.DataType:

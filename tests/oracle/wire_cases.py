@@ -52,6 +52,12 @@ CASES: tuple[Case, ...] = (
     Case("generate_series_select_list", "SELECT generate_series(1, 3)"),
     Case("generate_series_aliased", "SELECT generate_series(1, 2) AS n, 'a' AS t"),
     Case("generate_series_from", "SELECT n FROM generate_series(1, 3) AS t(n)"),
+    Case("format_template", "SELECT format('%s-%s: %I %L %%', 1, 'a', 'My Table', 'it''s') AS f, "
+         "format('%s|%s', NULL, 2) AS g"),
+    Case("text_functions", "SELECT to_hex(255) AS h, initcap('hello wORLD') AS i, "
+         "btrim('xxaxx', 'x') AS b, btrim('  a  ') AS c"),
+    Case("json_functions", "SELECT json_build_object('a', 1) AS o, json_agg(x) AS a, every(x > 0) "
+         "AS e FROM (VALUES (1), (2)) t(x)"),
     Case("integer_sums", "SELECT sum(id), sum(id::int2) AS s, sum(id::int8) AS b, "
          "sum(DISTINCT id) AS d FROM w_people", setup=_PEOPLE),
     Case("integer_sum_over_window", "SELECT sum(id) OVER (ORDER BY id) FROM w_people ORDER BY id",

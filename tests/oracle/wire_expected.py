@@ -14,6 +14,9 @@ EXPECTED_FAILURES: dict[str, str] = {
                                 "(OID 25), not varchar (1043); the truncation agrees",
     "*:jsonb_value": "DuckDB has one JSON type: jsonb is sent as json (OID 114) with its text as "
                      "written, where PostgreSQL sends jsonb (3802) normalized",
+    "asyncpg:json_functions": "DuckDB prints JSON compactly ({\"a\":1}, [1,2]); PostgreSQL's "
+                              "json_build_object and json_agg put spaces in (drivers that parse "
+                              "JSON see equal values)",
     "asyncpg:json_arrow": "DuckDB prints extracted JSON compactly ({\"b\":2}); PostgreSQL's json "
                           "keeps the input's spacing (drivers that parse JSON see equal values)",
 }

@@ -202,3 +202,17 @@ def test_round_of_a_double_breaks_ties_to_even_and_of_a_numeric_away_from_zero(c
     assert [c.name for c in columns_of(pa.schema([(d[0], pa.null())
                                                   for d in result.description]))] == [
         "round", "r"]
+
+
+def test_functions_duckdb_lacks_or_reads_otherwise(con):
+    result = con.execute(pg_semantics.rewrite(
+        "SELECT format('%s-%s|%%', 1, NULL), json_build_object('a', 1), json_agg(x), "
+        "jsonb_agg(x), every(x > 1), to_hex(255), initcap('hello wORLD'), "
+        "btrim('xxaxx', 'x') FROM (VALUES (1), (2)) t(x)"))
+    assert [c.name for c in columns_of(pa.schema([(d[0], pa.null())
+                                                  for d in result.description]))] == [
+        "format", "json_build_object", "json_agg", "jsonb_agg", "every", "to_hex", "initcap",
+        "btrim"]
+    assert result.fetchall() == [("1-|%", '{"a":1}', "[1,2]", "[1,2]", False, "ff",
+                                  "Hello World", "a")]
+    assert one(con, "SELECT upper(to_hex(10)), lower(to_hex(11))") == [("A", "b")]
