@@ -27,8 +27,10 @@ Contract:
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
     (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
     `jsonb_build_object` (DuckDB's json_object), `json_agg` / `jsonb_agg` (json_group_array),
-    `every` (bool_and), `to_hex` in lower case, and `initcap` and `btrim` (which sqlglot
-    spells out), each select list item named after the function;
+    `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
+    'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it), and
+    `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
+    function;
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
@@ -81,7 +83,8 @@ _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
-    r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim)"
+    r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
+    r"encode|decode)"
     r"\s*\(",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -176,7 +179,8 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
 
 
 # PostgreSQL's names of calls sqlglot keeps no spelling of (special syntax).
-_SPELLED: dict[type, str] = {exp.StrPosition: "position", exp.JSONArrayAgg: "json_agg"}
+_SPELLED: dict[type, str] = {exp.StrPosition: "position", exp.JSONArrayAgg: "json_agg",
+                             exp.Decode: "decode"}
 _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object",
             "jsonb_agg": "json_group_array", "every": "bool_and"}
 
@@ -209,12 +213,37 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     if isinstance(call, exp.Format) and isinstance(call.this, exp.Literal) and (
             call.this.is_string):
         return pg_format(call.this.name, list(call.expressions))
+    if isinstance(call, exp.Encode | exp.Decode):
+        return _encoded(call)
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.Initcap) or (
             isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
     return None
+
+
+def _encoded(call: exp.Encode | exp.Decode) -> exp.Expression | None:
+    """PostgreSQL's encode(bytea, format) / decode(text, format) for 'hex' and 'base64' (None
+    for another format, which DuckDB then refuses)."""
+    charset = call.args.get("charset")
+    if not isinstance(charset, exp.Literal) or charset.name.lower() not in ("hex", "base64"):
+        return None
+    value, newline = call.this.copy(), exp.Anonymous(this="chr", expressions=[
+        exp.Literal.number(10)])
+
+    def fn(name: str, *args: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this=name, expressions=list(args))
+
+    if isinstance(call, exp.Decode):  # PostgreSQL's base64 input may hold line breaks
+        return fn("unhex", value) if charset.name.lower() == "hex" else fn(
+            "from_base64", fn("replace", value, newline, exp.Literal.string("")))
+    if charset.name.lower() == "hex":
+        return exp.Lower(this=exp.Hex(this=value))
+    lines = fn("regexp_replace", fn("to_base64", value), exp.Literal.string("(.{76})"),
+               exp.DPipe(this=exp.Literal.string("\\1"), expression=newline.copy()),
+               exp.Literal.string("g"))
+    return fn("rtrim", lines, newline.copy())
 
 
 def _arguments(call: exp.Func) -> list[exp.Expression]:

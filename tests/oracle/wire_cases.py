@@ -56,6 +56,9 @@ CASES: tuple[Case, ...] = (
          "format('%s|%s', NULL, 2) AS g"),
     Case("text_functions", "SELECT to_hex(255) AS h, initcap('hello wORLD') AS i, "
          "btrim('xxaxx', 'x') AS b, btrim('  a  ') AS c"),
+    Case("encode_decode", "SELECT encode('\\x0102ff'::bytea, 'hex') AS h, decode('0102ff', 'hex') "
+         "AS d, encode('hello world'::bytea, 'base64') AS b, decode('aGVs\nbG8=', 'base64') AS e, "
+         "encode(decode(repeat('ab', 60), 'hex'), 'base64') AS long"),
     Case("json_functions", "SELECT json_build_object('a', 1) AS o, json_agg(x) AS a, every(x > 0) "
          "AS e FROM (VALUES (1), (2)) t(x)"),
     Case("integer_sums", "SELECT sum(id), sum(id::int2) AS s, sum(id::int8) AS b, "

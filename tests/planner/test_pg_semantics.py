@@ -216,3 +216,10 @@ def test_functions_duckdb_lacks_or_reads_otherwise(con):
     assert result.fetchall() == [("1-|%", '{"a":1}', "[1,2]", "[1,2]", False, "ff",
                                   "Hello World", "a")]
     assert one(con, "SELECT upper(to_hex(10)), lower(to_hex(11))") == [("A", "b")]
+
+
+def test_encode_and_decode_in_hex_and_base64(con):
+    assert one(con, "SELECT encode('\\x01ff'::bytea, 'hex'), decode('01FF', 'hex'), "
+                    "encode('hi'::bytea, 'base64'), decode('aG\nk=', 'base64'), "
+                    "encode(decode(repeat('ab', 60), 'hex'), 'base64')") == [
+        ("01ff", b"\x01\xff", "aGk=", b"hi", "q6ur" * 19 + "\n" + "q6ur")]
