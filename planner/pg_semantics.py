@@ -115,8 +115,12 @@ def rewrite(sql: str) -> str:
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
                   + _rounding(tree, sql))
-    if not rewritten:
-        return sql
+    return _printed(tree) if rewritten else sql
+
+
+def _printed(tree: exp.Expression) -> str:
+    """A rewritten statement's text: in Heron's dialect for the AI planner when it calls AI
+    functions, else in DuckDB's."""
     if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
         return dialect.sql(tree)
     return tree.sql(dialect="duckdb")
@@ -351,20 +355,17 @@ def typed_sums(con: duckdb.DuckDBPyConnection, sql: str) -> str:
         tree = dialect.parse(sql)
     except SqlError:
         return sql
-    select = tree
-    while isinstance(select, exp.SetOperation):
-        select = select.this
-    if not isinstance(select, exp.Select):
+    select = _first_select(tree)
+    if select is None:
         return sql
     sums = {i: found for i, item in enumerate(select.expressions)
             if (found := _summed(item)) is not None}
-    if not sums or any(isinstance(item, exp.Star) or item.find(exp.Star)
-                       for item in select.expressions):
+    if not sums or any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(
+            item.this, exp.Star)) for item in select.expressions):  # a star: columns move
         return sql
     probe = tree.copy()
-    probe_select = probe
-    while isinstance(probe_select, exp.SetOperation):
-        probe_select = probe_select.this
+    probe_select = _first_select(probe)
+    assert probe_select is not None
     for i in sums:
         total = _summed(probe_select.expressions[i])
         assert total is not None
@@ -381,11 +382,14 @@ def typed_sums(con: duckdb.DuckDBPyConnection, sql: str) -> str:
             name = "sum" if window else "sum" + total.sql(dialect="duckdb")[3:]
             _take_place(target, name).replace(exp.cast(target, "BIGINT", copy=False))
             wrapped = True
-    if not wrapped:
-        return sql
-    if tree.find(dialect.AIFunction, dialect.Prompt) is not None:
-        return dialect.sql(tree)
-    return tree.sql(dialect="duckdb")
+    return _printed(tree) if wrapped else sql
+
+
+def _first_select(tree: exp.Expression) -> exp.Select | None:
+    """The select whose list names a query's columns (a set operation's first)."""
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.this
+    return tree if isinstance(tree, exp.Select) else None
 
 
 def _summed(item: exp.Expression) -> exp.Sum | None:

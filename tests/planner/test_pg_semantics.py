@@ -167,12 +167,15 @@ def test_sums_of_smallints_and_integers_are_bigint(con):
                  "GROUP BY g") == ([("sum", "BIGINT"), ("t", "BIGINT"), ("sum", "HUGEINT"),
                                    ("sum", "DOUBLE"), ("sum", "BIGINT"), ("g", "VARCHAR")],
                                   [(3, 5, 7, 2.0, 3, "x")])
+    assert typed("SELECT g, count(*), sum(i) FROM sums GROUP BY g")[0] == [
+        ("g", "VARCHAR"), ("count", "BIGINT"), ("sum", "BIGINT")]
     assert typed("SELECT sum(i) OVER (ORDER BY i) FROM sums") == ([("sum", "BIGINT")],
                                                                   [(1,), (3,)])
     parameter = pg_semantics.typed_sums(con, "SELECT sum(i) FROM sums WHERE i > $1")
     assert con.execute(parameter, [0]).fetchall() == [(3,)] and "BIGINT" in parameter
     for unchanged in ("SELECT sum(x) FROM sums", "SELECT * FROM sums",
-                      "SELECT sum(i) + 1 FROM sums", "SELECT 1"):
+                      "SELECT sum(i) + 1 FROM sums", "SELECT 1",
+                      "SELECT *, sum(i) OVER () FROM sums"):
         assert pg_semantics.typed_sums(con, unchanged) is unchanged
 
 
