@@ -120,6 +120,9 @@ class Heron(Postgres):
             **{name: _builder(name) for name in (*SPELLINGS, *OTHER_SPELLINGS) if "." not in name},
             "PROMPT": lambda args: Prompt(this=args[0] if args else None,
                                           expressions=list(args[1:])),
+            # Kept as written (sqlglot would translate the template, losing what it cannot
+            # map): `pg_semantics` translates it.
+            "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
         }
 
         def _parse_column_ops(self, this: exp.Expression | None) -> exp.Expression | None:

@@ -28,7 +28,8 @@ Contract:
     (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
     `jsonb_build_object` (DuckDB's json_object), `json_agg` / `jsonb_agg` (json_group_array),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
-    'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it), and
+    'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
+    `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns), and
     `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
     function;
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
@@ -84,7 +85,7 @@ _TRIGGER = re.compile(
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
-    r"encode|decode)"
+    r"encode|decode|to_char)"
     r"\s*\(",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -219,6 +220,9 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return pg_format(call.this.name, list(call.expressions))
     if isinstance(call, exp.Encode | exp.Decode):
         return _encoded(call)
+    if name == "to_char" and len(call.expressions) == 2 and isinstance(
+            call.expressions[1], exp.Literal) and not _asks_ai(call):
+        return _to_char(call.expressions[0], call.expressions[1].name)
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.Initcap) or (
@@ -248,6 +252,77 @@ def _encoded(call: exp.Encode | exp.Decode) -> exp.Expression | None:
                exp.DPipe(this=exp.Literal.string("\\1"), expression=newline.copy()),
                exp.Literal.string("g"))
     return fn("rtrim", lines, newline.copy())
+
+
+# to_char's template patterns for dates and times, longest first, and what prints each: a
+# strftime field, for a name with ^ / _ for upper / lower case and the width it is blank-padded
+# to (an FM prefix drops the padding, and a number's leading zeros); "quarter" and "weekday"
+# (1 for Sunday) are computed.
+_TO_CHAR_PATTERNS = (
+    ("HH24", "%H"), ("HH12", "%I"), ("YYYY", "%Y"), ("MONTH", "%B^9"), ("Month", "%B9"),
+    ("month", "%B_9"), ("DDD", "%j"), ("DAY", "%A^9"), ("Day", "%A9"), ("day", "%A_9"),
+    ("MON", "%b^"), ("Mon", "%b"), ("mon", "%b_"), ("DY", "%a^"), ("Dy", "%a"), ("dy", "%a_"),
+    ("HH", "%I"), ("MI", "%M"), ("SS", "%S"), ("MS", "%g"), ("US", "%f"), ("YY", "%y"),
+    ("MM", "%m"), ("DD", "%d"), ("IW", "%V"), ("ID", "%u"), ("AM", "%p"), ("PM", "%p"),
+    ("am", "%p_"), ("pm", "%p_"),
+    ("Q", "quarter"), ("D", "weekday"))
+_TO_CHAR_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(FM)?(' + "|".join(
+    p for p, _ in _TO_CHAR_PATTERNS) + ")", re.DOTALL)
+_TO_CHAR_FIELDS = dict(_TO_CHAR_PATTERNS)
+# A template for a date or time holds one of these (a number's template holds none).
+_DATE_TEMPLATE = re.compile(r"YYYY|YY|MM|DD|HH|SS|MS|US|Mon|MON|mon|Day|DAY|day|Dy|DY|IW|AM|PM")
+
+
+def _to_char(value: exp.Expression, template: str) -> exp.Expression | None:
+    """PostgreSQL's to_char of a date or timestamp with a constant template, as strftime pieces
+    (None for a number's template, which DuckDB then refuses)."""
+    if not _DATE_TEMPLATE.search(template):
+        return None
+    pieces: list[exp.Expression] = []
+    fmt: list[str] = []  # strftime fields and text of the piece being built
+
+    def flush() -> None:
+        if "".join(fmt):
+            pieces.append(exp.Anonymous(this="strftime", expressions=[
+                value.copy(), exp.Literal.string("".join(fmt))]))
+        fmt.clear()
+
+    position = 0
+    for match in _TO_CHAR_TOKEN.finditer(template):
+        fmt.append(template[position:match.start()].replace("%", "%%"))
+        position = match.end()
+        if match[2] is None:  # quoted text
+            fmt.append(re.sub(r"\\(.)", r"\1", match[0][1:-1]).replace("%", "%%"))
+            continue
+        field, fill = _TO_CHAR_FIELDS[match[2]], match[1] is None
+        if field in ("quarter", "weekday"):
+            flush()
+            number = exp.Anonymous(this="quarter", expressions=[value.copy()]) if (
+                field == "quarter") else exp.Add(this=exp.Anonymous(
+                    this="dayofweek", expressions=[value.copy()]), expression=exp.Literal.number(1))
+            pieces.append(exp.cast(number, "VARCHAR"))
+        elif len(field) == 2:  # a number: FM drops its leading zeros
+            unpadded = field not in ("%p", "%g", "%f", "%Y", "%V", "%u")  # strftime's %-x
+            fmt.append(f"%-{field[1]}" if unpadded and not fill else field)
+        else:  # a name: upper (^) or lower (_) case, blank-padded to a width unless FM
+            flush()
+            name: exp.Expression = exp.Anonymous(this="strftime", expressions=[
+                value.copy(), exp.Literal.string(field[:2])])
+            if "^" in field:
+                name = exp.Upper(this=name)
+            elif "_" in field:
+                name = exp.Lower(this=name)
+            width = field.lstrip("%aAbBp^_")
+            if width and fill:
+                name = exp.Anonymous(this="rpad", expressions=[name, exp.Literal.number(width),
+                                                               exp.Literal.string(" ")])
+            pieces.append(name)
+    fmt.append(template[position:].replace("%", "%%"))
+    flush()
+    result = pieces[0] if pieces else exp.Literal.string("")
+    for piece in pieces[1:]:
+        result = exp.DPipe(this=result, expression=piece)
+    return exp.Paren(this=result)
 
 
 def _arguments(call: exp.Func) -> list[exp.Expression]:

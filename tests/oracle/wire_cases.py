@@ -59,6 +59,12 @@ CASES: tuple[Case, ...] = (
     Case("encode_decode", "SELECT encode('\\x0102ff'::bytea, 'hex') AS h, decode('0102ff', 'hex') "
          "AS d, encode('hello world'::bytea, 'base64') AS b, decode('aGVs\nbG8=', 'base64') AS e, "
          "encode(decode(repeat('ab', 60), 'hex'), 'base64') AS long"),
+    Case("to_char_templates", "SELECT to_char(timestamp '2020-03-02 13:04:05.123456', "
+         "'YYYY-MM-DD HH24:MI:SS.MS US') AS a, to_char(date '2020-01-02', 'Mon DD, YYYY') AS b, "
+         "to_char(timestamp '2020-03-02 13:04:05', 'FMMonth FMDD HH12:MI AM Dy Day| Q D DDD IW "
+         "\"100%\" MONTH month mon') AS c, to_char(timestamp '2020-03-02 03:04:05', "
+         "'FMHH24:FMMI FMSS FMMM/FMDD/YY HH am') AS d, to_char(timestamp '2020-03-02 13:04:05', "
+         "'HH12 pm PM') AS e"),
     Case("json_functions", "SELECT json_build_object('a', 1) AS o, json_agg(x) AS a, every(x > 0) "
          "AS e FROM (VALUES (1), (2)) t(x)"),
     Case("integer_sums", "SELECT sum(id), sum(id::int2) AS s, sum(id::int8) AS b, "

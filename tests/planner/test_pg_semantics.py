@@ -226,3 +226,15 @@ def test_encode_and_decode_in_hex_and_base64(con):
                     "encode('hi'::bytea, 'base64'), decode('aG\nk=', 'base64'), "
                     "encode(decode(repeat('ab', 60), 'hex'), 'base64')") == [
         ("01ff", b"\x01\xff", "aGk=", b"hi", "q6ur" * 19 + "\n" + "q6ur")]
+
+
+def test_to_char_of_dates_and_timestamps(con):
+    at = "timestamp '2020-03-02 13:04:05.123456'"
+    assert one(con, f"SELECT to_char({at}, 'YYYY-MM-DD HH24:MI:SS.MS'), "
+                    f"to_char({at}, 'FMMonth FMDD, YYYY Dy \"at\" HH12 pm'), "
+                    f"to_char({at}, 'Day|MON|Q|D|DDD|IW|100%'), "
+                    "to_char(date '2020-01-02', 'DD Mon YY')") == [
+        ("2020-03-02 13:04:05.123", "March 2, 2020 Mon at 01 pm",
+         "Monday   |MAR|1|2|062|10|100%", "02 Jan 20")]
+    number = "SELECT to_char(1234.5, '9999.9')"  # a number's template: not a date's
+    assert "to_char" in pg_semantics.rewrite(number).lower()
