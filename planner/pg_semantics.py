@@ -36,8 +36,10 @@ Contract:
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
     only BLOB and BIT: on text, or on an unknown literal, it fails to bind).
-  Statements with AI functions are printed back in Heron's dialect for the AI planner; the others
-  in DuckDB's.
+  A rewrite never copies an AI call (each copy would be asked). Statements with AI functions are
+  printed back in Heron's dialect for the AI planner; the others in DuckDB's.
+- `pg_format(template, args)`: PostgreSQL's format() with a constant template, as the
+  concatenation that computes it (the catalog rewrite's too).
 - `typed_sums(con, sql)`: a query whose select list has `sum(x)` of a smallint or integer `x`
   (also over a window) sums it as `bigint`, PostgreSQL's type, where DuckDB's is HUGEINT (sent
   as numeric: clients and ORMs then read a decimal); the types of the `x`s come from binding the
