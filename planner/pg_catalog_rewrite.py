@@ -335,11 +335,7 @@ def _from_zero(node: exp.Bracket) -> exp.Expression:
 
 def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression:
     name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
-    # A typed function's arguments in order (sqlglot's FORMAT keeps its template in `this`,
-    # the values in the list `expressions`).
-    args = node.expressions if isinstance(node, exp.Anonymous) else [
-        a for value in node.args.values() for a in (value if isinstance(value, list) else [value])
-        if isinstance(a, exp.Expression)]
+    args = pg_semantics.call_arguments(node)
     if name == "format" and args and isinstance(args[0], exp.Literal) and args[0].is_string:
         return pg_semantics.pg_format(args[0].name, list(args[1:])) or node
     if name == "generate_subscripts" and args and _names_vector(args[0], vectors):

@@ -99,11 +99,8 @@ _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
 
 def rewrite(sql: str) -> str:
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring)."""
-    if not _TRIGGER.search(sql):
-        return sql
-    try:
-        tree = dialect.parse(sql)
-    except SqlError:
+    tree = _parsed(sql, _TRIGGER)
+    if tree is None:
         return sql
     rewritten: list[exp.Expression] = []
 
@@ -119,6 +116,16 @@ def rewrite(sql: str) -> str:
     rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
                   + _rounding(tree, sql))
     return _printed(tree) if rewritten else sql
+
+
+def _parsed(sql: str, trigger: re.Pattern[str]) -> exp.Expression | None:
+    """`sql`'s tree when `trigger` finds what a rewrite reads in it and sqlglot can read it."""
+    if not trigger.search(sql):
+        return None
+    try:
+        return dialect.parse(sql)
+    except SqlError:
+        return None
 
 
 def _printed(tree: exp.Expression) -> str:
@@ -179,9 +186,7 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         if isinstance(call, exp.Anonymous) and call.name.lower() == "octet_length" and len(
                 call.expressions) == 1 and not _asks_ai(call):
             value = _octet_length(call.expressions[0])
-        text = call.sql(dialect="duckdb")
-        name = _function_name(call, sql) + text[text.find("("):]
-        _take_place(call, name).replace(exp.cast(value, "INTEGER", copy=False))
+        _take_place(call, _call_name(call, sql)).replace(exp.cast(value, "INTEGER", copy=False))
     return calls
 
 
@@ -200,10 +205,7 @@ def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         value = _pg_function(call, sql)
         if value is None:
             continue
-        args = _arguments(call)
-        name = _function_name(call, sql) + "(" + ", ".join(
-            a.sql(dialect="duckdb") for a in args) + ")"
-        _take_place(call, name).replace(value)
+        _take_place(call, _call_name(call, sql)).replace(value)
         changed.append(call)
     return changed
 
@@ -321,14 +323,12 @@ def _to_char(value: exp.Expression, template: str) -> exp.Expression | None:
             pieces.append(name)
     fmt.append(template[position:].replace("%", "%%"))
     flush()
-    result = pieces[0] if pieces else exp.Literal.string("")
-    for piece in pieces[1:]:
-        result = exp.DPipe(this=result, expression=piece)
-    return exp.Paren(this=result)
+    return _concatenation(pieces)
 
 
-def _arguments(call: exp.Func) -> list[exp.Expression]:
-    """A call's arguments in order (a typed function keeps them in named fields)."""
+def call_arguments(call: exp.Func) -> list[exp.Expression]:
+    """A call's arguments in order (a typed function keeps them in named fields; sqlglot's
+    FORMAT its template in `this`, the values in the list `expressions`)."""
     if isinstance(call, exp.Anonymous):
         return list(call.expressions)
     return [a for value in call.args.values()
@@ -368,8 +368,7 @@ def _rounding(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         rounded = exp.Case(this=exp.Anonymous(this="typeof", expressions=[value.copy()]),
                            ifs=[exp.If(this=exp.Literal.string("DOUBLE"), true=even)],
                            default=exp.Round(this=value.copy()))
-        name = _function_name(call, sql) + "(" + value.sql(dialect="duckdb") + ")"
-        _take_place(call, name).replace(rounded)
+        _take_place(call, _call_name(call, sql)).replace(rounded)
     return calls
 
 
@@ -393,6 +392,13 @@ def _take_place(call: exp.Expression, name: str) -> exp.Expression:
     holder = exp.Paren(this=exp.null())
     call.replace(exp.alias_(holder, name, quoted=True, copy=False) if item else holder)
     return holder
+
+
+def _call_name(call: exp.Func, sql: str) -> str:
+    """`call` as DuckDB names an unaliased call, "function(arguments)", the function as `sql`
+    spells it."""
+    return _function_name(call, sql) + "(" + ", ".join(
+        a.sql(dialect="duckdb") for a in call_arguments(call)) + ")"
 
 
 def _function_name(call: exp.Func, sql: str) -> str:
@@ -426,14 +432,9 @@ _BIGINT_SUMMED = frozenset({"TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMAL
 def typed_sums(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     """`sql` with its select list's sums of smallints and integers cast to BIGINT (see the
     module docstring)."""
-    if not _SUM.search(sql):
-        return sql
-    try:
-        tree = dialect.parse(sql)
-    except SqlError:
-        return sql
-    select = _first_select(tree)
-    if select is None:
+    tree = _parsed(sql, _SUM)
+    select = None if tree is None else _first_select(tree)
+    if tree is None or select is None:
         return sql
     sums = {i: found for i, item in enumerate(select.expressions)
             if (found := _summed(item)) is not None}
@@ -513,6 +514,11 @@ def pg_format(template: str, args: list[exp.Expression]) -> exp.Expression | Non
         parts.append(value)
     if position < len(template):
         parts.append(exp.Literal.string(template[position:]))
+    return _concatenation(parts)
+
+
+def _concatenation(parts: list[exp.Expression]) -> exp.Expression:
+    """`parts` joined with ||, in parentheses ('' for none)."""
     if not parts:
         return exp.Literal.string("")
     result = parts[0]
