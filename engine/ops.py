@@ -13,9 +13,13 @@ canonical evaluation needs it (a row's bits never depend on what else shares the
   since MKL's GEMM rounds a row differently with the batch.
 
 ``Weight`` is one linear layer's weight: bf16 (or float32), or FP8 e4m3 with a per-output-channel
-scale; ``Weight.quantized`` makes the FP8 form at load. A linear with FP8 weights quantizes its
-input rows, unless they come already quantized (``fp8.QuantizedRows``): ``add_rmsnorm`` and
-``silu_mul`` given ``quantize=True`` produce them in the same pass (the same bits).
+scale; ``Weight.quantized`` makes the FP8 form at load. SwiGLU's gate and up projections are one
+weight in the layout ``Ops.gate_up`` chooses, and ``Ops.gated`` computes ``silu(gate) * up`` from
+it: on Hopper in bf16 with the batch-invariant GEMM, one GEMM whose epilogue applies SiLU·mul
+(``matmul.gated_matmul``, the same bits as the two steps); elsewhere a linear, then
+``silu_mul``. A linear with FP8 weights quantizes its input rows, unless they come already
+quantized (``fp8.QuantizedRows``): ``add_rmsnorm`` and ``silu_mul`` given ``quantize=True``
+produce them in the same pass (the same bits).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class Weight:
 
     data: torch.Tensor
     scale: torch.Tensor | None = None
+    interleaved: bool = False  # gate/up rows alternate, for ``matmul.gated_matmul``
 
     @classmethod
     def quantized(cls, weight: torch.Tensor) -> Weight:
@@ -67,6 +72,7 @@ class Ops:
     silu_mul: Callable[..., Activations]  # (gate_up, quantize)
     logsumexp: Callable[[torch.Tensor], torch.Tensor]  # rows of vocabulary logits, float32
     kernels: bool  # the fused Triton kernels (else the torch twins)
+    fuse_gate: bool = False  # bf16 gate/up weights interleaved for the gated GEMM
 
     @classmethod
     def build(cls, device: torch.device | str, deterministic: bool = True) -> Ops:
@@ -79,7 +85,23 @@ class Ops:
         linear = _linear_invariant if deterministic else _linear_fast
         return cls(linear, linear, rmsnorm.rmsnorm, add_rmsnorm.add_rmsnorm,
                    qk_norm_rope.qk_norm_rope, silu_mul.silu_mul, logsumexp.logsumexp_rows,
-                   kernels=True)
+                   kernels=True, fuse_gate=deterministic and matmul.has_tma(device))
+
+    def gate_up(self, gate: torch.Tensor, up: torch.Tensor, fp8: bool) -> Weight:
+        """One weight for SwiGLU's gate [I, K] and up [I, K] projections, in ``gated``'s layout.
+        FP8 keeps them apart (the quantizing SiLU·mul needs whole rows for their scales)."""
+        if fp8:
+            return Weight.quantized(torch.cat([gate, up]))
+        if self.fuse_gate and gate.shape[0] % 8 == 0 and gate.shape[1] % 8 == 0:
+            return Weight(matmul.interleave_gate_up(gate, up), interleaved=True)
+        return Weight(torch.cat([gate, up]))
+
+    def gated(self, x: Activations, weight: Weight, quantize: bool) -> Activations:
+        """``silu(x @ gate.T) * (x @ up.T)`` for a weight from ``gate_up``."""
+        if weight.interleaved:
+            assert isinstance(x, torch.Tensor)
+            return matmul.gated_matmul(x, weight.data)
+        return self.silu_mul(self.linear(x, weight, None), quantize)
 
 
 def _tiled(tile: int) -> Linear:

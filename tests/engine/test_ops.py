@@ -25,7 +25,9 @@ def test_fp8_weight_is_quantized_per_output_channel() -> None:
     assert weight.scale is not None and weight.scale.shape == (12, 1)
     x = torch.randn(3, 32)
     got = Ops.build("cpu").linear(x, weight)
-    assert ((got - x @ w.T).norm() / (x @ w.T).norm()) < 0.05
+    # Each factor keeps 3 mantissa bits: the error is bounded by |x| @ |w|.T, not by the
+    # product's norm (random rows can nearly cancel: that made the old bound flaky).
+    assert ((got - x @ w.T).abs() <= 2**-3 * (x.abs() @ w.abs().T)).all()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
@@ -40,3 +42,14 @@ def test_deterministic_linear_rows_do_not_depend_on_the_batch(fp8: bool) -> None
     full = ops.linear(x, weight)
     for rows in (1, 5, 100):
         assert torch.equal(ops.linear(x[:rows], weight), full[:rows])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
+def test_gated_is_silu_mul_of_the_gate_up_linear_bit_for_bit() -> None:
+    ops = Ops.build("cuda", deterministic=True)
+    gate, up = (torch.randn(9728, 2560, device="cuda", dtype=torch.bfloat16) / 50 for _ in "gu")
+    x = torch.randn(300, 2560, device="cuda", dtype=torch.bfloat16)
+    weight = ops.gate_up(gate, up, fp8=False)
+    assert weight.interleaved == (torch.cuda.get_device_capability()[0] >= 9)
+    unfused = ops.silu_mul(ops.linear(x, Weight(torch.cat([gate, up]))))
+    assert torch.equal(ops.gated(x, weight, quantize=False), unfused)

@@ -11,7 +11,17 @@ from heron.kernels.fp8 import (
     quantize_rows,
     quantize_rows_reference,
 )
-from heron.kernels.matmul import matmul, matmul_reference, scaled_matmul
+from heron.kernels.matmul import (
+    Tiles,
+    gated_matmul,
+    gated_matmul_reference,
+    interleave_gate_up,
+    matmul,
+    matmul_reference,
+    scaled_matmul,
+    tile_shape,
+)
+from heron.kernels.silu_mul import silu_mul, silu_mul_reference
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
 
@@ -63,6 +73,46 @@ def test_matmul_rows_do_not_depend_on_the_batch(tma: bool) -> None:
     # Both variants walk the same tiles in the same order: the same bits.
     assert torch.equal(full, matmul(x, w, tma=not tma) if torch.cuda.get_device_capability()[0]
                        >= 9 else full)
+
+
+def test_gated_matmul_reference_is_swiglu_first_half() -> None:
+    x, gate, up = torch.randn(7, 32), torch.randn(24, 32), torch.randn(24, 32)
+    got = gated_matmul_reference(x, interleave_gate_up(gate, up))
+    torch.testing.assert_close(got, torch.nn.functional.silu(x @ gate.T) * (x @ up.T))
+    expected = silu_mul_reference(matmul_reference(x, torch.cat([gate, up])))
+    assert torch.equal(got, expected)  # the twin is the two steps' twins
+
+
+hopper = pytest.mark.skipif(not torch.cuda.is_available()
+                            or torch.cuda.get_device_capability()[0] < 9,
+                            reason="needs a Hopper GPU + Triton")
+
+
+@hopper
+@pytest.mark.parametrize(("m", "i", "k"), [(1, 64, 64), (1000, 9728, 2560), (130, 3072, 1024)])
+def test_gated_matmul_is_silu_mul_of_the_matmul(m: int, i: int, k: int) -> None:
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    gate, up = (torch.randn(i, k, device="cuda", dtype=torch.bfloat16) / k**0.5 for _ in "gu")
+    w = interleave_gate_up(gate, up)
+    got = gated_matmul(x, w)
+    torch.testing.assert_close(got.float(), gated_matmul_reference(x, w).float(), atol=3e-2,
+                               rtol=2e-2)
+    # The same tiles as the plain GEMM of the interleaved weight, the same SiLU·mul: same bits.
+    product = matmul(x, w)
+    assert torch.equal(got, silu_mul(torch.cat([product[:, 0::2], product[:, 1::2]], dim=-1)))
+    for rows in (1, 129):
+        assert torch.equal(gated_matmul(x[-rows:], w), got[-rows:]), rows
+
+
+@hopper
+def test_split_store_changes_no_bit() -> None:
+    m, n, k = 3001, 19456, 2560
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5
+    plain = tile_shape(n, k)
+    split = plain._replace(split_store=True, stages=plain.stages + 1)
+    assert torch.equal(matmul(x, w, tiles=split), matmul(x, w, tiles=plain))
+    assert isinstance(split, Tiles)
 
 
 @cuda
