@@ -27,7 +27,7 @@ from heron.engine.attention import fa3
 from heron.kernels.add_rmsnorm import add_rmsnorm
 from heron.kernels.attention import OwnKeys, Segments, segment_attention
 from heron.kernels.fp8 import fp8_linear, quantize_rows
-from heron.kernels.matmul import matmul, scaled_matmul
+from heron.kernels.matmul import Tiles, matmul, scaled_matmul
 from heron.kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference
 from heron.kernels.rmsnorm import rmsnorm_reference
 from heron.kernels.silu_mul import silu_mul, silu_mul_reference
@@ -250,7 +250,7 @@ def tune() -> None:
     flops = sum(4 * HEADS * DIM * n * (n + 1) / 2 for n in lengths)
     for block_n in (64, 128):
         for rows_cap, warps, stages in ((64, 4, 2), (64, 4, 3), (128, 4, 2), (128, 4, 3),
-                                        (128, 8, 3)):
+                                        (128, 8, 3), (256, 8, 2), (256, 8, 3)):
             launch = Launch(rows_cap, warps, stages)
             try:
                 a = bench(lambda launch=launch, block_n=block_n: segment_attention(
@@ -271,15 +271,15 @@ def tune() -> None:
     gemm_flops = 2 * TOKENS * w.shape[0] * HIDDEN
     t = bench(lambda: F.linear(x, w))
     record("tune gemm gate_up cuBLAS", t, f"{gemm_flops / t / 1e9:.0f} TFLOP/s")
-    reference = matmul(x, w, (128, 256, 64, 8, 3))
-    for tiles, tma, ws in (((128, 256, 64, 8, 3), False, False), ((256, 128, 64, 8, 3), False,
-                                                                   False),
-                           ((128, 256, 64, 8, 3), True, False), ((128, 256, 64, 8, 4), True,
-                                                                 False),
-                           ((128, 256, 64, 8, 3), True, True), ((128, 128, 64, 8, 4), True,
-                                                                True),
-                           ((128, 256, 64, 4, 3), True, True), ((256, 128, 64, 8, 3), True,
-                                                                False)):
+    reference = matmul(x, w, Tiles(128, 256, 64, 8, 3), tma=False)
+    for tiles, tma, ws in ((Tiles(128, 256, 64, 8, 3), False, False),
+                           (Tiles(256, 128, 64, 8, 3), False, False),
+                           (Tiles(128, 256, 64, 8, 3), True, False),
+                           (Tiles(128, 256, 64, 8, 4, split_store=True), True, False),
+                           (Tiles(128, 256, 64, 8, 3), True, True),
+                           (Tiles(128, 128, 64, 8, 4), True, True),
+                           (Tiles(128, 256, 64, 4, 3), True, True),
+                           (Tiles(256, 128, 64, 8, 3), True, False)):
         try:
             got = matmul(x, w, tiles, tma=tma, warp_specialize=ws)
             t = bench(lambda tiles=tiles, tma=tma, ws=ws: matmul(x, w, tiles, tma=tma,
