@@ -124,6 +124,11 @@ class Heron(Postgres):
             # map): `pg_semantics` translates it.
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
         }
+        # DATE_PART kept apart from EXTRACT (sqlglot reads both as one): PostgreSQL's date_part
+        # is double precision, its extract numeric (`pg_semantics` types both).
+        FUNCTION_PARSERS: ClassVar = {
+            name: parser for name, parser in Postgres.Parser.FUNCTION_PARSERS.items()
+            if name != "DATE_PART"}
 
         def _parse_column_ops(self, this: exp.Expression | None) -> exp.Expression | None:
             return _dotted_ai_call(super()._parse_column_ops(this))

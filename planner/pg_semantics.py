@@ -29,7 +29,9 @@ Contract:
     `jsonb_build_object` (DuckDB's json_object), `json_agg` / `jsonb_agg` (json_group_array),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
-    `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns), and
+    `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
+    `to_char(number, constant template)` (`pg_to_char`, a Python function the catalog
+    registers), and
     `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
     function;
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
@@ -61,7 +63,7 @@ import duckdb
 from duckdb import _seam
 from sqlglot import exp
 
-from heron.planner import dialect
+from heron.planner import dialect, pg_to_char
 from heron.planner.errors import SqlError, SqlState
 
 # DuckDB settings that give PostgreSQL's arithmetic, ordering and result types.
@@ -87,7 +89,7 @@ _TRIGGER = re.compile(
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
-    r"encode|decode|to_char)"
+    r"encode|decode|to_char|extract|date_part)"
     r"\s*\(",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -114,7 +116,7 @@ def rewrite(sql: str) -> str:
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
-                  + _rounding(tree, sql))
+                  + _rounding(tree, sql) + _time_parts(tree, sql))
     return _printed(tree) if rewritten else sql
 
 
@@ -226,7 +228,12 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return _encoded(call)
     if name == "to_char" and len(call.expressions) == 2 and isinstance(
             call.expressions[1], exp.Literal) and not _asks_ai(call):
-        return _to_char(call.expressions[0], call.expressions[1].name)
+        value, template = call.expressions
+        if not _DATE_TEMPLATE.search(template.name) and pg_to_char.number_template(
+                template.name):
+            return exp.Anonymous(this=pg_to_char.FUNCTION, expressions=[
+                exp.cast(value.copy(), "VARCHAR"), template.copy()])
+        return _to_char(value, template.name)
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.Initcap) or (
@@ -279,7 +286,7 @@ _DATE_TEMPLATE = re.compile(r"YYYY|YY|MM|DD|HH|SS|MS|US|Mon|MON|mon|Day|DAY|day|
 
 def _to_char(value: exp.Expression, template: str) -> exp.Expression | None:
     """PostgreSQL's to_char of a date or timestamp with a constant template, as strftime pieces
-    (None for a number's template, which DuckDB then refuses)."""
+    (None for a template with no date pattern: DuckDB then refuses the call)."""
     if not _DATE_TEMPLATE.search(template):
         return None
     pieces: list[exp.Expression] = []
@@ -370,6 +377,49 @@ def _rounding(tree: exp.Expression, sql: str) -> list[exp.Expression]:
                            default=exp.Round(this=value.copy()))
         _take_place(call, _call_name(call, sql)).replace(rounded)
     return calls
+
+
+# EXTRACT's fields PostgreSQL counts with a fraction: DuckDB's microseconds times this factor
+# (as a numeric literal: its scale is the result's, as PostgreSQL's numeric(…, 6) or (…, 3)).
+_FRACTIONS = {**dict.fromkeys(("SECOND", "SECONDS", "SEC", "SECS", "S"), "0.000001"),
+              **dict.fromkeys(("MILLISECOND", "MILLISECONDS", "MS", "MSEC", "MSECS",
+                               "MSECOND", "MSECONDS"), "0.001"),
+              **dict.fromkeys(("MICROSECOND", "MICROSECONDS", "US", "USEC", "USECS",
+                               "USECOND", "USECONDS"), "1")}
+
+
+def _time_parts(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """`extract(field FROM x)` as PostgreSQL's numeric and `date_part('field', x)` as its double
+    precision (DuckDB's are BIGINT, seconds without their fraction, and epoch a double); the
+    calls changed. A field's scale: 6 for second and epoch (0 for the epoch of a value written
+    as a date: a date column's epoch keeps 6, the same number), 3 for milliseconds, else 0.
+    `julian` is left to DuckDB."""
+    calls = [(node, node.this.name.upper(), node.expression, True)
+             for node in tree.find_all(exp.Extract) if isinstance(node.this, exp.Var)]
+    calls += [(node, node.expressions[0].name.upper(), node.expressions[1], False)
+              for node in tree.find_all(exp.Anonymous) if node.name.lower() == "date_part"
+              and len(node.expressions) == 2 and node.expressions[0].is_string]
+    calls = [call for call in calls if call[1] != "JULIAN"]
+    for call, field, value, numeric in sorted(calls, key=lambda c: -c[0].depth):  # innermost first
+        name = _call_name(call, sql)  # before its argument moves into `part`
+        part: exp.Expression
+        if field in _FRACTIONS:
+            micro = exp.Extract(this=exp.var("MICROSECOND"), expression=value)
+            if numeric:
+                part = exp.cast(micro, "DECIMAL(18, 0)", copy=False)
+                if _FRACTIONS[field] != "1":
+                    part = exp.Mul(this=part, expression=exp.Literal.number(_FRACTIONS[field]))
+            else:  # divided, not multiplied by 1e-6: correctly rounded, as PostgreSQL's is
+                divisor = {"0.000001": "1e6", "0.001": "1e3", "1": "1e0"}[_FRACTIONS[field]]
+                part = exp.Div(this=exp.cast(micro, "DOUBLE", copy=False),
+                               expression=exp.Literal.number(divisor))
+        else:
+            same = exp.Extract(this=exp.var(field), expression=value)
+            dated = isinstance(value, exp.Cast) and value.to.this == _T.DATE
+            scale = 6 if field == "EPOCH" and not dated else 0
+            part = exp.cast(same, f"DECIMAL(18, {scale})" if numeric else "DOUBLE", copy=False)
+        _take_place(call, name).replace(part)
+    return [call for call, *_ in calls]
 
 
 def _asks_ai(node: exp.Expression) -> bool:

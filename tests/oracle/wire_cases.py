@@ -145,4 +145,21 @@ CASES: tuple[Case, ...] = (
     Case("tag_insert_returning", "INSERT INTO w_ret VALUES (5) RETURNING i",
          setup=_table("w_ret", "i integer")),
     Case("show_setting", "SHOW standard_conforming_strings"),
+    # -- date/time parts and arithmetic
+    Case("extract_fields", "SELECT extract(year FROM date '2024-03-05') AS y, "
+         "extract(month FROM timestamp '2024-03-05 10:11:12.5') AS m, "
+         "extract(second FROM timestamp '2024-03-05 10:11:12.5') AS s, "
+         "extract(epoch FROM timestamp '2024-03-05 10:11:12.5') AS e, "
+         "extract(dow FROM date '2024-03-05') AS w, extract(quarter FROM date '2024-03-05') AS q"),
+    Case("date_part_double", "SELECT date_part('year', date '2024-03-05') AS y, "
+         "date_part('second', timestamp '2024-03-05 10:11:12.5') AS s"),
+    Case("date_difference", "SELECT date '2024-03-05' - date '2024-01-01' AS d"),
+    Case("sign_types", "SELECT sign(-5) AS a, sign(2.5) AS b, sign(-1.5::float8) AS c"),
+    Case("small_integer_arithmetic", "SELECT 2::int2 * 3::int4 AS a, 2::int2 + 3::int2 AS b, "
+         "2::int2 * 3::int8 AS c, 7::int2 / 2::int2 AS d"),
+    Case("pg_typeof", "SELECT pg_typeof(1) AS t, pg_typeof('a'::text) AS u"),
+    Case("to_char_numbers", "SELECT to_char(1234.5, '9999.99') AS a, "
+         "to_char(1234567.891, 'FM999,999,990.00') AS b, to_char(42, '000') AS c, "
+         "to_char(-3.5, 'S999.9') AS d, to_char(7, 'FM9999') AS e"),
+    Case("average_of_integers", "SELECT avg(x) AS a FROM (VALUES (1), (2), (4)) t(x)"),
 )

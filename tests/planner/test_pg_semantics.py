@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from heron.planner import pg_semantics
+from heron.planner import pg_semantics, pg_to_char
 from heron.planner.errors import SqlError
 from heron.planner.statement import columns_of
 
@@ -236,5 +236,37 @@ def test_to_char_of_dates_and_timestamps(con):
                     "to_char(date '2020-01-02', 'DD Mon YY')") == [
         ("2020-03-02 13:04:05.123", "March 2, 2020 Mon at 01 pm",
          "Monday   |MAR|1|2|062|10|100%", "02 Jan 20")]
-    number = "SELECT to_char(1234.5, '9999.9')"  # a number's template: not a date's
-    assert "to_char" in pg_semantics.rewrite(number).lower()
+    unknown = "SELECT to_char(1234.5, 'RN')"  # neither a date's template nor a number's
+    assert "to_char" in pg_semantics.rewrite(unknown).lower()
+
+
+def test_to_char_of_numbers_calls_the_python_formatter(con):
+    con.create_function(pg_to_char.FUNCTION, pg_to_char.to_char_number,
+                        ["VARCHAR", "VARCHAR"], "VARCHAR")
+    try:
+        assert one(con, "SELECT to_char(1234.5, '9999.99'), to_char(-3.5::float8, 'FM990.0'), "
+                        "to_char(42, '000'), to_char(NULL::int, '9'), "
+                        "to_char(1234567.891::numeric(12,3), 'FM999,999,990.00') AS n") == [
+            (" 1234.50", "-3.5", " 042", None, "1,234,567.89")]
+        names = con.sql(pg_semantics.rewrite("SELECT to_char(7, '9')")).columns
+        assert names[0].startswith("to_char(")  # the server names it to_char
+    finally:
+        con.remove_function(pg_to_char.FUNCTION)
+
+
+def test_extract_is_numeric_and_date_part_double_as_in_postgresql(con):
+    at = "timestamp '2024-03-05 10:11:12.5'"
+    sql = (f"SELECT extract(year FROM {at}), extract(second FROM {at}), "
+           f"extract(milliseconds FROM {at}), extract(microseconds FROM {at}), "
+           f"extract(epoch FROM {at}), extract(epoch FROM date '2024-03-05'), "
+           f"extract(second FROM interval '1 min 2.5 s'), date_part('second', {at}), "
+           f"date_part('year', {at}), date_part('epoch', {at}), extract(julian FROM {at})")
+    result = con.sql(pg_semantics.rewrite(sql))
+    assert [str(t) for t in result.types] == [
+        "DECIMAL(18,0)", "DECIMAL(18,6)", "DECIMAL(18,3)", "DECIMAL(18,0)", "DECIMAL(18,6)",
+        "DECIMAL(18,0)", "DECIMAL(18,6)", "DOUBLE", "DOUBLE", "DOUBLE", "DOUBLE"]
+    assert result.fetchall() == [(
+        Decimal("2024"), Decimal("12.5"), Decimal("12500"), Decimal("12500000"),
+        Decimal("1709633472.5"), Decimal("1709596800"), Decimal("2.5"), 12.5, 2024.0,
+        1709633472.5, pytest.approx(2460375.42445023))]
+    assert result.columns[0].startswith("extract(") and result.columns[7].startswith("date_part(")
