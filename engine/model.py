@@ -15,7 +15,8 @@ Contract:
   to itself and to its prefix's slots in the arena — which may include slots written by an
   earlier row of the same chunk in this very layer, so a document's blocks and its suffix rows
   can share one chunk. It returns the final-normed hidden states of the readout positions
-  (answer reads, then vocabulary reads).
+  (answer reads, then vocabulary reads); the last layer's projection and MLP run on those rows
+  only (every token's K/V is still written).
 - ``answer_logits`` / ``vocab_logits``: float32 logits of hidden states through the pruned / full
   LM head.
 - the arithmetic is ``engine.ops``: float32 torch twins on CPU, fused Triton kernels in bfloat16

@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from heron.kernels import silu_mul
+
 
 def matmul_reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (x.float() @ w.float().T).to(x.dtype)
@@ -58,11 +60,9 @@ def interleave_gate_up(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 def gated_matmul_reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    from heron.kernels.silu_mul import silu_mul_reference  # noqa: PLC0415 - avoids a cycle
-
     product = matmul_reference(x, w)
     gate_up = torch.cat([product[:, 0::2], product[:, 1::2]], dim=-1)
-    out = silu_mul_reference(gate_up)
+    out = silu_mul.silu_mul_reference(gate_up)
     assert isinstance(out, torch.Tensor)
     return out
 
@@ -83,7 +83,7 @@ def matmul(x: torch.Tensor, w: torch.Tensor, tiles: Tiles | None = None,
         return out
     tiles = tiles or tile_shape(n, k)
     if tma is None:
-        tma = tma_fits(x, n, out.element_size())
+        tma = _tma_fits(x, n, out.element_size())
     if tma:
         _launch_tma(x, w, out, tiles, warp_specialize=warp_specialize)
         return out
@@ -94,7 +94,7 @@ def matmul(x: torch.Tensor, w: torch.Tensor, tiles: Tiles | None = None,
     return out
 
 
-def tma_fits(x: torch.Tensor, n: int, out_size: int) -> bool:
+def _tma_fits(x: torch.Tensor, n: int, out_size: int) -> bool:
     """Whether the TMA kernel can run x [M, K] against a weight of n rows: Hopper or newer, and
     16-byte aligned row strides (descriptors need them; the pointer kernel gives the same
     bits)."""
@@ -103,9 +103,10 @@ def tma_fits(x: torch.Tensor, n: int, out_size: int) -> bool:
 
 
 def gated_matmul(x: torch.Tensor, w: torch.Tensor, tiles: Tiles | None = None) -> torch.Tensor:
-    """Triton twin of ``gated_matmul_reference`` (needs ``tma_fits``): w [2I, K] interleaved,
-    the result [M, I] in x's dtype. The tiles are ``matmul``'s for w, so the gate and up values
-    the epilogue reads are ``matmul``'s bits."""
+    """Triton twin of ``gated_matmul_reference``: w [2I, K] interleaved, the result [M, I] in
+    x's dtype (``has_tma``, K and I multiples of 8: the descriptors' 16-byte strides). The tiles
+    are ``matmul``'s for w, so the gate and up values the epilogue reads are ``matmul``'s bits,
+    and SiLU·mul is ``silu_mul``'s device function."""
     x = x.contiguous()
     m, n = x.shape[0], w.shape[0]
     out = torch.empty(m, n // 2, dtype=x.dtype, device=x.device)
@@ -168,6 +169,8 @@ def _tma_kernel() -> Any:
         group_m = tl.minimum(tiles_m - first_m, GROUP_M)
         return first_m + (tile % per_group) % group_m, (tile % per_group) // group_m
 
+    silu_times = silu_mul.silu_product()
+
     @triton.jit
     def halves(acc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INTERLEAVED: tl.constexpr):
         """A [BLOCK_M, BLOCK_N] tile split along N: even and odd columns, or left and right."""
@@ -220,7 +223,7 @@ def _tma_kernel() -> Any:
                 gate = gate.to(dtype).to(tl.float32)
                 up = up.to(dtype).to(tl.float32)
                 c_desc.store([pid_m * BLOCK_M, pid_n * (BLOCK_N // 2)],
-                             (gate / (1.0 + tl.exp(-gate)) * up).to(dtype))
+                             silu_times(gate, up).to(dtype))
             elif SPLIT_STORE:
                 left, right = halves(acc, BLOCK_M, BLOCK_N, False)
                 c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(dtype))

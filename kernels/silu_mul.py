@@ -50,6 +50,21 @@ def silu_mul(gate_up: torch.Tensor, quantize: bool = False) -> torch.Tensor | Qu
 
 
 @functools.cache
+def silu_product() -> Any:
+    """The Triton device function every kernel computes SwiGLU's gate with (these, and the gated
+    GEMM's epilogue in ``kernels.matmul``): float32 gate and up values -> ``silu(gate) * up``
+    in float32, so all of them round the same bits."""
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    @triton.jit
+    def silu_times(gate, up):
+        return gate / (1.0 + tl.exp(-gate)) * up
+
+    return silu_times
+
+
+@functools.cache
 def _kernels() -> tuple[Any, Any]:
     """(the plain kernel, the quantizing one): both compute the product by one device function,
     so the quantized rows are the plain rows' bits quantized."""
@@ -57,12 +72,13 @@ def _kernels() -> tuple[Any, Any]:
     import triton.language as tl  # noqa: PLC0415
 
     quantize_row_values = row_quantizer()
+    silu_times = silu_product()
 
     @triton.jit
     def gated(x_ptr, row, cols, mask, width):
         gate = tl.load(x_ptr + row * 2 * width + cols, mask=mask, other=0.0).to(tl.float32)
         up = tl.load(x_ptr + row * 2 * width + width + cols, mask=mask, other=0.0).to(tl.float32)
-        return (gate / (1.0 + tl.exp(-gate)) * up).to(x_ptr.dtype.element_ty)
+        return silu_times(gate, up).to(x_ptr.dtype.element_ty)
 
     @triton.jit
     def silu_mul_rows(x_ptr, out_ptr, width, BLOCK: tl.constexpr):
