@@ -229,8 +229,7 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     if name == "to_char" and len(call.expressions) == 2 and isinstance(
             call.expressions[1], exp.Literal) and not _asks_ai(call):
         value, template = call.expressions
-        if not _DATE_TEMPLATE.search(template.name) and pg_to_char.number_template(
-                template.name):
+        if pg_to_char.number_template(template.name):  # (no date pattern is one)
             return exp.Anonymous(this=pg_to_char.FUNCTION, expressions=[
                 exp.cast(value.copy(), "VARCHAR"), template.copy()])
         return _to_char(value, template.name)
@@ -379,13 +378,13 @@ def _rounding(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     return calls
 
 
-# EXTRACT's fields PostgreSQL counts with a fraction: DuckDB's microseconds times this factor
-# (as a numeric literal: its scale is the result's, as PostgreSQL's numeric(…, 6) or (…, 3)).
-_FRACTIONS = {**dict.fromkeys(("SECOND", "SECONDS", "SEC", "SECS", "S"), "0.000001"),
-              **dict.fromkeys(("MILLISECOND", "MILLISECONDS", "MS", "MSEC", "MSECS",
-                               "MSECOND", "MSECONDS"), "0.001"),
-              **dict.fromkeys(("MICROSECOND", "MICROSECONDS", "US", "USEC", "USECS",
-                               "USECOND", "USECONDS"), "1")}
+# EXTRACT's fields PostgreSQL counts in fractions of a second, computed from DuckDB's
+# microseconds: the digits after the point (numeric(…, 6) for seconds, (…, 3) for milliseconds).
+_FRACTION_DIGITS = {**dict.fromkeys(("SECOND", "SECONDS", "SEC", "SECS", "S"), 6),
+                    **dict.fromkeys(("MILLISECOND", "MILLISECONDS", "MS", "MSEC", "MSECS",
+                                     "MSECOND", "MSECONDS"), 3),
+                    **dict.fromkeys(("MICROSECOND", "MICROSECONDS", "US", "USEC", "USECS",
+                                     "USECOND", "USECONDS"), 0)}
 
 
 def _time_parts(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -403,16 +402,15 @@ def _time_parts(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     for call, field, value, numeric in sorted(calls, key=lambda c: -c[0].depth):  # innermost first
         name = _call_name(call, sql)  # before its argument moves into `part`
         part: exp.Expression
-        if field in _FRACTIONS:
+        if field in _FRACTION_DIGITS:
             micro = exp.Extract(this=exp.var("MICROSECOND"), expression=value)
-            if numeric:
-                part = exp.cast(micro, "DECIMAL(18, 0)", copy=False)
-                if _FRACTIONS[field] != "1":
-                    part = exp.Mul(this=part, expression=exp.Literal.number(_FRACTIONS[field]))
-            else:  # divided, not multiplied by 1e-6: correctly rounded, as PostgreSQL's is
-                divisor = {"0.000001": "1e6", "0.001": "1e3", "1": "1e0"}[_FRACTIONS[field]]
-                part = exp.Div(this=exp.cast(micro, "DOUBLE", copy=False),
-                               expression=exp.Literal.number(divisor))
+            digits = _FRACTION_DIGITS[field]
+            part = exp.cast(micro, "DECIMAL(18, 0)" if numeric else "DOUBLE", copy=False)
+            if digits and numeric:  # times 0.000001 (a literal of that scale): exact
+                factor = exp.Literal.number(f"{10**-digits:.{digits}f}")
+                part = exp.Mul(this=part, expression=factor)
+            elif digits:  # divided, not multiplied by 1e-6: correctly rounded, as PostgreSQL's is
+                part = exp.Div(this=part, expression=exp.Literal.number(f"1e{digits}"))
         else:
             same = exp.Extract(this=exp.var(field), expression=value)
             dated = isinstance(value, exp.Cast) and value.to.this == _T.DATE

@@ -15,8 +15,10 @@ rounds to zero is not negative. Checked against PostgreSQL 15 (tests/planner/tes
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import NamedTuple
 
 FUNCTION = "heron_to_char_number"
 
@@ -24,38 +26,52 @@ FUNCTION = "heron_to_char_number"
 _TOKEN = re.compile(r"FM|MI|PR|PL|SG|[90.D,GS]", re.IGNORECASE)
 
 
-def _tokens(template: str) -> list[str] | None:
+class _Layout(NamedTuple):
+    """A number template, read once: what every value formatted with it needs."""
+
+    fill: bool  # no FM: padded to the template's width
+    sign: str  # "" (before the first digit), "lead" / "trail" (S first / last), "minus", "brackets"
+    integer: tuple[str, ...]  # the tokens before the point
+    fraction: tuple[str, ...]  # after it
+    dotted: bool  # the template has a point
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(template: str) -> _Layout | None:
+    """The template's layout, or None when it is not a number's template this module formats."""
     tokens = [t.upper() for t in _TOKEN.findall(template)]
-    return tokens if "".join(tokens) == template.upper() else None
-
-
-def number_template(template: str) -> bool:
-    tokens = _tokens(template)
-    body = [t for t in tokens or () if t != "FM"]
+    if "".join(tokens) != template.upper():
+        return None
+    body = [t for t in tokens if t != "FM"]
     digits = [i for i, t in enumerate(body) if t in ("9", "0")]
     points = [i for i, t in enumerate(body) if t in (".", "D")]
     signs = [i for i, t in enumerate(body) if t in ("S", "MI", "PR")]
     if not digits or "PL" in body or "SG" in body or len(points) > 1 or len(signs) > 1:
-        return False
+        return None
     if (points and points[0] > digits[-1]) or (points and points[0] < digits[0]) or any(
             t in (",", "G") for t in body[digits[-1]:]):
-        return False  # a point without digits on both sides, or a separator after the last
-    return not signs or signs[0] == len(body) - 1 or (body[signs[0]] == "S" and signs[0] == 0)
+        return None  # a point without digits on both sides, or a separator after the last
+    sign = ""
+    if signs and signs[0] == 0 and body[0] == "S":
+        sign, body = "lead", body[1:]
+    elif signs and signs[0] == len(body) - 1:
+        sign, body = {"S": "trail", "MI": "minus", "PR": "brackets"}[body[-1]], body[:-1]
+    elif signs:
+        return None
+    point = next((i for i, t in enumerate(body) if t in (".", "D")), len(body))
+    return _Layout("FM" not in tokens, sign, tuple(body[:point]), tuple(body[point + 1:]),
+                   point < len(body))
+
+
+def number_template(template: str) -> bool:
+    return _layout(template) is not None
 
 
 def to_char_number(value: str, template: str) -> str:
-    tokens = _tokens(template)
-    if tokens is None or not number_template(template):
+    layout = _layout(template)
+    if layout is None:
         raise ValueError(f"not a number template this function formats: {template!r}")
-    fill = "FM" not in tokens
-    body = [t for t in tokens if t != "FM"]
-    sign = ""
-    if body[0] == "S":
-        sign, body = "lead", body[1:]
-    elif body[-1] in ("S", "MI", "PR"):
-        sign, body = {"S": "trail", "MI": "minus", "PR": "brackets"}[body[-1]], body[:-1]
-    point = next((i for i, t in enumerate(body) if t in (".", "D")), len(body))
-    integer, fraction = body[:point], body[point + 1:]
+    fill, sign, integer, fraction, dotted = layout
     places = sum(t in ("9", "0") for t in integer)
     decimals = sum(t in ("9", "0") for t in fraction)
 
@@ -70,7 +86,6 @@ def to_char_number(value: str, template: str) -> str:
         number, overflow = Decimal(0).copy_sign(Decimal(1) if number.is_nan() else number), True
     negative = number.is_signed() and (overflow or number != 0)
     whole, _, digits = f"{abs(number):f}".partition(".")
-    dotted = point < len(body)
     if whole == "0" and dotted:
         whole = ""  # 0.5 prints as .5
     overflow = overflow or len(whole) > places
