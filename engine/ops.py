@@ -72,7 +72,7 @@ class Ops:
     silu_mul: Callable[..., Activations]  # (gate_up, quantize)
     logsumexp: Callable[[torch.Tensor], torch.Tensor]  # rows of vocabulary logits, float32
     kernels: bool  # the fused Triton kernels (else the torch twins)
-    fuse_gate: bool = False  # bf16 gate/up weights interleaved for the gated GEMM
+    fuse_gate: bool = False  # bf16 gate/up weights interleaved where the gated GEMM runs
 
     @classmethod
     def build(cls, device: torch.device | str, deterministic: bool = True) -> Ops:
@@ -85,14 +85,14 @@ class Ops:
         linear = _linear_invariant if deterministic else _linear_fast
         return cls(linear, linear, rmsnorm.rmsnorm, add_rmsnorm.add_rmsnorm,
                    qk_norm_rope.qk_norm_rope, silu_mul.silu_mul, logsumexp.logsumexp_rows,
-                   kernels=True, fuse_gate=deterministic and matmul.has_tma(device))
+                   kernels=True, fuse_gate=deterministic)
 
     def gate_up(self, gate: torch.Tensor, up: torch.Tensor, fp8: bool) -> Weight:
         """One weight for SwiGLU's gate [I, K] and up [I, K] projections, in ``gated``'s layout.
         FP8 keeps them apart (the quantizing SiLU·mul needs whole rows for their scales)."""
         if fp8:
             return Weight.quantized(torch.cat([gate, up]))
-        if self.fuse_gate and gate.shape[0] % 8 == 0 and gate.shape[1] % 8 == 0:
+        if self.fuse_gate and matmul.gated_fits(gate):
             return Weight(matmul.interleave_gate_up(gate, up), interleaved=True)
         return Weight(torch.cat([gate, up]))
 

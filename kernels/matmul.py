@@ -98,15 +98,25 @@ def _tma_fits(x: torch.Tensor, n: int, out_size: int) -> bool:
     """Whether the TMA kernel can run x [M, K] against a weight of n rows: Hopper or newer, and
     16-byte aligned row strides (descriptors need them; the pointer kernel gives the same
     bits)."""
-    return has_tma(x.device) and (x.shape[1] * x.element_size()) % 16 == 0 and (
-        n * out_size) % 16 == 0
+    return has_tma(x.device) and _aligned(x.shape[1] * x.element_size(), n * out_size)
+
+
+def gated_fits(gate: torch.Tensor) -> bool:
+    """Whether ``gated_matmul`` runs for SwiGLU's gate (or up) weight [I, K]: Hopper or newer,
+    and 16-byte aligned rows of its input [M, K] and its result [M, I]."""
+    size = gate.element_size()
+    return has_tma(gate.device) and _aligned(gate.shape[1] * size, gate.shape[0] * size)
+
+
+def _aligned(*row_bytes: int) -> bool:
+    return all(b % 16 == 0 for b in row_bytes)
 
 
 def gated_matmul(x: torch.Tensor, w: torch.Tensor, tiles: Tiles | None = None) -> torch.Tensor:
     """Triton twin of ``gated_matmul_reference``: w [2I, K] interleaved, the result [M, I] in
-    x's dtype (``has_tma``, K and I multiples of 8: the descriptors' 16-byte strides). The tiles
-    are ``matmul``'s for w, so the gate and up values the epilogue reads are ``matmul``'s bits,
-    and SiLU·mul is ``silu_mul``'s device function."""
+    x's dtype (where ``gated_fits`` says it runs). The tiles are ``matmul``'s for w, so the
+    gate and up values the epilogue reads are ``matmul``'s bits, and SiLU·mul is
+    ``silu_mul``'s device function."""
     x = x.contiguous()
     m, n = x.shape[0], w.shape[0]
     out = torch.empty(m, n // 2, dtype=x.dtype, device=x.device)
