@@ -21,7 +21,8 @@ Contract:
   * `jsonb` is DuckDB's JSON;
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
-    step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is;
+    step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
+    FROM too);
   * `round(x)` of a double rounds half to even, as PostgreSQL's (the C library's rint) does
     (DuckDB's rounds half away from zero, as both do for numeric);
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
@@ -34,6 +35,8 @@ Contract:
     registers), and
     `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
     function;
+  * `*` over a join USING lists the merged columns first, then the rest of each side, as
+    PostgreSQL's star does (DuckDB leaves them where the left side has them);
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
@@ -89,7 +92,7 @@ _TRIGGER = re.compile(
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
-    r"encode|decode|to_char|extract|date_part)"
+    r"encode|decode|to_char|extract|date_part|using)"
     r"\s*\(",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -116,7 +119,7 @@ def rewrite(sql: str) -> str:
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
-                  + _rounding(tree, sql) + _time_parts(tree, sql))
+                  + _rounding(tree, sql) + _time_parts(tree, sql) + _using_stars(tree))
     return _printed(tree) if rewritten else sql
 
 
@@ -359,6 +362,22 @@ def _series(tree: exp.Expression, sql: str) -> list[exp.Expression]:
             holder.replace(exp.cast(call, "INTEGER", copy=False))
         else:
             holder.replace(call)
+    return calls + _series_tables(tree)
+
+
+def _series_tables(tree: exp.Expression) -> list[exp.Expression]:
+    """The `generate_series` calls in FROM whose bounds and step are integer literals within
+    int4, each a derived table of its rows as integers under the call's alias (DuckDB's table
+    function gives BIGINT rows, PostgreSQL's generate_series(int, int) integer)."""
+    calls = [table for table in tree.find_all(exp.Table)
+             if isinstance(table.this, exp.ExplodingGenerateSeries) and all(
+                 _int4_literal(bound) for bound in table.this.args.values() if bound is not None)]
+    for table in calls:
+        rows = exp.select(exp.cast(exp.column("generate_series"), "INTEGER").as_(
+            "generate_series")).from_(exp.Table(this=table.this.copy()))
+        alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(
+            "generate_series"))
+        table.replace(exp.Subquery(this=rows, alias=alias.copy()))
     return calls
 
 
@@ -418,6 +437,29 @@ def _time_parts(tree: exp.Expression, sql: str) -> list[exp.Expression]:
             part = exp.cast(same, f"DECIMAL(18, {scale})" if numeric else "DOUBLE", copy=False)
         _take_place(call, name).replace(part)
     return [call for call, *_ in calls]
+
+
+def _using_stars(tree: exp.Expression) -> list[exp.Expression]:
+    """Each `*` of a select list over one join USING, as PostgreSQL's star lists the columns:
+    the merged ones first, then the rest of each side (DuckDB's star leaves a merged column
+    where the left side has it); the stars rewritten. Chains of joins are left as they are."""
+    stars = []
+    for select in tree.find_all(exp.Select):
+        joins = select.args.get("joins") or ()
+        using = joins[0].args.get("using") if len(joins) == 1 else None
+        if not using or joins[0].args.get("method"):
+            continue
+        items = []
+        for item in select.expressions:
+            if isinstance(item, exp.Star) and not any(
+                    item.args.get(k) for k in ("except_", "replace", "rename")):
+                stars.append(item)
+                merged = [exp.Column(this=name.copy()) for name in using]
+                items += [*merged, exp.Star(except_=[c.copy() for c in merged])]
+            else:
+                items.append(item)
+        select.set("expressions", items)
+    return stars
 
 
 def _asks_ai(node: exp.Expression) -> bool:

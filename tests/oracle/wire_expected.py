@@ -7,9 +7,6 @@ use this table are strict xfails, so closing a gap means taking its entry off.
 EXPECTED_FAILURES: dict[str, str] = {
     "*:numeric_division": "DuckDB divides decimals in double precision: 5.0/2 is float8 2.5, "
                           "PostgreSQL's numeric 2.5000000000000000",
-    "*:generate_series_from": "DuckDB's generate_series table function gives bigint rows where "
-                              "PostgreSQL's generate_series(int, int) gives integer (the values "
-                              "agree)",
     "*:varchar_cast_truncates": "DuckDB has one string type: varchar(n) values are sent as text "
                                 "(OID 25), not varchar (1043); the truncation agrees",
     "*:jsonb_value": "DuckDB has one JSON type: jsonb is sent as json (OID 114) with its text as "

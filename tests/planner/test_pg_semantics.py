@@ -193,7 +193,14 @@ def test_generate_series_in_a_select_list_gives_rows(con):
     assert typed("SELECT generate_series(1, 5000000000, 2500000000)")[1:] == (
         ["BIGINT"], [(1,), (2500000001,)])
     assert typed("SELECT generate_series(1, 2) * 2 AS d")[2] == [(2,), (4,)]
-    assert typed("SELECT n FROM generate_series(1, 3) t(n)")[2] == [(1,), (2,), (3,)]
+    assert typed("SELECT n FROM generate_series(1, 3) t(n)") == (
+        ["n"], ["INTEGER"], [(1,), (2,), (3,)])
+    assert typed("SELECT * FROM generate_series(1, 5, 2)") == (
+        ["generate_series"], ["INTEGER"], [(1,), (3,), (5,)])
+    assert typed("SELECT generate_series.generate_series FROM generate_series(2, 2)")[2] == [
+        (2,)]
+    assert typed("SELECT count(*) FROM generate_series(1, 5000000000, 2500000000)")[1:] == (
+        ["BIGINT"], [(2,)])  # bounds beyond int4: DuckDB's bigint rows, as PostgreSQL's
 
 
 def test_round_of_a_double_breaks_ties_to_even_and_of_a_numeric_away_from_zero(con):
@@ -270,3 +277,24 @@ def test_extract_is_numeric_and_date_part_double_as_in_postgresql(con):
         Decimal("1709633472.5"), Decimal("1709596800"), Decimal("2.5"), 12.5, 2024.0,
         1709633472.5, pytest.approx(2460375.42445023))]
     assert result.columns[0].startswith("extract(") and result.columns[7].startswith("date_part(")
+
+
+def test_a_star_over_a_join_using_lists_the_merged_columns_first(con):
+    con.execute("CREATE TEMP TABLE using_l (id INTEGER, t VARCHAR, p INTEGER);"
+                "CREATE TEMP TABLE using_r (id INTEGER, t VARCHAR);"
+                "INSERT INTO using_l VALUES (1, 'x', 10), (2, 'y', 20);"
+                "INSERT INTO using_r VALUES (3, 'y'), (4, 'z')")
+
+    def run(sql: str) -> tuple[list[str], list[tuple]]:
+        result = con.execute(pg_semantics.rewrite(sql))
+        return [d[0] for d in result.description], result.fetchall()
+
+    assert run("SELECT * FROM using_l JOIN using_r USING (t)") == (
+        ["t", "id", "p", "id"], [("y", 2, 20, 3)])
+    assert run("SELECT *, 1 AS one FROM using_l FULL JOIN using_r USING (t) ORDER BY 1") == (
+        ["t", "id", "p", "id", "one"],
+        [("x", 1, 10, None, 1), ("y", 2, 20, 3, 1), ("z", None, None, 4, 1)])
+    assert run("SELECT * FROM using_l RIGHT JOIN using_r USING (t, id) ORDER BY 1") == (
+        ["t", "id", "p"], [("y", 3, None), ("z", 4, None)])
+    assert run("SELECT l.* FROM using_l l JOIN using_r USING (t)") == (
+        ["id", "t", "p"], [(2, "y", 20)])
