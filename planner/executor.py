@@ -146,7 +146,6 @@ class Executor:
         if self.engine is None:
             raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
                            "AI functions need a model; start heron serve with --model")
-        self.cancel.clear()
         budget = TokenBudget(settings.max_tokens)
         if budget.limited:
             budget.refuse_estimate(sum(estimated_tokens(estimate.work) for _, estimate

@@ -20,9 +20,11 @@ as `heron.planner.pg_catalog_rewrite` rewrites them. Created in a transaction th
 they are gone with it: `rolled_back()` notices, and the next catalog statement creates them
 again. They read snapshots of DuckDB's catalog: `Catalog.refresh(sql)`, called before a
 statement runs, takes new ones when the statement reads the catalog and DuckDB's catalog changed
-since the last (a cheap fingerprint decides). `publish_settings(con, settings)` makes the
-session's run-time settings visible to `current_setting()` and pg_settings (a DuckDB session
-variable, not transactional, like Heron's SET).
+since the last (a cheap fingerprint decides); a view's columns are typed there as its
+definition declares them (varchar(n) over a varchar(n) column: `heron.planner.column_origins`).
+`publish_settings(con, settings)` makes the session's run-time settings visible to
+`current_setting()` and pg_settings (a DuckDB session variable, not transactional, like Heron's
+SET).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import duckdb
 import pyarrow as pa
 
 from heron.planner import (
+    column_origins,
     pg_activity,
     pg_catalog_relations,
     pg_information_schema,
@@ -268,11 +271,36 @@ class Catalog:
         if fresh:
             return
         for name, sql in SNAPSHOTS.items():  # each reads those registered before it
-            self.con.register(name, self.con.sql(sql).to_arrow_table())
+            snapshot = self.con.sql(sql).to_arrow_table()
+            if name == "heron_table_columns":
+                snapshot = _declared_view_types(self.con, snapshot)
+            self.con.register(name, snapshot)
         self._stamp(fingerprint)
 
     def _stamp(self, fingerprint: int | None) -> None:
         self.con.register(_STAMP, pa.table({"fingerprint": pa.array([fingerprint], pa.uint64())}))
+
+
+def _declared_view_types(con: duckdb.DuckDBPyConnection, columns: pa.Table) -> pa.Table:
+    """pg_attribute's rows of tables and views (`heron_table_columns`) with each view column
+    typed as its definition declares it (DuckDB keeps the values' type: text for a view's
+    column over a varchar(n) column), as RowDescription announces the view's columns."""
+    declared = {(o.table_oid, o.attnum): o
+                for relation in column_origins.Relations.load(con).by_name.values()
+                for _, o in relation if o.type_oid}
+    if not declared:
+        return columns
+    types, typmods = [], []
+    for relid, attnum, oid, typmod in zip(*(columns[c].to_pylist() for c in (
+            "attrelid", "attnum", "atttypid", "atttypmod")), strict=True):
+        origin = declared.get((relid, attnum))
+        oid, typmod = (oid, typmod) if origin is None else column_origins.announced(oid, origin)
+        types.append(oid)
+        typmods.append(typmod)
+    columns = columns.set_column(columns.schema.get_field_index("atttypid"), "atttypid",
+                                 pa.array(types, columns.schema.field("atttypid").type))
+    return columns.set_column(columns.schema.get_field_index("atttypmod"), "atttypmod",
+                              pa.array(typmods, columns.schema.field("atttypmod").type))
 
 
 def publish_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str, str]) -> None:

@@ -23,7 +23,8 @@ What the relations show, and where it comes from:
   numeric's typmod from DECIMAL(p,s), defaults as PostgreSQL prints them. Two columns are
   described as more than what is sent (text): a VARCHAR column carrying a length CHECK
   (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), that CHECK not listed as a
-  constraint; an enum column has its enum type.
+  constraint; an enum column has its enum type; a view's column has the type its definition
+  declares (`heron.planner.pg_catalog` types them after `heron.planner.column_origins`).
 - Constraints: primary keys, unique, foreign keys and CHECKs under PostgreSQL's names (DuckDB
   names a primary key `<table>_<columns>_pkey`, PostgreSQL `<table>_pkey`); a constraint and
   its index share an OID above 2^31 derived from the table's OID and the constraint's position.
@@ -144,6 +145,14 @@ _LENGTH_CHECK = r"^\(length\(.+\) <= (\d+)\)$"
 def _is_length_check(c: str) -> str:
     return (f"({c}.constraint_type = 'CHECK' AND len({c}.constraint_column_names) = 1 "
             f"AND regexp_matches({c}.expression, '{_LENGTH_CHECK}'))")
+
+
+# Each varchar(n) column's length (table_oid, column_name, length): Heron's DDL keeps it as a
+# CHECK, which the catalog reads back as the column's type (`planner.column_origins` too).
+VARCHAR_LENGTHS = f"""(
+    SELECT k.table_oid, k.constraint_column_names[1] AS column_name,
+           min(regexp_extract(k.expression, '{_LENGTH_CHECK}', 1)::INTEGER) AS length
+    FROM duckdb_constraints() k WHERE {_is_length_check('k')} GROUP BY ALL)"""
 
 
 def _type_name(type_oid: str) -> str:
@@ -268,10 +277,7 @@ _TABLE_COLUMNS = f"""
            CASE WHEN regexp_matches(c.data_type, '\\[\\d*\\]$') THEN 1 ELSE 0 END AS attndims
     FROM duckdb_columns() c
     JOIN heron_relations r ON r.oid = c.table_oid AND r.relkind IN ('r', 'v')
-    LEFT JOIN (SELECT k.table_oid, k.constraint_column_names[1] AS column_name,
-                      min(regexp_extract(k.expression, '{_LENGTH_CHECK}', 1)::INTEGER) AS length
-               FROM duckdb_constraints() k WHERE {_is_length_check('k')}
-               GROUP BY ALL) k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
+    LEFT JOIN {VARCHAR_LENGTHS} k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
     LEFT JOIN duckdb_types() e ON e.logical_type = 'ENUM' AND NOT e.internal
          AND c.data_type = 'ENUM(' || array_to_string(
                list_transform(e.labels, lambda x: '''' || replace(x, '''', '''''') || ''''), ', ')

@@ -4,7 +4,9 @@ Contract: a `Planner` serves one client session over one DuckDB connection (the 
 `pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
 server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
 statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite` and
-`pg_semantics.typed_sums`.
+`pg_semantics.typed_sums`; a query's result columns get their origins (`column_origins`: the
+table column each reads, its declared type) from the text the client sent, over the relations
+read once per catalog `generation`, which `describe` and `execute` give the columns.
 `prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
 functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
@@ -25,10 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -39,6 +42,7 @@ from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
 from heron.planner import (
+    column_origins,
     dialect,
     explain,
     logical,
@@ -49,7 +53,7 @@ from heron.planner import (
     views,
 )
 from heron.planner.dialect import AIFunction
-from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb
+from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb, query_canceled
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
 from heron.planner.pg_activity import NO_SERVER, Caller
@@ -72,11 +76,19 @@ class Planner:
                  statistics: Statistics | None = None, answers: AnswerStore | None = None,
                  user: str = "heron", server_version: str = "16.4",
                  caller: Caller = NO_SERVER, progress: ProgressListener | None = None,
-                 settings: Mapping[str, str] | None = None) -> None:
+                 settings: Mapping[str, str] | None = None,
+                 generation: Callable[[], int] | None = None) -> None:
+        """`generation` counts the catalog's changes (the server's `CatalogGeneration`): what
+        is read of the catalog serves while it stays the same; without one, each statement
+        reads it again."""
         self.con = con
+        self._generation = generation or itertools.count().__next__
+        self._relations_read: tuple[int, column_origins.Relations] | None = None
         # `settings`: the session's, published at once (as `publish_settings` would).
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
-        # Set by interrupt(): the engine stops the running AI statement between chunks.
+        # Set by interrupt(): the engine stops the running AI statement between chunks, and a
+        # statement interrupted while it was prepared does not start (the session clears it
+        # before preparing one; `execute` once it is over).
         self.cancelled = threading.Event()
         self.settings = Settings() if settings is None else Settings.of(settings)
         self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
@@ -99,8 +111,25 @@ class Planner:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
         rewritten = pg_catalog_rewrite.rewrite(sql)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
-        return statement.classify(self.con, pg_semantics.typed_sums(
+        stmt = statement.classify(self.con, pg_semantics.typed_sums(
             self.con, pg_semantics.rewrite(rewritten)))
+        if stmt.kind is Kind.SELECT and stmt.returns_rows and rewritten == sql:
+            # The text as the client wrote it declares the types (rewritten, a cast to
+            # varchar(n) is a left()); a catalog query's relations are the shim's.
+            origins = column_origins.origins(sql, self._relations)
+            if origins is not None:
+                stmt = dataclasses.replace(stmt, origins=origins)
+        return stmt
+
+    def _relations(self) -> column_origins.Relations:
+        """The relations statements can name, read once per catalog generation."""
+        generation = self._generation()
+        if self._relations_read is None or self._relations_read[0] != generation:
+            try:
+                self._relations_read = (generation, column_origins.Relations.load(self.con))
+            except duckdb.Error as exc:
+                raise from_duckdb(exc) from None
+        return self._relations_read[1]
 
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that
@@ -137,23 +166,35 @@ class Planner:
         its columns are known only by running it. `params` (a bound portal's values) may decide
         the types of columns computed from them."""
         if stmt.ai is None:
-            return statement.describe(self.con, stmt, params=params)
-        if stmt.ai.explain is not Explain.NONE:
+            columns = statement.describe(self.con, stmt, params=params)
+        elif stmt.ai.explain is not Explain.NONE:
             return (explain.PLAN_COLUMN,)
-        if not stmt.returns_rows:
+        elif not stmt.returns_rows:
             return None
-        return self.executor.describe(stmt, params)
+        else:
+            columns = self.executor.describe(stmt, params)
+        return None if columns is None else statement.with_origins(columns, stmt.origins)
 
     def execute(self, stmt: Statement, params: Sequence[Any] = (), *, stream: bool = False
                 ) -> Result:
         """Run `stmt`; with `stream`, a plain SELECT's rows are read from DuckDB as they are taken
-        (`statement.run`)."""
+        (`statement.run`). An `interrupt` since the session last cleared `cancelled` (while the
+        statement was prepared) cancels it before it starts."""
         if len(params) != stmt.param_count:
             raise bind_count_mismatch(len(params), stmt.param_count)
+        try:
+            if self.cancelled.is_set():
+                raise query_canceled()
+            return self._execute(stmt, params, stream)
+        finally:
+            self.cancelled.clear()  # what was cancelled is over
+
+    def _execute(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
         plan = stmt.ai
         if plan is None:
             self.catalog.refresh(stmt.sql)
-            return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
+            result = statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
+            return _with_origins(result, stmt)
         settings = self.settings
         if plan.explain is Explain.PLAN:
             planned = self.executor.estimate(plan, params, settings)
@@ -167,7 +208,8 @@ class Planner:
             lines = explain.analyze_lines(planned, result.work, rows,
                                           time.perf_counter() - started, settings)
             return explain.result(lines, result.work)
-        return dataclasses.replace(result, notices=tuple(explain.summary(w) for w in result.work))
+        return dataclasses.replace(_with_origins(result, stmt),
+                                   notices=tuple(explain.summary(w) for w in result.work))
 
     # -- COPY and savepoints ----------------------------------------------------------------
 
@@ -227,3 +269,10 @@ class Planner:
 
     def close(self) -> None:
         self.con.close()
+
+
+def _with_origins(result: Result, stmt: Statement) -> Result:
+    if stmt.origins is None or result.columns is None:
+        return result
+    return dataclasses.replace(result, columns=statement.with_origins(result.columns,
+                                                                      stmt.origins))

@@ -46,6 +46,7 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
 from heron.planner import commands, copy_statement, parameters
+from heron.planner.column_origins import NO_ORIGIN, Origin
 from heron.planner.commands import (
     CloseCommand,
     DeclareCommand,
@@ -113,6 +114,7 @@ Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareComma
 class Column:
     name: str
     type: pa.DataType
+    origin: Origin = NO_ORIGIN  # the table column it reads, its declared type (RowDescription)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class Statement:
     bindable: bool = False  # its result columns can be found by binding it, without running
     command: Command | None = None  # what the session answers itself (SET, FETCH, COPY, ...)
     ai: AiPlan | None = None
+    origins: tuple[Origin, ...] | None = None  # per result column, when known (a query's)
 
 
 class Rows:
@@ -574,6 +577,8 @@ def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
         schema = _seam.arrow_schema(con, signature.names, types)
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
+    # DuckDB's Arrow schema makes names unique (id, id_1); a result may repeat one
+    schema = pa.schema([f.with_name(n) for f, n in zip(schema, signature.names, strict=True)])
     return tuple((column, str(duckdb_type)) for column, duckdb_type
                  in zip(columns_of(schema, sql), types, strict=True))
 
@@ -662,6 +667,15 @@ _RENAMED_FUNCTIONS = {"count_star": "count"}
 # (`_bare_numbers`): a column may be named "1" (a PIVOT's, a CSV header's).
 _UNNAMED = re.compile(r"^(?:'(?:[^']|'')*'|NULL|\(.*\))$", re.DOTALL)
 _NUMBER = re.compile(r"^[0-9][0-9.eE+-]*$")
+
+
+def with_origins(columns: tuple[Column, ...], origins: tuple[Origin, ...] | None
+                 ) -> tuple[Column, ...]:
+    """`columns` with the origins a statement's text gives them (as they are when it gives
+    none, or not as many: the text did not say what DuckDB ran)."""
+    if origins is None or len(origins) != len(columns):
+        return columns
+    return tuple(Column(c.name, c.type, o) for c, o in zip(columns, origins, strict=True))
 
 
 def columns_of(schema: pa.Schema, sql: str | None = None) -> tuple[Column, ...]:

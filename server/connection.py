@@ -177,6 +177,13 @@ class Connection:
         finally:
             await self._cleanup()
 
+    def _start_running(self) -> None:
+        """From now until the statement is done, a CancelRequest cancels it."""
+        if not self._running:
+            assert self.session is not None
+            self.session.expect_cancel()
+            self._running = True
+
     def cancel(self) -> None:
         """Interrupt the running statement, if any (called on the event loop)."""
         if self._running and self.session is not None:
@@ -611,7 +618,12 @@ class Connection:
         assert self.session is not None
         statement = self.session.cached(sql)
         if statement is None:
-            statement = await self.call(self.session.prepare, sql)
+            self._start_running()  # a CancelRequest while it is prepared cancels it
+            try:
+                statement = await self.call(self.session.prepare, sql)
+            except BaseException:
+                self._running = False
+                raise
         else:
             self.session.admit(statement)
         portal = Portal(statement, [])
@@ -631,7 +643,7 @@ class Connection:
         if statement.kind is Kind.EMPTY:
             self.send(protocol.empty_query_response())
             return
-        self._running = True
+        self._start_running()
         try:
             if statement.kind in (Kind.COPY_IN, Kind.COPY_OUT):
                 tag = await copy.run(self, portal)

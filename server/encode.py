@@ -13,8 +13,9 @@ Contract:
   back to the reference for the others. `tests/server/test_encode.py` compares them on random
   columns.
 - `row_description(columns, formats)` is the RowDescription message announcing result columns
-  (types from `heron.planner.pg_types.for_arrow`), kept per columns and formats: a prepared
-  statement announces the same at every execution.
+  (types from `heron.planner.pg_types.for_arrow`, or the type a column's origin declares where
+  its values encode alike: varchar(n) over text; the table OID and column number it reads),
+  kept per columns and formats: a prepared statement announces the same at every execution.
 - `session_timezone(name)` is the `timezone` for a session's TimeZone setting (UTC when unknown).
 - `numeric_binary(value)` is numeric_send's layout of a Decimal.
 - `PG_EPOCH_DATE`, `PG_EPOCH` and `INT64_MAX` describe PostgreSQL's binary dates and timestamps
@@ -38,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from heron.planner import pg_types
+from heron.planner.column_origins import announced
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
     BOOL,
@@ -630,7 +632,11 @@ def _timestamp_text(a: pa.Array) -> pa.Array:
 @functools.lru_cache(maxsize=1024)
 def row_description(columns: tuple[Column, ...], formats: tuple[int, ...]) -> bytes:
     """The RowDescription of result columns, each sent in its format (0 text, 1 binary)."""
-    types = [for_arrow(column.type) for column in columns]
-    return protocol.row_description([
-        FieldDescription(column.name, t.oid, t.typlen, format=fmt)
-        for column, t, fmt in zip(columns, types, formats, strict=True)])
+    fields = []
+    for column, fmt in zip(columns, formats, strict=True):
+        t, origin = for_arrow(column.type), column.origin
+        oid, typmod = announced(t.oid, origin)
+        typlen = t.typlen if oid == t.oid else pg_types.BY_OID[oid].typlen
+        fields.append(FieldDescription(column.name, oid, typlen, typmod, fmt,
+                                       origin.table_oid, origin.attnum))
+    return protocol.row_description(fields)

@@ -184,7 +184,8 @@ class Session:
                                answers=self.database.answers, user=self.user,
                                server_version=SERVER_VERSION,
                                caller=self.backend.caller if self.backend else NO_SERVER,
-                               progress=self.backend, settings=self._published())
+                               progress=self.backend, settings=self._published(),
+                               generation=lambda: self.generation.value)
         self.transaction = Transaction(self.planner)
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
@@ -742,6 +743,10 @@ class Session:
         return Result("COPY", result.columns, result.rows)
 
     # -- lifecycle --------------------------------------------------------------------------
+
+    def expect_cancel(self) -> None:
+        """A statement is about to be prepared or run: a cancel from now on is for it."""
+        self.planner.cancelled.clear()
 
     def cancel(self) -> None:
         self.planner.interrupt()

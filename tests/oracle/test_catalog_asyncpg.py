@@ -74,7 +74,6 @@ EXPECTED_FAILURES = {
     "introspection": "typtype and typdelim are sent as text, not \"char\" (asyncpg reads bytes)",
     "catalog_types": "typdelim and typcategory are sent as text, not \"char\" (asyncpg reads "
                      "bytes)",
-    "result_attributes": "a varchar column is sent as text (DuckDB has one string type)",
 }
 
 

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.catalog_schema import VIEW_VARCHAR_LENGTH, with_expected_failures
+from support.catalog_schema import with_expected_failures
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -31,9 +31,6 @@ FEATURES = [
     "parameterMetaData", "product",
 ]
 EXPECTED_FAILURES = {
-    "getColumnsOfView": VIEW_VARCHAR_LENGTH,
-    "resultSetMetaData": "RowDescription carries no table OID, column number or typmod, so "
-                         "pgjdbc cannot look up nullability, the table, numeric's precision",
     "product": "Heron reports PostgreSQL 16.4 (the oracle is 15) and DuckDB's isolation, "
                "SERIALIZABLE",
 }

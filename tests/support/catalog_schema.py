@@ -3,8 +3,6 @@
 `SCHEMA` is portable SQL (PostgreSQL 15 and Heron accept it alike): tables joined by foreign
 keys, a primary key, a unique and a NOT NULL constraint, a secondary index, a view, an enum type
 and a column of it.
-`VIEW_VARCHAR_LENGTH` is the one known difference the schema shows in every client: a view's
-column over a VARCHAR(200) column.
 `with_expected_failures(cases, reasons)` parametrizes a differential test: each case listed in
 `reasons` is a strict xfail, so one that starts to agree fails until it leaves the list.
 """
@@ -14,12 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import pytest
-
-# Why a view's VARCHAR(200) column differs, for the expected-failure lists of the differential
-# tests: Heron's DDL keeps a table column's length as a CHECK, which the catalog reads back as
-# varchar(n); a view's column has no CHECK.
-VIEW_VARCHAR_LENGTH = ("a view's column over a VARCHAR(200) column is described as text: the "
-                       "length is a CHECK on the table's column, which the view's does not carry")
 
 SCHEMA = (
     "CREATE TABLE cat_authors (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",

@@ -1,0 +1,354 @@
+"""Where a query's result columns come from: the table column each one reads unchanged, and the
+type the statement declares where DuckDB keeps only the values' type.
+
+Contract: an `Origin` is what PostgreSQL's RowDescription tells of a column besides its name and
+its values' type: the relation (its pg_class OID) and column number (pg_attribute's attnum) it
+reads unchanged — through parentheses, aliases, derived tables, CTEs and joins; a view's own
+column, as PostgreSQL marks it — and the declared type DuckDB does not keep (a varchar(n) table
+column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 16) | s) + 4;
+0 and -1 where the values' type says it all). `NO_ORIGIN` is a computed column's.
+`Relations.load(con)` reads the tables and views a connection's statements can name (OIDs,
+columns, declared types as the catalog shim's pg_attribute tells them; a view's declared types
+follow its definition) in one scan of DuckDB's catalog. `origins(sql, relations)` resolves a
+query's result columns (PostgreSQL text as the client sent it); None when it cannot follow them
+column by column (a star over a function's rows, or over joins whose merged columns DuckDB
+lists otherwise than PostgreSQL). A star over one join USING lists
+the merged columns first, as PostgreSQL's does (`pg_semantics` has DuckDB's do the same). A
+set operation's columns are computed, of the first branch's declared type.
+`announced(values_oid, origin)` is the type a column is announced as (RowDescription, a view's
+pg_attribute). Pure over sqlglot trees; only `Relations.load` queries DuckDB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from heron.planner.pg_catalog_relations import VARCHAR_LENGTHS
+from heron.planner.pg_types import NUMERIC, TEXT, VARCHAR
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    table_oid: int = 0  # the relation whose column it reads unchanged; 0: computed
+    attnum: int = 0
+    type_oid: int = 0  # the declared type, where it says more than the values' type; 0: none
+    typmod: int = -1
+
+
+NO_ORIGIN = Origin()
+
+# Named columns of a relation or query, in order: (lower-case name, origin).
+Columns = tuple[tuple[str, Origin], ...]
+# A FROM clause's items: (the name their columns are qualified with, their columns if known).
+Sources = list[tuple[str, Columns | None]]
+
+# Views are followed this deep (a view over a view ...) to find their declared types.
+_MAX_DEPTH = 16
+# Quick test before parsing: only a FROM clause or a cast gives a column an origin.
+_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b", re.IGNORECASE)
+_DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
+
+
+# (values' type, declared type): the declared types a column may be announced as, its values
+# encoded as the values' type's are (a varchar's text and binary forms are text's).
+_DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
+                         (NUMERIC.oid, NUMERIC.oid)})
+
+
+def announced(values_oid: int, origin: Origin) -> tuple[int, int]:
+    """The type OID and typmod a column whose values are of type `values_oid` is announced as:
+    its origin's declared type where that encodes alike, else the values' type."""
+    if (values_oid, origin.type_oid) in _DECLARABLE:
+        return origin.type_oid, origin.typmod
+    return values_oid, -1
+
+
+def varchar(length: int | None) -> Origin:
+    """A computed varchar(length) (no length: varchar)."""
+    return Origin(type_oid=VARCHAR.oid, typmod=-1 if length is None else length + 4)
+
+
+def numeric(precision: int, scale: int = 0) -> Origin:
+    """A computed numeric(precision, scale)."""
+    return Origin(type_oid=NUMERIC.oid, typmod=((precision << 16) | scale) + 4)
+
+
+@dataclass(frozen=True)
+class Relations:
+    """The relations statements can name: their columns by (schema, name) in lower case, and
+    the schemas an unqualified name is looked up in, in order ("" stands for the session's
+    temporary tables, which come first)."""
+
+    by_name: dict[tuple[str, str], Columns]
+    path: tuple[str, ...]
+
+    def key_of(self, schema: str | None, name: str) -> tuple[str, str] | None:
+        """The relation a (schema-qualified or plain) name names, if any."""
+        if schema is not None:
+            return (schema, name) if (schema, name) in self.by_name else None
+        return next(((s, name) for s in self.path if (s, name) in self.by_name), None)
+
+    def find(self, schema: str | None, name: str) -> Columns | None:
+        key = self.key_of(schema, name)
+        return None if key is None else self.by_name[key]
+
+    @classmethod
+    def load(cls, con: duckdb.DuckDBPyConnection) -> Relations:
+        """The tables and views `con`'s statements can name (the current database's and the
+        session's temporary tables; not the catalog shim's views), as of now."""
+        path, current = con.execute(  # DuckDB's own settings (the shim's current_setting
+            # answers PostgreSQL's)
+            "SELECT (SELECT value FROM duckdb_settings() WHERE name = 'search_path'), "
+            "current_schema()").fetchall()[0]
+        schemas = [entry.strip().split(".")[-1].strip('"').lower()
+                   for entry in path.split(",") if entry.strip()]
+        relations = cls({}, tuple(dict.fromkeys(["", *schemas, current.lower()])))
+        views: dict[tuple[str, str], tuple[int, list[str], str]] = {}
+        tables: dict[tuple[str, str], list[tuple[str, Origin]]] = {}
+        for oid, temporary, schema, name, column, attnum, data_type, length, view_sql in (
+                con.execute(_RELATION_COLUMNS).fetchall()):
+            key = ("" if temporary else schema.lower(), name.lower())
+            if view_sql is not None:
+                views.setdefault(key, (oid, [], view_sql))[1].append(column.lower())
+            else:
+                tables.setdefault(key, []).append(
+                    (column.lower(), _table_column(oid, attnum, data_type, length)))
+        relations.by_name.update((key, tuple(columns)) for key, columns in tables.items())
+        relations.by_name.update((key, ()) for key in views)  # names resolve while views do
+        pending = dict(views)
+        while pending:
+            _resolve_view(relations, pending, next(iter(pending)), 0)
+        return relations
+
+
+def origins(sql: str, relations: Relations | Callable[[], Relations],
+            dialect: str = "postgres") -> tuple[Origin, ...] | None:
+    """Per result column of the query `sql`, where it comes from; None when not known column
+    by column. `relations` may be given as a function, called only if the query names one."""
+    if _MAY_HAVE_ORIGINS.search(sql) is None:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except (SqlglotError, ValueError):
+        return None
+    if not isinstance(tree, exp.Query):
+        return None
+    if callable(relations) and tree.find(exp.Table) is None:
+        relations = Relations({}, ())
+    found = _Resolver(relations() if callable(relations) else relations).query(tree, {})
+    return None if found is None else tuple(origin for _, origin in found)
+
+
+class _Resolver:
+    """Follows result columns to their origins within one statement."""
+
+    def __init__(self, relations: Relations) -> None:
+        self.relations = relations
+
+    def query(self, node: exp.Expression, ctes: Mapping[str, Columns | None]) -> Columns | None:
+        while isinstance(node, exp.Subquery | exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Query) and (with_ := node.args.get("with_")) is not None:
+            ctes = dict(ctes)
+            for cte in with_.expressions:
+                name = cte.alias_or_name.lower()
+                ctes[name] = None  # what a recursive one reads of itself is unknown
+                ctes[name] = _renamed(self.query(cte.this, ctes), cte.args.get("alias"))
+        if isinstance(node, exp.SetOperation):
+            left, right = self.query(node.left, ctes), self.query(node.right, ctes)
+            if left is None:
+                return None
+            if right is None or len(right) != len(left):
+                return tuple((name, NO_ORIGIN) for name, _ in left)
+            return tuple((name, _common(a, b))
+                         for (name, a), (_, b) in zip(left, right, strict=True))
+        if not isinstance(node, exp.Select):
+            return None
+        sources = self._sources(node, ctes)
+        joined = _joined(node, sources)
+        out: list[tuple[str, Origin]] = []
+        for item in node.expressions:
+            star = _star_of(item)
+            if star is not None:
+                columns = _star(*star, sources, joined)
+                if columns is None:
+                    return None
+                out.extend(columns)
+            else:
+                out.append((item.alias_or_name.lower(), _origin(item, sources, joined)))
+        return tuple(out)
+
+    def _sources(self, select: exp.Select, ctes: Mapping[str, Columns | None]) -> Sources:
+        """The FROM items of `select`."""
+        from_ = select.args.get("from_")
+        items = ([] if from_ is None else [from_.this]) + [
+            join.this for join in select.args.get("joins") or ()]
+        sources = []
+        for item in items:
+            alias = item.args.get("alias")
+            columns: Columns | None = None
+            if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
+                name, schema = item.name.lower(), item.args.get("db")
+                if schema is None and name in ctes:
+                    columns = ctes[name]
+                elif item.args.get("catalog") is None:
+                    columns = self.relations.find(
+                        None if schema is None else schema.name.lower(), name)
+            elif isinstance(item, exp.Subquery):
+                columns = self.query(item.this, ctes)
+            sources.append(((item.alias_or_name or "").lower(), _renamed(columns, alias)))
+        return sources
+
+
+def _joined(select: exp.Select, sources: Sources) -> tuple[Columns, bool] | None:
+    """The columns of a SELECT's FROM clause as a whole, as PostgreSQL's star lists them, and
+    whether DuckDB's star lists the same (None where a source's are unknown). A join USING (or
+    NATURAL) lists the merged columns first — the left side's for an inner or left join, the
+    right side's for a right join, computed for a full one — then the rest of each side;
+    DuckDB's leaves a merged column where the left side has it, unless `pg_semantics` moved it
+    (a star over one join USING)."""
+    if not sources or any(columns is None for _, columns in sources):
+        return None
+    joins = select.args.get("joins") or ()
+    left = list(sources[0][1] or ())
+    duckdb_names = [n for n, _ in left]
+    for join, (_, right_columns) in zip(joins, sources[1:], strict=True):
+        right = list(right_columns or ())
+        if join.args.get("method") == "NATURAL":
+            names = [n for n, _ in left if n in {m for m, _ in right}]
+        else:
+            names = [u.name.lower() for u in join.args.get("using") or ()]
+        duckdb_names += [n for n, _ in right if n not in names]
+        if not names:
+            left += right
+            continue
+        side = (join.args.get("side") or "").upper()
+        merged_from = dict(right if side == "RIGHT" else left)
+        merged = [(n, NO_ORIGIN if side == "FULL" else merged_from.get(n, NO_ORIGIN))
+                  for n in names]
+        left = merged + [c for c in left if c[0] not in names] + [
+            c for c in right if c[0] not in names]
+    moved = len(joins) == 1 and bool(joins[0].args.get("using"))  # pg_semantics' rewrite
+    return tuple(left), moved or duckdb_names == [n for n, _ in left]
+
+
+def _star(star: exp.Star, table: str, sources: Sources, joined: tuple[Columns, bool] | None
+          ) -> Columns | None:
+    if any(star.args.get(k) for k in ("except_", "replace", "rename")):
+        return None  # DuckDB's star modifiers: not PostgreSQL's
+    if not table:
+        return None if joined is None or not joined[1] else joined[0]
+    named = [columns for alias, columns in sources if alias == table]
+    return named[0] if len(named) == 1 else None
+
+
+def _origin(node: exp.Expression, sources: Sources, joined: tuple[Columns, bool] | None
+            ) -> Origin:
+    while isinstance(node, exp.Alias | exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+        return _declared(node.to)
+    if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
+        return NO_ORIGIN
+    name, table = node.name.lower(), node.table.lower()
+    if table:
+        named = [columns for alias, columns in sources if alias == table]
+        columns = named[0] if len(named) == 1 else None
+    else:
+        # unknown if it may come from a source whose columns are unknown
+        columns = None if joined is None else joined[0]
+    found = [origin for n, origin in columns or () if n == name]
+    return found[0] if len(found) == 1 else NO_ORIGIN
+
+
+def _common(a: Origin, b: Origin) -> Origin:
+    """A set operation's column over two branches' columns: computed, of the first branch's
+    declared type, with its typmod where the other's is the same (PostgreSQL resolves
+    varchar(n) and text, and numeric(p, s) and integer, to the first's type without typmod)."""
+    same = (a.type_oid, a.typmod) == (b.type_oid, b.typmod)
+    return Origin(type_oid=a.type_oid, typmod=a.typmod if same else -1)
+
+
+def _star_of(item: exp.Expression) -> tuple[exp.Star, str] | None:
+    """A select item that is a star: the star, and the source it qualifies ("" for all)."""
+    if isinstance(item, exp.Star):
+        return item, ""
+    if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+        return item.this, item.table.lower()
+    return None
+
+
+def _renamed(columns: Columns | None, alias: exp.Expression | None) -> Columns | None:
+    """`columns` under an alias's column list (`AS t(a, b)` renames the first ones)."""
+    names = [] if alias is None else [c.name.lower() for c in alias.args.get("columns") or ()]
+    if columns is None or not names:
+        return columns
+    return tuple((names[i] if i < len(names) else n, o) for i, (n, o) in enumerate(columns))
+
+
+def _declared(to: exp.DataType) -> Origin:
+    """What a cast to `to` declares beyond the values' type."""
+    params = [p.this for p in to.expressions if isinstance(p, exp.DataTypeParam)]
+    sizes = [int(p.this) for p in params if isinstance(p, exp.Literal) and p.this.isdigit()]
+    if len(sizes) != len(params):
+        return NO_ORIGIN
+    if to.this is exp.DataType.Type.VARCHAR and len(sizes) <= 1:
+        return varchar(sizes[0] if sizes else None)
+    if to.this is exp.DataType.Type.DECIMAL and len(sizes) in (1, 2):
+        return numeric(*sizes)
+    return NO_ORIGIN
+
+
+def _table_column(oid: int, attnum: int, data_type: str, length: int | None) -> Origin:
+    """A table column's origin, declared as the catalog shim's pg_attribute declares it."""
+    if length is not None:
+        return Origin(oid, attnum, VARCHAR.oid, length + 4)
+    if (m := _DECIMAL.match(data_type)) is not None:
+        return Origin(oid, attnum, NUMERIC.oid, numeric(int(m[1]), int(m[2])).typmod)
+    return Origin(oid, attnum)
+
+
+def _resolve_view(relations: Relations,
+                  pending: dict[tuple[str, str], tuple[int, list[str], str]],
+                  key: tuple[str, str], depth: int) -> None:
+    """Enter a view's columns: its own OID and attnums, with the types its definition declares
+    (the views it reads are resolved first, `_MAX_DEPTH` deep)."""
+    oid, names, sql = pending.pop(key)
+    found = None
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except (SqlglotError, ValueError):
+        tree = None
+    if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
+        for table in tree.expression.find_all(exp.Table):
+            schema = table.args.get("db")
+            read = relations.key_of(None if schema is None else schema.name.lower(),
+                                    table.name.lower())
+            if read in pending and depth < _MAX_DEPTH:
+                _resolve_view(relations, pending, read, depth + 1)
+        found = _Resolver(relations).query(tree.expression, {})
+    declared = ([origin for _, origin in found] if found is not None and len(found) == len(names)
+                else [NO_ORIGIN] * len(names))
+    relations.by_name[key] = tuple(
+        (name, Origin(oid, i + 1, declared[i].type_oid, declared[i].typmod))
+        for i, name in enumerate(names))
+
+
+# Every column of the tables and views of the current database and of the session's temporary
+# tables, with a varchar(n) column's length (Heron keeps it as a CHECK) and a view's definition.
+_RELATION_COLUMNS = f"""
+    SELECT c.table_oid, c.database_name = 'temp', c.schema_name, c.table_name, c.column_name,
+           c.column_index, c.data_type, k.length, v.sql
+    FROM duckdb_columns() c
+    LEFT JOIN duckdb_views() v ON v.view_oid = c.table_oid
+    LEFT JOIN {VARCHAR_LENGTHS} k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
+    WHERE (c.database_name = current_database() AND NOT c.internal)
+       OR (c.database_name = 'temp' AND v.view_oid IS NULL)
+    ORDER BY c.table_oid, c.column_index"""

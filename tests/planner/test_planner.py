@@ -1,0 +1,75 @@
+"""The planner facade (`heron.planner.Planner`) over a real DuckDB connection, without a model:
+what it adds around the statement modules — result-column origins read once per catalog
+generation, and cancellation that reaches a statement still being prepared."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import duckdb
+import pytest
+
+from heron.planner import Planner, SqlError, SqlState
+from heron.planner.column_origins import NO_ORIGIN, Origin
+from heron.planner.pg_types import VARCHAR
+
+
+@pytest.fixture
+def generation() -> list[int]:
+    return [0]  # the catalog generation: a test advances it as the server's DDL does
+
+
+@pytest.fixture
+def planner(generation):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE notes (id INTEGER, body VARCHAR CHECK (length(body) <= 9))")
+    con.execute("INSERT INTO notes VALUES (1, 'hello')")
+    planner = Planner(con, generation=lambda: generation[0])
+    yield planner
+    planner.close()
+
+
+def _run(planner: Planner, sql: str):
+    return planner.execute(planner.prepare(sql))
+
+
+def test_result_columns_carry_their_origins_when_described_and_run(planner):
+    notes = planner.con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = "
+                                "'notes'").fetchall()[0][0]
+    stmt = planner.prepare("SELECT body, id + 1 AS next FROM notes")
+    expected = (Origin(notes, 2, VARCHAR.oid, 13), NO_ORIGIN)
+    assert tuple(c.origin for c in planner.describe(stmt)) == expected
+    assert tuple(c.origin for c in planner.execute(stmt).columns) == expected
+
+
+def test_relations_are_read_again_only_when_the_generation_advances(planner, generation):
+    _run(planner, "SELECT * FROM notes")
+    planner.con.execute("CREATE TABLE later (x VARCHAR CHECK (length(x) <= 3))")
+    assert _run(planner, "SELECT x FROM later").columns[0].origin == NO_ORIGIN  # not seen yet
+    generation[0] += 1
+    assert _run(planner, "SELECT x FROM later").columns[0].origin.typmod == 7
+
+
+def test_an_interrupt_while_a_statement_is_prepared_cancels_it_and_only_it(planner):
+    stmt = planner.prepare("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3")
+    planner.interrupt()  # a CancelRequest that came before the statement started
+    started = time.monotonic()
+    with pytest.raises(SqlError) as caught:
+        planner.execute(stmt)
+    assert caught.value.sqlstate is SqlState.QUERY_CANCELED
+    assert time.monotonic() - started < 5
+    assert _run(planner, "SELECT 1 AS one").rows.read_all().to_pylist() == [{"one": 1}]
+
+
+def test_an_interrupt_while_a_statement_runs_cancels_it(planner):
+    stmt = planner.prepare("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3")
+    timer = threading.Timer(0.3, planner.interrupt)
+    timer.start()
+    try:
+        with pytest.raises(SqlError) as caught:
+            planner.execute(stmt)
+    finally:
+        timer.cancel()
+    assert caught.value.sqlstate is SqlState.QUERY_CANCELED
+    assert _run(planner, "SELECT 2 AS two").rows.read_all().to_pylist() == [{"two": 2}]
