@@ -139,19 +139,20 @@ _NAMESPACES = f"""
              WHERE database_name IN (current_database(), 'temp')))"""
 
 # varchar(n) kept as a CHECK (length(col) <= n) by Heron's DDL rewrite.
-_LENGTH_CHECK = r"^\(length\(.+\) <= (\d+)\)$"
+LENGTH_CHECK = r"^\(length\(.+\) <= (\d+)\)$"
 
 
 def _is_length_check(c: str) -> str:
     return (f"({c}.constraint_type = 'CHECK' AND len({c}.constraint_column_names) = 1 "
-            f"AND regexp_matches({c}.expression, '{_LENGTH_CHECK}'))")
+            f"AND regexp_matches({c}.expression, '{LENGTH_CHECK}'))")
 
 
 # Each varchar(n) column's length (table_oid, column_name, length): Heron's DDL keeps it as a
-# CHECK, which the catalog reads back as the column's type (`planner.column_origins` too).
+# CHECK, which the catalog reads back as the column's type (`planner.column_origins` reads
+# `LENGTH_CHECK` too).
 VARCHAR_LENGTHS = f"""(
     SELECT k.table_oid, k.constraint_column_names[1] AS column_name,
-           min(regexp_extract(k.expression, '{_LENGTH_CHECK}', 1)::INTEGER) AS length
+           min(regexp_extract(k.expression, '{LENGTH_CHECK}', 1)::INTEGER) AS length
     FROM duckdb_constraints() k WHERE {_is_length_check('k')} GROUP BY ALL)"""
 
 
