@@ -45,10 +45,13 @@ Contract:
   printed back in Heron's dialect for the AI planner; the others in DuckDB's.
 - `pg_format(template, args)`: PostgreSQL's format() with a constant template, as the
   concatenation that computes it (the catalog rewrite's too).
-- `typed_sums(con, sql)`: a query whose select list has `sum(x)` of a smallint or integer `x`
-  (also over a window) sums it as `bigint`, PostgreSQL's type, where DuckDB's is HUGEINT (sent
-  as numeric: clients and ORMs then read a decimal); the types of the `x`s come from binding the
-  query on `con` with `first(x)` in their places. Anything else comes back unchanged.
+- `typed_results(con, sql)`: a query's select list items typed as PostgreSQL types them where
+  that depends on their operands' types: `sum(x)` of a smallint or integer `x` (also over a
+  window) is `bigint`, where DuckDB's is HUGEINT (sent as numeric: clients and ORMs then read a
+  decimal); `sign(x)` of an integer or float is double precision (PostgreSQL has only
+  sign(double precision) and sign(numeric)), of a numeric a numeric; `date - date` is integer
+  (DuckDB's bigint). The operands' types come from binding the query on `con` with them in the
+  items' places. Anything else comes back unchanged.
 - `parse_array_literal(text, element)` reads a PostgreSQL array literal into nested lists;
   `parse_bytea(text)` reads bytea's text input formats. Bad input raises `SqlError` 22P02.
 - `text_input(expression, duckdb_type)` is the SQL that turns a column of PostgreSQL's text input
@@ -57,6 +60,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
@@ -514,43 +518,87 @@ def _octet_length(value: exp.Expression) -> exp.Expression:
                         exp.cast(value.copy(), "VARCHAR")]))
 
 
-_SUM = re.compile(r"\bsum\s*\(", re.IGNORECASE)
+# What `typed_results` may retype: a sum, a sign, a subtraction.
+_TYPED = re.compile(r"\b(?:sum|sign)\s*\(|-", re.IGNORECASE)
 # DuckDB's types whose sum PostgreSQL gives as bigint (int2 and int4; the unsigned ones fit).
 _BIGINT_SUMMED = frozenset({"TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT"})
+# DuckDB's types whose sign PostgreSQL computes as sign(double precision).
+_DOUBLE_SIGNED = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT",
+                            "DOUBLE", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"})
+_TWO_DATES = re.compile(r"^(?:STRUCT|TUPLE)\((?:\S+ )?DATE, (?:\S+ )?DATE\)$")
 
 
-def typed_sums(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    """`sql` with its select list's sums of smallints and integers cast to BIGINT (see the
-    module docstring)."""
-    tree = _parsed(sql, _SUM)
+@dataclasses.dataclass(frozen=True)
+class _Retyped:
+    """A select list item's expression whose type PostgreSQL resolves otherwise than DuckDB:
+    `target` (what is cast), `probe` (bound in the place of `probed`, the target or a part of
+    it, to learn the operands' types), `cast(type)` (the type to cast to, given the probe's;
+    None: as DuckDB has it)."""
+
+    target: exp.Expression
+    probed: exp.Expression
+    probe: exp.Expression
+    cast: Callable[[str], str | None]
+    name: str  # what the item is named when it has no alias of its own
+
+
+def _retyped(item: exp.Expression, sql: str) -> _Retyped | None:
+    node = item.this if isinstance(item, exp.Alias) else item
+    window = node if isinstance(node, exp.Window) else None
+    inner = node.this if window is not None else node
+    if isinstance(inner, exp.Sum):  # sum(int2 / int4) is bigint, DuckDB's HUGEINT
+        return _Retyped(window or inner, inner, exp.Anonymous(this="first", expressions=[
+            _argument(inner).copy()]), lambda t: "BIGINT" if t in _BIGINT_SUMMED else None,
+            "sum" if window is not None else "sum" + inner.sql(dialect="duckdb")[3:])
+    if window is not None:
+        return None
+    if isinstance(node, exp.Sign):  # sign(int) is sign(double precision); of numeric, numeric
+        return _Retyped(node, node, node.this.copy(), _signed, _call_name(node, sql))
+    if isinstance(node, exp.Sub) and not _asks_ai(node):  # date - date is integer
+        return _Retyped(node, node, exp.Anonymous(this="row", expressions=[
+            node.this.copy(), node.expression.copy()]),
+            lambda t: "INTEGER" if _TWO_DATES.match(t) else None, "?column?")
+    return None
+
+
+def _signed(operand: str) -> str | None:
+    """The type of sign() of a DuckDB type, as PostgreSQL resolves it."""
+    if operand in _DOUBLE_SIGNED:
+        return "DOUBLE"
+    return "DECIMAL(38, 0)" if operand.startswith("DECIMAL") else None
+
+
+def typed_results(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """`sql` with its select list's sums, signs and date differences typed as PostgreSQL types
+    them (see the module docstring)."""
+    tree = _parsed(sql, _TYPED)
     select = None if tree is None else _first_select(tree)
     if tree is None or select is None:
         return sql
-    sums = {i: found for i, item in enumerate(select.expressions)
-            if (found := _summed(item)) is not None}
-    if not sums or any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(
+    found = {i: retyped for i, item in enumerate(select.expressions)
+             if (retyped := _retyped(item, sql)) is not None}
+    if not found or any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(
             item.this, exp.Star)) for item in select.expressions):  # a star: columns move
         return sql
     probe = tree.copy()
     probe_select = _first_select(probe)
     assert probe_select is not None
-    for i in sums:
-        total = _summed(probe_select.expressions[i])
-        assert total is not None
-        total.replace(exp.Anonymous(this="first", expressions=[_argument(total).copy()]))
+    for i in found:
+        retyped = _retyped(probe_select.expressions[i], sql)
+        assert retyped is not None
+        retyped.probed.replace(retyped.probe)
     try:
         types = _seam.bind(con, probe.sql(dialect="duckdb")).types
     except duckdb.Error:
         return sql  # running it reports DuckDB's error
-    wrapped = False
-    for i, total in sums.items():
-        if i < len(types) and str(types[i]) in _BIGINT_SUMMED:
-            window = isinstance(total.parent, exp.Window)
-            target = total.parent if window else total
-            name = "sum" if window else "sum" + total.sql(dialect="duckdb")[3:]
-            _take_place(target, name).replace(exp.cast(target, "BIGINT", copy=False))
-            wrapped = True
-    return _printed(tree) if wrapped else sql
+    cast = False
+    for i, retyped in found.items():
+        to = retyped.cast(str(types[i])) if i < len(types) else None
+        if to is not None:
+            _take_place(retyped.target, retyped.name).replace(
+                exp.cast(retyped.target, to, copy=False))
+            cast = True
+    return _printed(tree) if cast else sql
 
 
 def _first_select(tree: exp.Expression) -> exp.Select | None:

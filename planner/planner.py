@@ -4,7 +4,7 @@ Contract: a `Planner` serves one client session over one DuckDB connection (the 
 `pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
 server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
 statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite` and
-`pg_semantics.typed_sums`; a query's result columns get their origins (`column_origins`: the
+`pg_semantics.typed_results`; a query's result columns get their origins (`column_origins`: the
 table column each reads, its declared type) from the text the client sent, over the relations
 read once per catalog `generation`, which `describe` and `execute` give the columns.
 `prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
@@ -111,7 +111,7 @@ class Planner:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
         rewritten = pg_catalog_rewrite.rewrite(sql)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
-        stmt = statement.classify(self.con, pg_semantics.typed_sums(
+        stmt = statement.classify(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten)))
         if stmt.kind is Kind.SELECT and stmt.returns_rows and rewritten == sql:
             # The text as the client wrote it declares the types (rewritten, a cast to
@@ -122,13 +122,14 @@ class Planner:
         return stmt
 
     def _relations(self) -> column_origins.Relations:
-        """The relations statements can name, read once per catalog generation."""
+        """The relations statements can name, read once per catalog generation (none where
+        DuckDB cannot tell: columns' origins are a courtesy, never a statement's error)."""
         generation = self._generation()
         if self._relations_read is None or self._relations_read[0] != generation:
             try:
                 self._relations_read = (generation, column_origins.Relations.load(self.con))
-            except duckdb.Error as exc:
-                raise from_duckdb(exc) from None
+            except duckdb.Error:
+                return column_origins.Relations({}, ())
         return self._relations_read[1]
 
     def plan(self, stmt: Statement) -> Statement:

@@ -12,10 +12,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "asyncpg:json_functions": "DuckDB prints JSON compactly ({\"a\":1}, [1,2]); PostgreSQL's "
                               "json_build_object and json_agg put spaces in (drivers that parse "
                               "JSON see equal values)",
-    "*:date_difference": "DuckDB's date - date is bigint; PostgreSQL's is integer (the values "
-                         "agree)",
-    "*:sign_types": "DuckDB's sign() is tinyint; PostgreSQL's sign(int) resolves to "
-                    "sign(double precision), sign(numeric) is numeric (the values agree)",
     "*:pg_typeof": "pg_typeof gives DuckDB's type name as text; PostgreSQL's is a regtype "
                    "(OID 2206) named as PostgreSQL names the type",
     "*:average_of_integers": "DuckDB's avg of integers is a double; PostgreSQL's is numeric with "

@@ -158,7 +158,7 @@ def test_sums_of_smallints_and_integers_are_bigint(con):
     con.execute("INSERT INTO sums VALUES (1, 2, 3, 0.5, 'x'), (2, 3, 4, 1.5, 'x')")
 
     def typed(sql):
-        result = con.execute(pg_semantics.typed_sums(con, sql))
+        result = con.execute(pg_semantics.typed_results(con, sql))
         return [(c.name, str(d[1])) for c, d in zip(columns_of(pa.schema(
             [(d[0], pa.null()) for d in result.description])), result.description,
             strict=True)], result.fetchall()
@@ -171,12 +171,36 @@ def test_sums_of_smallints_and_integers_are_bigint(con):
         ("g", "VARCHAR"), ("count", "BIGINT"), ("sum", "BIGINT")]
     assert typed("SELECT sum(i) OVER (ORDER BY i) FROM sums") == ([("sum", "BIGINT")],
                                                                   [(1,), (3,)])
-    parameter = pg_semantics.typed_sums(con, "SELECT sum(i) FROM sums WHERE i > $1")
+    assert typed("SELECT sum(i) OVER (ORDER BY i) FROM sums ORDER BY i")[0] == [
+        ("sum", "BIGINT")]  # the probe keeps the window: ORDER BY i still binds
+    parameter = pg_semantics.typed_results(con, "SELECT sum(i) FROM sums WHERE i > $1")
     assert con.execute(parameter, [0]).fetchall() == [(3,)] and "BIGINT" in parameter
     for unchanged in ("SELECT sum(x) FROM sums", "SELECT * FROM sums",
                       "SELECT sum(i) + 1 FROM sums", "SELECT 1",
                       "SELECT *, sum(i) OVER () FROM sums"):
-        assert pg_semantics.typed_sums(con, unchanged) is unchanged
+        assert pg_semantics.typed_results(con, unchanged) is unchanged
+
+
+def test_signs_and_date_differences_are_typed_as_postgresql_types_them(con):
+    con.execute("CREATE OR REPLACE TABLE days (a date, b date, n integer, x numeric(6, 2), "
+                "t timestamp)")
+    con.execute("INSERT INTO days VALUES ('2024-03-05', '2024-01-01', -5, 2.50, "
+                "'2024-01-02 03:04:05')")
+
+    def typed(sql):
+        result = con.execute(pg_semantics.typed_results(con, sql))
+        return [(c.name, str(d[1])) for c, d in zip(columns_of(pa.schema(
+            [(d[0], pa.null()) for d in result.description])), result.description,
+            strict=True)], result.fetchall()
+
+    assert typed("SELECT a - b, a - b AS d FROM days") == (
+        [("?column?", "INTEGER"), ("d", "INTEGER")], [(64, 64)])
+    assert typed("SELECT max(a) - min(b) AS m FROM days") == ([("m", "INTEGER")], [(64,)])
+    assert typed("SELECT sign(n), sign(x) AS s, sign(-1.5::double) FROM days") == (
+        [("sign", "DOUBLE"), ("s", "DECIMAL(38,0)"), ("sign", "DOUBLE")], [(-1.0, 1, -1.0)])
+    for unchanged in ("SELECT a - 1 FROM days", "SELECT t - t FROM days", "SELECT 5 - 2",
+                      "SELECT n - 1, sign(n) + 1 FROM days"):
+        assert pg_semantics.typed_results(con, unchanged) is unchanged
 
 
 def test_generate_series_in_a_select_list_gives_rows(con):
