@@ -10,7 +10,8 @@ operator, `::regclass` and friends made look-ups, casts to `oid` and PostgreSQL'
 made DuckDB's, `format('%I.%I', ...)` spelled out, subscripts of int2vector/oidvector columns
 (and of their aliases) shifted to PostgreSQL's zero-based ones, the system column `tableoid` of
 a catalog table made its OID, `pg_partition_ancestors(rel)` a relation's only ancestor (Heron
-has no partitions), keywords used as column labels quoted — and printed for DuckDB. The
+has no partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it,
+keywords used as column labels quoted — and printed for DuckDB. The
 statement's own result columns keep PostgreSQL's text form: int2vector/oidvector values as
 space-separated numbers, a name cast to regclass (or another reg* type) as the object's name.
 When no rule applied, the original text comes back. A statement sqlglot cannot parse comes back
@@ -34,13 +35,14 @@ from heron.planner import (
     pg_information_schema,
     pg_semantics,
 )
+from heron.planner.pg_catalog_types import wire_oid_sql
 
 # A statement the rewrite reads mentions one of these (lower case; substring tests are cheap on
 # a large statement, where a regular expression is not), and then matches _TRIGGER.
 _TRIGGER_WORDS = ("pg_catalog", "information_schema", "operator", "regclass", "regtype",
-                  "regnamespace", "regproc", "regrole")
+                  "regnamespace", "regproc", "regrole", "pg_typeof")
 _TRIGGER = re.compile(
-    r"pg_catalog|information_schema|\bOPERATOR\s*\(|"
+    r"pg_catalog|information_schema|\bOPERATOR\s*\(|\bpg_typeof\s*\(|"
     r"::\s*\"?(?:regclass|regtype|regnamespace|regproc|regprocedure|regrole)\b",
     re.IGNORECASE,
 )
@@ -342,4 +344,11 @@ def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression
         return exp.Sub(this=node.copy(), expression=exp.Literal.number(1))
     if name in _RENAMED_FUNCTIONS:
         return exp.Anonymous(this=_RENAMED_FUNCTIONS[name], expressions=args)
+    if name == "pg_typeof" and len(args) == 1:  # the type as PostgreSQL names it
+        oid = sqlglot.parse_one(wire_oid_sql(
+            exp.Anonymous(this="typeof", expressions=[args[0].copy()]).sql(dialect="duckdb")),
+            read="duckdb")
+        typed = exp.Anonymous(this="heron_regtype_name", expressions=[oid])
+        item = isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
+        return exp.alias_(typed, "pg_typeof") if item else typed
     return node

@@ -226,6 +226,13 @@ def test_to_reg_functions_and_regtype(catalog):
         query(catalog, "SELECT 'no_such'::regtype")
 
 
+def test_pg_typeof_names_types_as_postgresql_does(catalog):
+    assert query(catalog, "SELECT pg_typeof(1), pg_typeof('a'::text), pg_typeof(1.5), "
+                          "pg_typeof(now()), pg_typeof(ARRAY[1, 2]), pg_typeof(2::bigint) AS b "
+                          "WHERE pg_typeof(true) = 'boolean'") == [
+        ("integer", "text", "numeric", "timestamp with time zone", "integer[]", "bigint")]
+
+
 def test_snapshots_follow_ddl_and_rollback(catalog):
     con = catalog.con
     names = "SELECT relname FROM pg_catalog.pg_class WHERE relname LIKE 'snap%' ORDER BY 1"
