@@ -9,7 +9,7 @@ column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 1
 0 and -1 where the values' type says it all). `NO_ORIGIN` is a computed column's.
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs,
 columns, declared types as the catalog shim's pg_attribute tells them; a view's declared types
-follow its definition) in one scan of DuckDB's catalog. `origins(sql, relations)` resolves a
+follow its definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a
 query's result columns (PostgreSQL text as the client sent it); None when it cannot follow them
 column by column (a star over a function's rows, or over joins whose merged columns DuckDB
 lists otherwise than PostgreSQL). A star over one join USING lists
@@ -31,6 +31,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner.pg_catalog_relations import LENGTH_CHECK
+from heron.planner.pg_semantics import moved_using, plain_star
 from heron.planner.pg_types import NUMERIC, TEXT, VARCHAR
 
 
@@ -243,16 +244,21 @@ def _joined(select: exp.Select, sources: Sources) -> tuple[Columns, bool] | None
                   for n in names]
         left = merged + [c for c in left if c[0] not in names] + [
             c for c in right if c[0] not in names]
-    moved = len(joins) == 1 and bool(joins[0].args.get("using"))  # pg_semantics' rewrite
+    moved = moved_using(select) is not None  # pg_semantics' rewrite
     return tuple(left), moved or duckdb_names == [n for n, _ in left]
 
 
 def _star(star: exp.Star, table: str, sources: Sources, joined: tuple[Columns, bool] | None
           ) -> Columns | None:
-    if any(star.args.get(k) for k in ("except_", "replace", "rename")):
-        return None  # DuckDB's star modifiers: not PostgreSQL's
+    if not plain_star(star):
+        return None
     if not table:
         return None if joined is None or not joined[1] else joined[0]
+    return _qualified(sources, table)
+
+
+def _qualified(sources: Sources, table: str) -> Columns | None:
+    """The columns of the one source `table` names (None: none, several, or unknown)."""
     named = [columns for alias, columns in sources if alias == table]
     return named[0] if len(named) == 1 else None
 
@@ -266,12 +272,8 @@ def _origin(node: exp.Expression, sources: Sources, joined: tuple[Columns, bool]
     if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
         return NO_ORIGIN
     name, table = node.name.lower(), node.table.lower()
-    if table:
-        named = [columns for alias, columns in sources if alias == table]
-        columns = named[0] if len(named) == 1 else None
-    else:
-        # unknown if it may come from a source whose columns are unknown
-        columns = None if joined is None else joined[0]
+    # unqualified: unknown if it may come from a source whose columns are unknown
+    columns = _qualified(sources, table) if table else (None if joined is None else joined[0])
     found = [origin for n, origin in columns or () if n == name]
     return found[0] if len(found) == 1 else NO_ORIGIN
 

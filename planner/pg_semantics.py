@@ -443,20 +443,32 @@ def _time_parts(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     return [call for call, *_ in calls]
 
 
+def plain_star(star: exp.Star) -> bool:
+    """Whether a star is PostgreSQL's, without DuckDB's modifiers (EXCLUDE, REPLACE, RENAME)."""
+    return not any(star.args.get(k) for k in ("except_", "replace", "rename"))
+
+
+def moved_using(select: exp.Select) -> list[exp.Identifier] | None:
+    """The merged columns `rewrite` moves to the front of a star over `select`: those of its one
+    join USING (None for any other FROM clause: chains of joins are left as they are)."""
+    joins = select.args.get("joins") or ()
+    if len(joins) != 1 or joins[0].args.get("method"):
+        return None
+    return joins[0].args.get("using") or None
+
+
 def _using_stars(tree: exp.Expression) -> list[exp.Expression]:
     """Each `*` of a select list over one join USING, as PostgreSQL's star lists the columns:
     the merged ones first, then the rest of each side (DuckDB's star leaves a merged column
-    where the left side has it); the stars rewritten. Chains of joins are left as they are."""
+    where the left side has it); the stars rewritten."""
     stars = []
     for select in tree.find_all(exp.Select):
-        joins = select.args.get("joins") or ()
-        using = joins[0].args.get("using") if len(joins) == 1 else None
-        if not using or joins[0].args.get("method"):
+        using = moved_using(select)
+        if using is None:
             continue
         items = []
         for item in select.expressions:
-            if isinstance(item, exp.Star) and not any(
-                    item.args.get(k) for k in ("except_", "replace", "rename")):
+            if isinstance(item, exp.Star) and plain_star(item):
                 stars.append(item)
                 merged = [exp.Column(this=name.copy()) for name in using]
                 items += [*merged, exp.Star(except_=[c.copy() for c in merged])]
