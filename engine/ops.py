@@ -15,11 +15,12 @@ canonical evaluation needs it (a row's bits never depend on what else shares the
 ``Weight`` is one linear layer's weight: bf16 (or float32), or FP8 e4m3 with a per-output-channel
 scale; ``Weight.quantized`` makes the FP8 form at load. SwiGLU's gate and up projections are one
 weight in the layout ``Ops.gate_up`` chooses, and ``Ops.gated`` computes ``silu(gate) * up`` from
-it: on Hopper in bf16 with the batch-invariant GEMM, one GEMM whose epilogue applies SiLU·mul
-(``matmul.gated_matmul``, the same bits as the two steps); elsewhere a linear, then
-``silu_mul``. A linear with FP8 weights quantizes its input rows, unless they come already
-quantized (``fp8.QuantizedRows``): ``add_rmsnorm`` and ``silu_mul`` given ``quantize=True``
-produce them in the same pass (the same bits).
+it: on Hopper with the batch-invariant GEMM, one GEMM whose epilogue applies SiLU·mul
+(``matmul.gated_matmul``, or ``gated_scaled_matmul`` for FP8, whose epilogue also finds each
+row's FP8 scale: the same bits as the two steps); elsewhere a linear, then ``silu_mul``. A
+linear with FP8 weights quantizes its input rows, unless they come already quantized
+(``fp8.QuantizedRows``): ``add_rmsnorm`` and ``silu_mul`` given ``quantize=True`` produce them
+in the same pass (the same bits).
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ class Weight:
     interleaved: bool = False  # gate/up rows alternate, for ``matmul.gated_matmul``
 
     @classmethod
-    def quantized(cls, weight: torch.Tensor) -> Weight:
+    def quantized(cls, weight: torch.Tensor, interleaved: bool = False) -> Weight:
         data, scale = fp8.quantize_rows(weight)
-        return cls(data, scale)
+        return cls(data, scale, interleaved)
 
     @property
     def fp8(self) -> bool:
@@ -72,7 +73,7 @@ class Ops:
     silu_mul: Callable[..., Activations]  # (gate_up, quantize)
     logsumexp: Callable[[torch.Tensor], torch.Tensor]  # rows of vocabulary logits, float32
     kernels: bool  # the fused Triton kernels (else the torch twins)
-    fuse_gate: bool = False  # bf16 gate/up weights interleaved where the gated GEMM runs
+    fuse_gate: bool = False  # gate/up weights interleaved where the gated GEMM runs
 
     @classmethod
     def build(cls, device: torch.device | str, deterministic: bool = True) -> Ops:
@@ -88,16 +89,21 @@ class Ops:
                    kernels=True, fuse_gate=deterministic)
 
     def gate_up(self, gate: torch.Tensor, up: torch.Tensor, fp8: bool) -> Weight:
-        """One weight for SwiGLU's gate [I, K] and up [I, K] projections, in ``gated``'s layout.
-        FP8 keeps them apart (the quantizing SiLU·mul needs whole rows for their scales)."""
+        """One weight for SwiGLU's gate [I, K] and up [I, K] projections, in ``gated``'s layout
+        (quantized per output channel with ``fp8``: interleaving changes no row's scale)."""
+        interleaved = self.fuse_gate and matmul.gated_fits(gate, fp8)
+        weight = (matmul.interleave_gate_up(gate, up) if interleaved
+                  else torch.cat([gate, up]))
         if fp8:
-            return Weight.quantized(torch.cat([gate, up]))
-        if self.fuse_gate and matmul.gated_fits(gate):
-            return Weight(matmul.interleave_gate_up(gate, up), interleaved=True)
-        return Weight(torch.cat([gate, up]))
+            return Weight.quantized(weight, interleaved)
+        return Weight(weight, interleaved=interleaved)
 
     def gated(self, x: Activations, weight: Weight, quantize: bool) -> Activations:
         """``silu(x @ gate.T) * (x @ up.T)`` for a weight from ``gate_up``."""
+        if weight.interleaved and weight.fp8:
+            assert weight.scale is not None
+            return matmul.gated_scaled_matmul(QuantizedRows.of(x), weight.data, weight.scale,
+                                              quantize)
         if weight.interleaved:
             assert isinstance(x, torch.Tensor)
             return matmul.gated_matmul(x, weight.data)

@@ -11,6 +11,9 @@ float32 — so the test measures the kernel, and the quantization error is the m
 ``QuantizedRows`` are activations a fused kernel quantized as it produced them (the norms and
 SiLU·mul feeding FP8 linears: ``kernels.add_rmsnorm``, ``kernels.silu_mul``), bit for bit what
 ``quantize_rows`` gives for the rows it would have written; FP8 linears take them as they are.
+``quantize_rows_by_amax(x, amax)`` is the second half of a quantization whose row maxima a kernel
+already found (the gated FP8 GEMM's epilogue, ``kernels.matmul``): ``quantize_rows(x)``'s bits
+from an elementwise pass, no row reduction.
 """
 
 from __future__ import annotations
@@ -59,8 +62,23 @@ def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     q = torch.empty(m, k, dtype=torch.float8_e4m3fn, device=x.device)
     scale = torch.empty(m, 1, dtype=torch.float32, device=x.device)
     block = triton.next_power_of_2(k)
-    _kernel()[(m,)](rows, q, scale, k, BLOCK=block, num_warps=min(16, max(4, block // 512)))
+    _kernels()[0][(m,)](rows, q, scale, k, BLOCK=block, num_warps=min(16, max(4, block // 512)))
     return q, scale
+
+
+def quantize_rows_by_amax(x: torch.Tensor, amax: torch.Tensor) -> QuantizedRows:
+    """``quantize_rows`` of x [M, K] (CUDA) given amax [M] float32, each row's max |x| in
+    float32: the same scales and the same e4m3 values."""
+    import triton  # noqa: PLC0415 - GPU machines only
+
+    m, k = x.shape
+    q = torch.empty(m, k, dtype=torch.float8_e4m3fn, device=x.device)
+    scale = torch.empty(m, 1, dtype=torch.float32, device=x.device)
+    if m:
+        block = 2048
+        _kernels()[1][(m, triton.cdiv(k, block))](x, amax, q, scale, k, BLOCK=block,
+                                                  num_warps=8)
+    return QuantizedRows(q, scale, x.dtype)
 
 
 def fp8_linear_reference(x: torch.Tensor, weight_q: torch.Tensor, weight_scale: torch.Tensor
@@ -80,28 +98,40 @@ def fp8_linear(x: torch.Tensor | QuantizedRows, weight_q: torch.Tensor,
 
 
 @functools.cache
-def row_quantizer() -> Any:
-    """The Triton device function every kernel quantizing a row with (``quantize_rows``, the
-    fused norm and SiLU·mul): float32 values of one whole row (lanes past it 0) -> the e4m3
-    values (still float32, clamped) and the row's scale."""
+def _device_functions() -> tuple[Any, Any]:
+    """(scaled, quantize_row_values): ``scaled(x, amax)`` gives the e4m3 values (still float32,
+    clamped) and the scale of values x whose row's max |x| is amax; ``quantize_row_values`` does
+    the same for one whole row of float32 values (lanes past it 0), finding amax itself."""
     import triton  # noqa: PLC0415
     import triton.language as tl  # noqa: PLC0415
 
     @triton.jit
-    def quantize_row_values(x):
-        amax = tl.max(tl.abs(x), axis=0)
+    def scaled(x, amax):
         scale = tl.where(amax > 0, amax / 448.0, 1.0)
         return tl.clamp(x / scale, -448.0, 448.0), scale
 
-    return quantize_row_values
+    @triton.jit
+    def quantize_row_values(x):
+        return scaled(x, tl.max(tl.abs(x), axis=0))
+
+    return scaled, quantize_row_values
+
+
+def row_quantizer() -> Any:
+    """The Triton device function every kernel quantizing a whole row with (``quantize_rows``,
+    the fused norm and SiLU·mul): float32 values of one row (lanes past it 0) -> the e4m3
+    values (still float32, clamped) and the row's scale."""
+    return _device_functions()[1]
 
 
 @functools.cache
-def _kernel() -> Any:
+def _kernels() -> tuple[Any, Any]:
+    """(one program per whole row, finding its max; programs over blocks of rows whose maxima
+    are given)."""
     import triton  # noqa: PLC0415
     import triton.language as tl  # noqa: PLC0415
 
-    quantize_row_values = row_quantizer()
+    scaled, quantize_row_values = _device_functions()
 
     @triton.jit
     def quantize_row(x_ptr, q_ptr, scale_ptr, k, BLOCK: tl.constexpr):
@@ -113,4 +143,15 @@ def _kernel() -> Any:
         tl.store(q_ptr + row * k + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
         tl.store(scale_ptr + row, scale)
 
-    return quantize_row
+    @triton.jit
+    def quantize_by_amax(x_ptr, amax_ptr, q_ptr, scale_ptr, k, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        mask = cols < k
+        x = tl.load(x_ptr + row * k + cols, mask=mask, other=0.0).to(tl.float32)
+        q, scale = scaled(x, tl.load(amax_ptr + row))
+        tl.store(q_ptr + row * k + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
+        if tl.program_id(1) == 0:
+            tl.store(scale_ptr + row, scale)
+
+    return quantize_row, quantize_by_amax

@@ -11,6 +11,11 @@ imported on first use; the kernel needs CUDA.
 up (``interleave_gate_up``), and the epilogue writes ``silu(gate) * up`` [M, N/2] from the tile
 it holds — the bits of ``silu_mul`` applied to the ``matmul`` of the de-interleaved weight, with
 neither the [M, N] product written nor read back. ``gated_matmul_reference`` is its twin.
+``gated_scaled_matmul`` is the same for FP8 operands, and when its product feeds an FP8 linear
+(``quantize``) the epilogue also takes each row's max |product| (an atomic max: exact, in any
+order), so quantizing the [M, N/2] product is one elementwise pass
+(``fp8.quantize_rows_by_amax``) — the bits of ``silu_mul(scaled_matmul(...), quantize=True)``
+of the de-interleaved weight, without the [M, N] product or a pass over whole rows.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from heron.kernels import silu_mul
+from heron.kernels import fp8, silu_mul
 
 
 def matmul_reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -101,11 +106,13 @@ def _tma_fits(x: torch.Tensor, n: int, out_size: int) -> bool:
     return has_tma(x.device) and _aligned(x.shape[1] * x.element_size(), n * out_size)
 
 
-def gated_fits(gate: torch.Tensor) -> bool:
-    """Whether ``gated_matmul`` runs for SwiGLU's gate (or up) weight [I, K]: Hopper or newer,
-    and 16-byte aligned rows of its input [M, K] and its result [M, I]."""
+def gated_fits(gate: torch.Tensor, fp8: bool = False) -> bool:
+    """Whether ``gated_matmul`` (``gated_scaled_matmul`` with ``fp8``) runs for SwiGLU's gate
+    (or up) weight [I, K] in the activations' dtype: Hopper or newer, and 16-byte aligned rows
+    of its input [M, K] and its result [M, I]."""
     size = gate.element_size()
-    return has_tma(gate.device) and _aligned(gate.shape[1] * size, gate.shape[0] * size)
+    return has_tma(gate.device) and _aligned(gate.shape[1] * (1 if fp8 else size),
+                                             gate.shape[0] * size)
 
 
 def _aligned(*row_bytes: int) -> bool:
@@ -125,9 +132,27 @@ def gated_matmul(x: torch.Tensor, w: torch.Tensor, tiles: Tiles | None = None) -
     return out
 
 
+def gated_scaled_matmul(rows: fp8.QuantizedRows, weight_q: torch.Tensor,
+                        weight_scale: torch.Tensor, quantize: bool
+                        ) -> torch.Tensor | fp8.QuantizedRows:
+    """``gated_matmul`` of FP8 operands: rows from ``fp8.quantize_rows`` (or a kernel giving its
+    bits), weight_q [2I, K] e4m3 interleaved with its per-row scales [2I, 1]; the tiles and
+    scales of ``scaled_matmul``. Returns [M, I] in the rows' dtype, or with ``quantize`` those
+    rows quantized (``fp8.QuantizedRows``)."""
+    m, n = rows.data.shape[0], weight_q.shape[0]
+    out = torch.empty(m, n // 2, dtype=rows.dtype, device=rows.data.device)
+    amax = torch.zeros(m if quantize else 0, dtype=torch.float32, device=out.device)
+    if m:
+        _launch_tma(rows.data, weight_q, out, fp8_tile_shape(n, rows.data.shape[1]),
+                    scales=(rows.scale.reshape(-1).contiguous(),
+                            weight_scale.reshape(-1).contiguous()),
+                    gated=True, amax=amax if quantize else None)
+    return fp8.quantize_rows_by_amax(out, amax) if quantize else out
+
+
 def _launch_tma(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, tiles: Tiles,
                 scales: tuple[torch.Tensor, torch.Tensor] | None = None, gated: bool = False,
-                warp_specialize: bool = False) -> None:
+                warp_specialize: bool = False, amax: torch.Tensor | None = None) -> None:
     import triton  # noqa: PLC0415 - GPU machines only
 
     _tma_allocator()
@@ -137,9 +162,10 @@ def _launch_tma(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, tiles: Tile
     tiles_total = triton.cdiv(m, tiles.block_m) * triton.cdiv(n, tiles.block_n)
     scale_a, scale_b = scales if scales is not None else (out, out)
     _tma_kernel()[(min(sms, tiles_total),)](
-        x, w, out, scale_a, scale_b, m, n, k, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n,
-        BLOCK_K=tiles.block_k, GROUP_M=8, NUM_SMS=sms, WARP_SPECIALIZE=warp_specialize,
-        SCALED=scales is not None, GATED=gated, SPLIT_STORE=tiles.split_store,
+        x, w, out, scale_a, scale_b, amax if amax is not None else out, m, n, k,
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, GROUP_M=8,
+        NUM_SMS=sms, WARP_SPECIALIZE=warp_specialize, SCALED=scales is not None, GATED=gated,
+        AMAX=amax is not None, SPLIT_STORE=tiles.split_store,
         num_warps=tiles.warps, num_stages=tiles.stages)
 
 
@@ -189,11 +215,11 @@ def _tma_kernel() -> Any:
         return tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
 
     @triton.jit(do_not_specialize=["m"])
-    def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, m, n, k,
-                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, amax_ptr, m, n,
+                              k, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                               NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-                              SCALED: tl.constexpr, GATED: tl.constexpr,
+                              SCALED: tl.constexpr, GATED: tl.constexpr, AMAX: tl.constexpr,
                               SPLIT_STORE: tl.constexpr):
         start = tl.program_id(0)
         tiles_m = tl.cdiv(m, BLOCK_M)
@@ -232,8 +258,13 @@ def _tma_kernel() -> Any:
                 gate, up = halves(acc, BLOCK_M, BLOCK_N, True)
                 gate = gate.to(dtype).to(tl.float32)
                 up = up.to(dtype).to(tl.float32)
-                c_desc.store([pid_m * BLOCK_M, pid_n * (BLOCK_N // 2)],
-                             silu_times(gate, up).to(dtype))
+                product = silu_times(gate, up).to(dtype)
+                c_desc.store([pid_m * BLOCK_M, pid_n * (BLOCK_N // 2)], product)
+                if AMAX:  # each row's max |product| over its tiles, for its FP8 scale
+                    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+                    tl.atomic_max(amax_ptr + rows,
+                                  tl.max(tl.abs(product.to(tl.float32)), axis=1),
+                                  mask=rows < m, sem="relaxed")
             elif SPLIT_STORE:
                 left, right = halves(acc, BLOCK_M, BLOCK_N, False)
                 c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(dtype))

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from heron.engine.ops import Ops, Weight
+from heron.kernels.fp8 import QuantizedRows
 from heron.kernels.rmsnorm import rmsnorm_reference
 
 
@@ -45,11 +46,20 @@ def test_deterministic_linear_rows_do_not_depend_on_the_batch(fp8: bool) -> None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Triton")
-def test_gated_is_silu_mul_of_the_gate_up_linear_bit_for_bit() -> None:
+@pytest.mark.parametrize(("fp8", "quantize"), [(False, False), (True, False), (True, True)])
+def test_gated_is_silu_mul_of_the_gate_up_linear_bit_for_bit(fp8: bool, quantize: bool) -> None:
     ops = Ops.build("cuda", deterministic=True)
     gate, up = (torch.randn(9728, 2560, device="cuda", dtype=torch.bfloat16) / 50 for _ in "gu")
     x = torch.randn(300, 2560, device="cuda", dtype=torch.bfloat16)
-    weight = ops.gate_up(gate, up, fp8=False)
+    weight = ops.gate_up(gate, up, fp8=fp8)
     assert weight.interleaved == (torch.cuda.get_device_capability()[0] >= 9)
-    unfused = ops.silu_mul(ops.linear(x, Weight(torch.cat([gate, up]))))
-    assert torch.equal(ops.gated(x, weight, quantize=False), unfused)
+    apart = torch.cat([gate, up])
+    unfused = ops.silu_mul(ops.linear(x, Weight.quantized(apart) if fp8 else Weight(apart)),
+                           quantize)
+    fused = ops.gated(x, weight, quantize=quantize)
+    if quantize:
+        assert isinstance(fused, QuantizedRows) and isinstance(unfused, QuantizedRows)
+        assert torch.equal(fused.scale, unfused.scale)
+        assert torch.equal(fused.data.view(torch.uint8), unfused.data.view(torch.uint8))
+    else:
+        assert torch.equal(fused, unfused)

@@ -6,15 +6,18 @@ import pytest
 import torch
 
 from heron.kernels.fp8 import (
+    QuantizedRows,
     fp8_linear,
     fp8_linear_reference,
     quantize_rows,
+    quantize_rows_by_amax,
     quantize_rows_reference,
 )
 from heron.kernels.matmul import (
     Tiles,
     gated_matmul,
     gated_matmul_reference,
+    gated_scaled_matmul,
     interleave_gate_up,
     matmul,
     matmul_reference,
@@ -102,6 +105,47 @@ def test_gated_matmul_is_silu_mul_of_the_matmul(m: int, i: int, k: int) -> None:
     assert torch.equal(got, silu_mul(torch.cat([product[:, 0::2], product[:, 1::2]], dim=-1)))
     for rows in (1, 129):
         assert torch.equal(gated_matmul(x[-rows:], w), got[-rows:]), rows
+
+
+@hopper
+@pytest.mark.parametrize(("m", "i", "k"), [(1, 64, 64), (1000, 9728, 2560), (130, 3072, 1024)])
+def test_gated_scaled_matmul_is_silu_mul_of_the_scaled_matmul(m: int, i: int, k: int) -> None:
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    gate, up = (torch.randn(i, k, device="cuda", dtype=torch.bfloat16) / k**0.5 for _ in "gu")
+    rows = QuantizedRows.of(x)
+    wq, ws = quantize_rows(interleave_gate_up(gate, up))
+    got = gated_scaled_matmul(rows, wq, ws, quantize=False)
+    assert isinstance(got, torch.Tensor)
+    dequantized = (wq.float() * ws).to(torch.bfloat16)
+    expected = gated_matmul_reference((rows.data.float() * rows.scale).to(torch.bfloat16),
+                                      dequantized)
+    torch.testing.assert_close(got.float(), expected.float(), atol=3e-2, rtol=3e-2)
+    # The same tiles and scales as scaled_matmul of the interleaved weight: the same bits,
+    # quantized as silu_mul quantizes them, and no row depends on the others.
+    product = scaled_matmul(rows.data, rows.scale, wq, ws)
+    gate_up = torch.cat([product[:, 0::2], product[:, 1::2]], dim=-1)
+    assert torch.equal(got, silu_mul(gate_up))
+    quantized = gated_scaled_matmul(rows, wq, ws, quantize=True)
+    two_steps = silu_mul(gate_up, quantize=True)
+    assert isinstance(quantized, QuantizedRows) and isinstance(two_steps, QuantizedRows)
+    assert torch.equal(quantized.scale, two_steps.scale)
+    assert torch.equal(quantized.data.view(torch.uint8), two_steps.data.view(torch.uint8))
+    for n in (1, 129):
+        part = QuantizedRows(rows.data[-n:], rows.scale[-n:], rows.dtype)
+        alone = gated_scaled_matmul(part, wq, ws, quantize=True)
+        assert isinstance(alone, QuantizedRows)
+        assert torch.equal(alone.data.view(torch.uint8), quantized.data[-n:].view(torch.uint8))
+
+
+@cuda
+def test_quantize_rows_by_amax_is_quantize_rows() -> None:
+    x = torch.randn(300, 9728, device="cuda", dtype=torch.bfloat16) * torch.logspace(
+        -3, 3, 300, device="cuda")[:, None].to(torch.bfloat16)
+    x[7] = 0
+    q, scale = quantize_rows(x)
+    got = quantize_rows_by_amax(x, x.float().abs().amax(dim=-1))
+    assert torch.equal(got.scale, scale) and got.dtype == x.dtype
+    assert torch.equal(got.data.view(torch.uint8), q.view(torch.uint8))
 
 
 @hopper
