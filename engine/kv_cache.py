@@ -4,7 +4,10 @@ Contract:
 - ``KVArena``: one preallocated keys tensor and one values tensor, each
   [num_layers, num_pages * page_tokens, kv_heads, head_dim]; a page (``page_tokens`` token slots)
   is the unit of allocation. The model writes each token's K/V straight into its slot, once, and
-  attention reads prefixes by slot, so prefix KV is never copied per row or per request.
+  attention reads prefixes by slot, so prefix KV is never copied per row or per request. Pages
+  come in aligned runs of ``run_pages`` (a prefix block's worth): a request for whole runs gets
+  consecutive pages while free runs last, so a block's slots are consecutive and attention loads
+  its key tiles whole; smaller requests take pages of runs already broken first.
 - ``BlockTree``: a radix tree over token ids whose edges are canonical prefix blocks — block j of
   a prefix covers positions [j*B, min((j+1)*B, P)). A node is one block (its tokens, its slots),
   identified by the whole token path from the root, so two documents share exactly the full
@@ -67,8 +70,10 @@ class KVArena:
         device: torch.device | str,
         capacity_bytes: int,
         page_tokens: int,
+        run_pages: int = 1,
     ) -> None:
         self.page_tokens = page_tokens
+        self.run_pages = run_pages
         self.bytes_per_token = kv_bytes_per_token(spec, dtype)
         self.num_pages = capacity_bytes // (self.bytes_per_token * page_tokens)
         shape = (
@@ -81,26 +86,61 @@ class KVArena:
         # before any attention reads it.
         self.keys = torch.empty(shape, dtype=dtype, device=device)
         self.values = torch.empty(shape, dtype=dtype, device=device)
-        self._free = list(range(self.num_pages - 1, -1, -1))  # pop() hands out low pages first
+        self.reset()
 
     @property
     def free_pages(self) -> int:
-        return len(self._free)
+        return len(self._runs) * self.run_pages + len(self._loose)
 
     def pages_for(self, tokens: int) -> int:
         return -(-tokens // self.page_tokens)
 
     def take(self, pages: int) -> list[int] | None:
-        if pages > len(self._free):
+        """``pages`` free pages (never part of them): as many whole runs as fit, in order, then
+        single pages of broken runs, breaking the lowest free run when there are none."""
+        if pages > self.free_pages:
             return None
-        return [self._free.pop() for _ in range(pages)]
+        size = self.run_pages
+        taken: list[int] = []
+        while pages >= size and self._runs:
+            run = self._runs.pop()
+            self._free_in_run[run] = 0
+            taken.extend(range(run * size, (run + 1) * size))
+            pages -= size
+        for _ in range(pages):
+            if not self._loose:
+                run = self._runs.pop()  # broken: its pages are loose, the lowest handed out first
+                self._loose.update(dict.fromkeys(range((run + 1) * size - 1, run * size - 1, -1)))
+            page = self._loose.popitem()[0]
+            if page // size < len(self._free_in_run):
+                self._free_in_run[page // size] -= 1
+            taken.append(page)
+        return taken
 
     def give_back(self, pages: Sequence[int]) -> None:
-        self._free.extend(pages)
+        size = self.run_pages
+        for page in pages:
+            run = page // size
+            if run >= len(self._free_in_run):  # past the last whole run
+                self._loose[page] = None
+                continue
+            self._free_in_run[run] += 1
+            if self._free_in_run[run] < size:
+                self._loose[page] = None
+            else:  # the run is whole again
+                for other in range(run * size, (run + 1) * size):
+                    self._loose.pop(other, None)
+                self._runs.append(run)
 
     def reset(self) -> None:
         """Every page free again."""
-        self._free = list(range(self.num_pages - 1, -1, -1))
+        runs = self.num_pages // self.run_pages
+        self._runs = list(range(runs - 1, -1, -1))  # whole free runs; pop() hands out low first
+        self._free_in_run = [self.run_pages] * runs
+        # Free pages outside whole free runs, an ordered set (popitem: the latest freed first);
+        # at first, the pages past the last whole run.
+        self._loose: dict[int, None] = dict.fromkeys(
+            range(self.num_pages - 1, runs * self.run_pages - 1, -1))
 
     def slots(self, pages: Sequence[int], tokens: int) -> np.ndarray:
         """The first ``tokens`` slots of ``pages`` (int64, read-only)."""

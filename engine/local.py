@@ -81,8 +81,9 @@ class LocalEngine:
         free = torch.cuda.mem_get_info(device)[0] if config.device_type == "cuda" else None
         capacity = arena_bytes(config, spec, self.decoder.dtype, free)
         block_tokens = config.effective_prefix_block_tokens
-        arena = KVArena(spec, self.decoder.dtype, device, capacity,
-                        math.gcd(PAGE_TOKENS, block_tokens))
+        page_tokens = math.gcd(PAGE_TOKENS, block_tokens)
+        arena = KVArena(spec, self.decoder.dtype, device, capacity, page_tokens,
+                        block_tokens // page_tokens)
         if arena.num_pages * arena.page_tokens < block_tokens:
             raise EngineError(
                 f"a KV cache of {capacity} bytes does not hold one prefix block of {block_tokens} "

@@ -29,7 +29,10 @@ absolute positions: its list's last partial tile is completed by each row's firs
 a token meets its keys in the same tiles wherever its row was split from the tokens before it
 within a tile-aligned block; masked keys change nothing (their weight is exactly 0, and a tile
 with no key visible to a query leaves its running softmax exactly as it was), so what else is in
-the call changes no query's bits.
+the call changes no query's bits. On a TMA device a segment's first tiles of ``BLOCK_N``
+consecutive slots (a prefix block's pages, which the arena hands out together; counted by
+``Segments.build``) are loaded whole by tensor descriptor, the others gathered slot by slot:
+the same keys in the same tiles, so the same bits wherever the keys live.
 
 ``segment_attention_reference`` is the float32 twin (one segment at a time, explicit softmax).
 ``Segments.build`` makes the index tensors from per-segment lists on the host. Triton is
@@ -47,7 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from heron.kernels.host import to_device
+from heron.kernels.host import has_tma, tma_allocator, to_device
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,14 @@ class Launch:
     """How programs are shaped. ``rows``: query rows (tokens × the query heads of one KV head) a
     program holds — a power of two of at least 16, fixed for a kind of call: the tile's height
     decides which tensor-core instruction computes the scores (mma on 16 rows, wgmma from 64),
-    and those round differently, so a query must always meet the same height. ``num_warps`` and
-    ``num_stages`` change no result."""
+    and those round differently, so a query must always meet the same height. ``num_warps``,
+    ``num_stages`` and ``descriptors`` (tiles of consecutive slots loaded whole by tensor
+    descriptor where the device has TMA) change no result."""
 
     rows: int = 128
     num_warps: int = 4
     num_stages: int = 3
+    descriptors: bool = True
 
 
 BLOCK_N = 64  # keys per step: part of the numerics (the order of the softmax accumulation)
@@ -88,6 +93,9 @@ class Segments:
     kv_len: torch.Tensor
     causal_offset: torch.Tensor
     kv_index: torch.Tensor  # int32 slots of k and v
+    # Per segment, how many of its list's first key tiles are BLOCK_N consecutive slots (one
+    # block's pages, allocated together): those the kernel loads whole, by tensor descriptor.
+    tiled: torch.Tensor
     host_q_len: tuple[int, ...]  # q_len on the host, for tiling
     # Per segment, 1 where its list ends inside a key tile that its rows' first own keys
     # complete (``own`` launches: key tiles at absolute positions); None: nowhere.
@@ -116,12 +124,13 @@ class Segments:
         starts, stored = _shared_lists(kv_slots)
         index = np.concatenate(stored) if stored else np.zeros(0, dtype=np.int64)
         arrays = [np.asarray(a, dtype=np.int32) for a in
-                  (q_start, q_len, starts, lengths, causal_offset, index)]
+                  (q_start, q_len, starts, lengths, causal_offset, index,
+                   _consecutive_tiles(index, starts, lengths))]
         if any(absolute):
             arrays.append(np.asarray(absolute, dtype=np.int32))
         views = _aligned_views(arrays, device)
-        return cls(*views[:6], host_q_len=tuple(int(n) for n in q_len),
-                   absolute=views[6] if len(views) > 6 else None)
+        return cls(*views[:7], host_q_len=tuple(int(n) for n in q_len),
+                   absolute=views[7] if len(views) > 7 else None)
 
 
 def _shared_lists(kv_slots: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -147,6 +156,21 @@ def _shared_lists(kv_slots: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.n
         which[i] = j
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in stored])[:-1]]).astype(np.int64)
     return offsets[which], stored
+
+
+def _consecutive_tiles(index: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+                       ) -> np.ndarray:
+    """Per list (``index[starts[i]:][:lengths[i]]``), how many of its first BLOCK_N-key tiles
+    hold consecutive slots."""
+    whole = lengths // BLOCK_N
+    lists = np.repeat(np.arange(len(lengths)), whole)
+    tile = np.arange(len(lists)) - np.repeat(np.cumsum(whole) - whole, whole)
+    first = starts[lists] + tile * BLOCK_N
+    breaks = np.concatenate([[0], np.cumsum(np.diff(index) != 1)])  # breaks before position i
+    broken = breaks[first + BLOCK_N - 1] != breaks[first]
+    leading = whole.copy()
+    np.minimum.at(leading, lists[broken], tile[broken])
+    return leading
 
 
 def _aligned_views(arrays: Sequence[np.ndarray], device: torch.device | str
@@ -224,19 +248,31 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segment
     block_m = max(1, launch.rows // group)  # query tokens per program, all heads of a KV head
     tile_seg, tile_first_q = segments.tiles(block_m)
     grid = (tile_seg.shape[0], kv_heads)
+    tiled = (launch.descriptors and block_n == BLOCK_N and _descriptors_fit(k)
+             and _descriptors_fit(v))
+    if tiled:
+        tma_allocator()
     _kernel()[grid](
         q, k, v, out, tile_seg, tile_first_q, segments.q_start, segments.q_len,
         segments.kv_start, segments.kv_len, segments.causal_offset, segments.kv_index,
-        q_index if q_index is not None else segments.q_start, own_k, own_v, row_of,
-        rows.q_start, rows.q_len, rows.kv_start, rows.kv_index,
+        segments.tiled, q_index if q_index is not None else segments.q_start, own_k, own_v,
+        row_of, rows.q_start, rows.q_len, rows.kv_start, rows.kv_index,
         segments.absolute if segments.absolute is not None else segments.q_start,
-        q.stride(0), k.stride(0), v.stride(0), own_k.stride(0), own_v.stride(0), out.stride(0),
-        scale * math.log2(math.e), GROUP=group, BLOCK_M=block_m, ROWS=launch.rows,
-        BLOCK_N=block_n, D=dim, Q_INDEXED=q_index is not None,
-        SCATTER=scatter, OWN=own is not None,
-        ABSOLUTE=own is not None and segments.absolute is not None, num_warps=launch.num_warps,
-        num_stages=launch.num_stages)
+        k.shape[0], kv_heads, q.stride(0), k.stride(0), v.stride(0), own_k.stride(0),
+        own_v.stride(0), out.stride(0), scale * math.log2(math.e), GROUP=group,
+        BLOCK_M=block_m, ROWS=launch.rows, BLOCK_N=block_n, D=dim,
+        Q_INDEXED=q_index is not None, SCATTER=scatter, OWN=own is not None,
+        ABSOLUTE=own is not None and segments.absolute is not None, TILED=tiled,
+        num_warps=launch.num_warps, num_stages=launch.num_stages)
     return out
+
+
+def _descriptors_fit(x: torch.Tensor) -> bool:
+    """Whether key tiles of ``x`` ([N, Hkv, D]) can be loaded by tensor descriptor: a TMA
+    device, each slot's heads packed, slot rows and the base 16-byte aligned."""
+    size = x.element_size()
+    return (has_tma(x.device) and x.stride(2) == 1 and x.stride(1) == x.shape[2]
+            and x.stride(0) * size % 16 == 0 and x.data_ptr() % 16 == 0)
 
 
 @functools.cache
@@ -259,6 +295,18 @@ def _kernel() -> Any:
         vt = tl.load(v_ptr + slot[:, None] * stride_v + kv_head * D + dims[None, :],
                      mask=in_list[:, None], other=0.0)
         return kt, vt
+
+    @triton.jit
+    def absorb_whole_tile(qt, m_i, l_i, acc, k_desc, v_desc, index_ptr, kv_start, kv_len, start,
+                          kv_head, token, offset, scale_log2, BLOCK_N: tl.constexpr,
+                          D: tl.constexpr, MASKED: tl.constexpr):
+        """``absorb`` of a tile of BLOCK_N consecutive slots, loaded whole by descriptor (the
+        same keys as ``key_tile``'s, so the same bits)."""
+        slot = tl.load(index_ptr + kv_start + start)
+        kt = k_desc.load([slot, kv_head * D])
+        vt = v_desc.load([slot, kv_head * D])
+        return absorb(qt, m_i, l_i, acc, kt, vt, start + tl.arange(0, BLOCK_N), kv_len, token,
+                      offset, scale_log2, MASKED)
 
     @triton.jit
     def boundary_tile(k_ptr, v_ptr, index_ptr, kv_start, kv_len, own_k_ptr, own_v_ptr,
@@ -307,12 +355,12 @@ def _kernel() -> Any:
     @triton.jit
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
-        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, q_index_ptr, own_k_ptr,
-        own_v_ptr, row_of_ptr, row_start_ptr, row_len_ptr, row_kv_start_ptr, row_index_ptr,
-        absolute_ptr, stride_q, stride_k, stride_v, stride_ok, stride_ov, stride_o, scale_log2,
-        GROUP: tl.constexpr, BLOCK_M: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-        D: tl.constexpr, Q_INDEXED: tl.constexpr, SCATTER: tl.constexpr, OWN: tl.constexpr,
-        ABSOLUTE: tl.constexpr,
+        q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, tiled_ptr, q_index_ptr,
+        own_k_ptr, own_v_ptr, row_of_ptr, row_start_ptr, row_len_ptr, row_kv_start_ptr,
+        row_index_ptr, absolute_ptr, n_slots, kv_heads, stride_q, stride_k, stride_v, stride_ok,
+        stride_ov, stride_o, scale_log2, GROUP: tl.constexpr, BLOCK_M: tl.constexpr,
+        ROWS: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, Q_INDEXED: tl.constexpr,
+        SCATTER: tl.constexpr, OWN: tl.constexpr, ABSOLUTE: tl.constexpr, TILED: tl.constexpr,
     ):
         tile = tl.program_id(0)
         kv_head = tl.program_id(1)
@@ -352,11 +400,32 @@ def _kernel() -> Any:
         m_i = tl.full((ROWS,), float("-inf"), dtype=tl.float32)
         l_i = tl.zeros((ROWS,), dtype=tl.float32)
         acc = tl.zeros((ROWS, D), dtype=tl.float32)
-        for start in range(0, whole, BLOCK_N):
+        # The list's first tiles of consecutive slots are loaded whole by descriptor (TMA), the
+        # others gathered slot by slot; in each part, first the tiles every query sees whole.
+        tiled_end = 0
+        if TILED:
+            tiled_end = tl.load(tiled_ptr + seg) * BLOCK_N
+            k_desc = tl.make_tensor_descriptor(k_ptr, shape=[n_slots, kv_heads * D],
+                                               strides=[stride_k, 1], block_shape=[BLOCK_N, D])
+            v_desc = tl.make_tensor_descriptor(v_ptr, shape=[n_slots, kv_heads * D],
+                                               strides=[stride_v, 1], block_shape=[BLOCK_N, D])
+        split = tl.minimum(whole, tiled_end)
+        if TILED:
+            for start in range(0, split, BLOCK_N):
+                m_i, l_i, acc = absorb_whole_tile(
+                    qt, m_i, l_i, acc, k_desc, v_desc, index_ptr, kv_start, kv_len, start,
+                    kv_head, token, offset, scale_log2, BLOCK_N, D, False)
+        for start in range(split, whole, BLOCK_N):
             m_i, l_i, acc = absorb_tile(
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
                 stride_k, stride_v, token, offset, scale_log2, BLOCK_N, D, False)
-        for start in range(whole, end, BLOCK_N):
+        split = tl.maximum(whole, tl.minimum(end, tiled_end))
+        if TILED:
+            for start in range(whole, split, BLOCK_N):
+                m_i, l_i, acc = absorb_whole_tile(
+                    qt, m_i, l_i, acc, k_desc, v_desc, index_ptr, kv_start, kv_len, start,
+                    kv_head, token, offset, scale_log2, BLOCK_N, D, True)
+        for start in range(split, end, BLOCK_N):
             m_i, l_i, acc = absorb_tile(
                 qt, m_i, l_i, acc, k_ptr, v_ptr, index_ptr, kv_start, kv_len, start, kv_head,
                 stride_k, stride_v, token, offset, scale_log2, BLOCK_N, D, True)

@@ -21,12 +21,12 @@ of the de-interleaved weight, without the [M, N] product or a pass over whole ro
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, NamedTuple
 
 import torch
 
 from heron.kernels import fp8, silu_mul
+from heron.kernels.host import has_tma, tma_allocator
 
 
 def matmul_reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -155,7 +155,7 @@ def _launch_tma(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, tiles: Tile
                 warp_specialize: bool = False, amax: torch.Tensor | None = None) -> None:
     import triton  # noqa: PLC0415 - GPU machines only
 
-    _tma_allocator()
+    tma_allocator()
     m, k = x.shape
     n = w.shape[0]
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
@@ -167,30 +167,6 @@ def _launch_tma(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, tiles: Tile
         NUM_SMS=sms, WARP_SPECIALIZE=warp_specialize, SCALED=scales is not None, GATED=gated,
         AMAX=amax is not None, SPLIT_STORE=tiles.split_store,
         num_warps=tiles.warps, num_stages=tiles.stages)
-
-
-@functools.cache
-def has_tma(device: torch.device) -> bool:
-    """A CUDA device with the tensor-memory accelerator (Hopper or newer)."""
-    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
-
-
-_allocator_set = threading.local()
-
-
-def _tma_allocator() -> None:
-    """Device tensor descriptors need scratch memory from torch's allocator. Triton keeps the
-    allocator in a context variable, which every thread has its own of: set in each thread
-    that launches (the engine warms up in one thread, then steps in another)."""
-    if getattr(_allocator_set, "done", False):
-        return
-    import triton  # noqa: PLC0415
-
-    def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-        return torch.empty(size, device="cuda", dtype=torch.int8)
-
-    triton.set_allocator(alloc)
-    _allocator_set.done = True
 
 
 @functools.cache

@@ -54,6 +54,29 @@ def test_arena_pages_are_token_slots_of_one_preallocated_tensor() -> None:
     assert arena.free_pages == 10 and arena.pages_for(9) == 3
 
 
+def test_arena_hands_out_whole_runs_as_consecutive_pages() -> None:
+    """Runs of 4 pages (a block's): requests for whole runs get consecutive pages while free runs
+    last; single pages come from broken runs first; a run whose pages all come back is whole
+    again."""
+    arena = KVArena(SPEC, torch.float32, "cpu", 16 * 4 * TOKEN_BYTES, 4, run_pages=4)
+    assert arena.num_pages == 16 and arena.free_pages == 16
+    question = arena.take(1)  # breaks the lowest run
+    assert question == [0] and arena.free_pages == 15
+    block = arena.take(4)
+    assert block == [4, 5, 6, 7]
+    second = arena.take(2)
+    assert second == [1, 2]  # the broken run's pages first
+    arena.give_back(block)
+    arena.give_back(question + second)
+    assert arena.free_pages == 16
+    assert arena.take(8) == [0, 1, 2, 3, 4, 5, 6, 7]  # both runs whole again
+    assert arena.take(9) is None and arena.free_pages == 8
+    # Pages past the last whole run are single pages from the start.
+    ragged = KVArena(SPEC, torch.float32, "cpu", 10 * 4 * TOKEN_BYTES, 4, run_pages=4)
+    assert ragged.take(1) == [8] and ragged.take(4) == [0, 1, 2, 3]
+    assert sorted(ragged.take(5)) == [4, 5, 6, 7, 9] and ragged.free_pages == 0
+
+
 def test_chains_share_full_blocks_token_for_token() -> None:
     tree = _tree(pages=64)
     doc = np.arange(20, dtype=np.int32)  # blocks [0, 8), [8, 16), [16, 20)

@@ -19,15 +19,18 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA + Tr
 
 
 def arena_case(rng: np.random.Generator, device: str, dtype: torch.dtype, heads: int = 8,
-               kv_heads: int = 2, dim: int = 64, prefixes: int = 3, rows: int = 12):
-    """Prefix documents and suffix rows whose keys live at scattered slots of one arena; each
-    suffix row's key list is its prefix's slots then its own slots (causal offset = prefix
-    length); prefix rows are causal over their own slots."""
+               kv_heads: int = 2, dim: int = 64, prefixes: int = 3, rows: int = 12,
+               consecutive: bool = False):
+    """Prefix documents and suffix rows whose keys live at scattered slots of one arena (or,
+    ``consecutive``, each token after the one before); each suffix row's key list is its
+    prefix's slots then its own slots (causal offset = prefix length); prefix rows are causal
+    over their own slots."""
     prefix_lengths = [int(n) for n in rng.integers(1, 200, prefixes)]
     row_lengths = [int(n) for n in rng.integers(1, 40, rows)]
     owners = [int(o) for o in rng.integers(0, prefixes, rows)]
     total = sum(prefix_lengths) + sum(row_lengths)
-    slots = rng.permutation(total + 50)[:total]  # where each token's K/V lives in the arena
+    # Where each token's K/V lives in the arena.
+    slots = np.arange(total) if consecutive else rng.permutation(total + 50)[:total]
     arena_k = torch.randn(total + 50, kv_heads, dim, device=device, dtype=dtype)
     arena_v = torch.randn(total + 50, kv_heads, dim, device=device, dtype=dtype)
     q = torch.randn(total, heads, dim, device=device, dtype=dtype)
@@ -47,6 +50,34 @@ def arena_case(rng: np.random.Generator, device: str, dtype: torch.dtype, heads:
         position += n
     segments = Segments.build(q_start, q_len, kv, offsets, device)
     return q, arena_k, arena_v, segments
+
+
+def scattered(k: torch.Tensor, v: torch.Tensor, segments: Segments, rng: np.random.Generator
+              ) -> tuple[torch.Tensor, torch.Tensor, Segments]:
+    """The same keys and values moved to scattered slots, and the segments reading them there."""
+    where = rng.permutation(k.shape[0])
+    moved = torch.as_tensor(where, device=k.device)
+    k2, v2 = torch.empty_like(k), torch.empty_like(v)
+    k2[moved], v2[moved] = k, v
+    index = segments.kv_index.cpu().numpy()
+    lists = [where[index[s:s + n]] for s, n in zip(segments.kv_start.tolist(),
+                                                   segments.kv_len.tolist(), strict=True)]
+    return k2, v2, Segments.build(segments.q_start.tolist(), segments.q_len.tolist(), lists,
+                                  segments.causal_offset.tolist(), k.device)
+
+
+def test_build_counts_each_lists_first_tiles_of_consecutive_slots() -> None:
+    """``tiled``: how many of a list's first 64-key tiles hold consecutive slots."""
+    block = np.arange(1000, 1064)
+    lists = [np.concatenate([np.arange(64), block, np.arange(500, 530)]),  # 2 tiles, a rest
+             np.concatenate([np.arange(64), np.arange(64, 0, -1), block]),  # the 2nd is broken
+             np.arange(63),  # no whole tile
+             np.concatenate([np.arange(32), np.arange(100, 132), block])]  # a tile of 2 runs
+    document = np.concatenate([block, np.arange(3000, 3064), np.zeros(64, dtype=np.int64)])
+    lists += [document[:128], document[:150], document]  # views of one array: stored once
+    segments = Segments.build(list(range(len(lists))), [1] * len(lists), lists,
+                              [len(x) for x in lists], "cpu")
+    assert segments.tiled.tolist() == [2, 1, 0, 0, 2, 2, 2]
 
 
 def test_build_stores_nested_prefixes_once() -> None:
@@ -154,6 +185,23 @@ def test_a_cascade_rows_result_does_not_depend_on_its_company() -> None:
         out, _ = cascade(q, k, v, segments, segment_attention, chosen)
         for s in chosen:
             assert torch.equal(out[qs[s]:qs[s] + ql[s]], full[qs[s]:qs[s] + ql[s]]), s
+
+
+@cuda
+@pytest.mark.parametrize("absolute", [False, True])
+def test_tiles_of_consecutive_slots_give_the_bits_of_gathered_ones(absolute: bool) -> None:
+    """Key tiles of consecutive slots are loaded whole (by tensor descriptor on Hopper), the
+    others slot by slot: the same keys moved to scattered slots change no bit, for causal rows
+    and for a cascade."""
+    q, k, v, segments = arena_case(np.random.default_rng(21), "cuda", torch.bfloat16, 32, 8,
+                                   128, rows=40, consecutive=True)
+    k2, v2, moved = scattered(k, v, segments, np.random.default_rng(22))
+    assert segments.tiled.sum() > 0 and moved.tiled.sum() == 0
+    assert torch.equal(segment_attention(q, k, v, segments, 0.1),
+                       segment_attention(q, k2, v2, moved, 0.1))
+    whole, tokens = cascade(q, k, v, segments, segment_attention, absolute=absolute)
+    gathered, _ = cascade(q, k2, v2, moved, segment_attention, absolute=absolute)
+    assert torch.equal(whole[tokens], gathered[tokens])
 
 
 def over_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, prefix: np.ndarray,
