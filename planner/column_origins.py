@@ -6,17 +6,24 @@ its values' type: the relation (its pg_class OID) and column number (pg_attribut
 reads unchanged — through parentheses, aliases, derived tables, CTEs and joins; a view's own
 column, as PostgreSQL marks it — and the declared type DuckDB does not keep (a varchar(n) table
 column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 16) | s) + 4;
-0 and -1 where the values' type says it all). `NO_ORIGIN` is a computed column's.
+0 and -1 where the values' type says it all; `"char"`, OID 18, for a catalog column of that
+type, whose text values are single characters). `NO_ORIGIN` is a computed column's.
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs,
 columns, declared types as the catalog shim's pg_attribute tells them; a view's declared types
 follow its definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a
 query's result columns (PostgreSQL text as the client sent it); None when it cannot follow them
 column by column (a star over a function's rows, or over joins whose merged columns DuckDB
-lists otherwise than PostgreSQL). A star over one join USING lists
+lists otherwise than PostgreSQL). The catalog shim's relations (`pg_catalog_relations`) are
+known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds
+them before the search path: the shim's TEMP views shadow the rest); a catalog table's columns
+carry its fixed OID. A star over one join USING lists
 the merged columns first, as PostgreSQL's does (`pg_semantics` has DuckDB's do the same). A
-set operation's columns are computed, of the first branch's declared type.
-`announced(values_oid, origin)` is the type a column is announced as (RowDescription, a view's
-pg_attribute). Pure over sqlglot trees; only `Relations.load` queries DuckDB.
+set operation's columns are computed, of the first branch's declared type (`"char"` only where
+every branch's is).
+`announced(values_oid, origin)` is the type a column is announced as (a view's pg_attribute);
+`wire_type(values, origin)` the type (and typmod) a result column of Arrow type `values` is
+sent as: what RowDescription announces and what the DataRow encoders (`server/encode.py`)
+encode, decided here only. Pure over sqlglot trees; only `Relations.load` queries DuckDB.
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import duckdb
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from heron.planner.pg_catalog_relations import LENGTH_CHECK
+from heron.planner.pg_catalog_relations import LENGTH_CHECK, RELATIONS
 from heron.planner.pg_semantics import moved_using, plain_star
-from heron.planner.pg_types import NUMERIC, TEXT, VARCHAR
+from heron.planner.pg_types import BY_OID, CHAR, NUMERIC, TEXT, VARCHAR, PgType, for_arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +67,9 @@ _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 
 # (values' type, declared type): the declared types a column may be announced as, its values
 # encoded as the values' type's are (a varchar's text and binary forms are text's).
+# A `"char"` column's values are text of one character (the catalog shim's), sent as "char".
 _DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
-                         (NUMERIC.oid, NUMERIC.oid)})
+                         (NUMERIC.oid, NUMERIC.oid), (TEXT.oid, CHAR.oid)})
 
 
 def announced(values_oid: int, origin: Origin) -> tuple[int, int]:
@@ -69,6 +78,17 @@ def announced(values_oid: int, origin: Origin) -> tuple[int, int]:
     if (values_oid, origin.type_oid) in _DECLARABLE:
         return origin.type_oid, origin.typmod
     return values_oid, -1
+
+
+def wire_type(values: pa.DataType, origin: Origin) -> tuple[PgType, int]:
+    """The type and typmod a result column of Arrow type `values` is sent as (RowDescription
+    announces them, the encoders encode its values so): `pg_types.for_arrow`'s, or the type its
+    origin declares where `announced` allows."""
+    sent = for_arrow(values)
+    if not origin.type_oid:
+        return sent, -1
+    oid, typmod = announced(sent.oid, origin)
+    return (sent if oid == sent.oid else BY_OID[oid]), typmod
 
 
 def varchar(length: int | None) -> Origin:
@@ -97,6 +117,8 @@ class Relations:
         return next(((s, name) for s in self.path if (s, name) in self.by_name), None)
 
     def find(self, schema: str | None, name: str) -> Columns | None:
+        if schema in (None, "pg_catalog") and name in CATALOG:
+            return CATALOG[name]
         key = self.key_of(schema, name)
         return None if key is None else self.by_name[key]
 
@@ -149,7 +171,7 @@ def origins(sql: str, relations: Relations | Callable[[], Relations],
         return None
     if not isinstance(tree, exp.Query):
         return None
-    if callable(relations) and tree.find(exp.Table) is None:
+    if callable(relations) and not _names_user_relations(tree):
         relations = Relations({}, ())
     found = _Resolver(relations() if callable(relations) else relations).query(tree, {})
     return None if found is None else tuple(origin for _, origin in found)
@@ -281,8 +303,11 @@ def _origin(node: exp.Expression, sources: Sources, joined: tuple[Columns, bool]
 def _common(a: Origin, b: Origin) -> Origin:
     """A set operation's column over two branches' columns: computed, of the first branch's
     declared type, with its typmod where the other's is the same (PostgreSQL resolves
-    varchar(n) and text, and numeric(p, s) and integer, to the first's type without typmod)."""
+    varchar(n) and text, and numeric(p, s) and integer, to the first's type without typmod);
+    `"char"` only over two `"char"` columns (the other's values may be longer)."""
     same = (a.type_oid, a.typmod) == (b.type_oid, b.typmod)
+    if a.type_oid == CHAR.oid and not same:
+        return NO_ORIGIN
     return Origin(type_oid=a.type_oid, typmod=a.typmod if same else -1)
 
 
@@ -314,6 +339,32 @@ def _declared(to: exp.DataType) -> Origin:
     if to.this is exp.DataType.Type.DECIMAL and len(sizes) in (1, 2):
         return numeric(*sizes)
     return NO_ORIGIN
+
+
+def _catalog_relations() -> dict[str, Columns]:
+    """The catalog shim's relations by name: a catalog table's columns read its fixed OID and
+    attnum (a view's OID is its session's: none), `"char"` columns declared so."""
+    catalog = {}
+    for relation in RELATIONS:
+        oid = relation.oid or 0
+        catalog[relation.name] = tuple(
+            (name, Origin(oid, i + 1 if oid else 0, CHAR.oid if pg_type == "char" else 0))
+            for i, (name, pg_type) in enumerate(relation.pg_columns()))
+    return catalog
+
+
+CATALOG = _catalog_relations()
+
+
+def _names_user_relations(tree: exp.Expression) -> bool:
+    """Whether a query may read a relation other than the catalog's (or its own CTEs)."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        name, schema = table.name.lower(), table.db.lower()
+        if not (schema in ("", "pg_catalog") and name in CATALOG) and not (
+                not schema and name in ctes):
+            return True
+    return False
 
 
 def _table_column(oid: int, attnum: int, data_type: str, length: int | None) -> Origin:

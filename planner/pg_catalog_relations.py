@@ -92,8 +92,12 @@ class Relation:
     kind: str = "v"  # relkind in PostgreSQL: 'r' catalog table, 'v' view
     oid: int | None = None  # PostgreSQL's fixed OID of a catalog table
 
+    def pg_columns(self) -> list[tuple[str, str]]:
+        """(name, PostgreSQL type) of each column, in order."""
+        return [(c.split(":")[0], c.split(":")[1]) for c in self.columns.split()]
+
     def column_types(self) -> list[tuple[str, str]]:
-        return [(c.split(":")[0], duckdb_type(c.split(":")[1])) for c in self.columns.split()]
+        return [(name, duckdb_type(pg_type)) for name, pg_type in self.pg_columns()]
 
     def sql(self) -> str:
         columns = self.column_types()

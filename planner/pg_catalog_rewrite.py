@@ -15,7 +15,8 @@ keywords used as column labels quoted — and printed for DuckDB. The
 statement's own result columns keep PostgreSQL's text form: int2vector/oidvector values as
 space-separated numbers, a name cast to regclass (or another reg* type) as the object's name.
 When no rule applied, the original text comes back. A statement sqlglot cannot parse comes back
-unchanged, so DuckDB reports its own error.
+unchanged, so DuckDB reports its own error. `parseable(sql)` is the client's text as the rewrite
+parses it (a few spellings sqlglot cannot read respelled).
 """
 
 from __future__ import annotations
@@ -116,9 +117,7 @@ def rewrite(sql: str) -> str:
     lowered = sql.lower()
     if not any(word in lowered for word in _TRIGGER_WORDS) or not _TRIGGER.search(sql):
         return sql
-    text = sql
-    for pattern, replacement in _TEXT_FIXES:
-        text = pattern.sub(replacement, text)
+    text = parseable(sql)
     try:
         tree = sqlglot.parse_one(text, read="postgres")
     except SqlglotError:
@@ -139,6 +138,14 @@ def rewrite(sql: str) -> str:
     if _returned_as_text(tree):
         changed = True
     return tree.sql(dialect="duckdb") if changed else sql
+
+
+def parseable(sql: str) -> str:
+    """`sql` with the spellings sqlglot cannot parse respelled (`oid[]`, keywords as column
+    labels), as `rewrite` parses it."""
+    for pattern, replacement in _TEXT_FIXES:
+        sql = pattern.sub(replacement, sql)
+    return sql
 
 
 def _returned_as_text(tree: exp.Expression) -> bool:

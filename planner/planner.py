@@ -113,10 +113,12 @@ class Planner:
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         stmt = statement.classify(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten)))
-        if stmt.kind is Kind.SELECT and stmt.returns_rows and rewritten == sql:
+        if stmt.kind is Kind.SELECT and stmt.returns_rows:
             # The text as the client wrote it declares the types (rewritten, a cast to
-            # varchar(n) is a left()); a catalog query's relations are the shim's.
-            origins = column_origins.origins(sql, self._relations)
+            # varchar(n) is a left()); a catalog query's relations are the shim's, which
+            # `column_origins` knows as PostgreSQL declares them.
+            origins = column_origins.origins(
+                sql if rewritten == sql else pg_catalog_rewrite.parseable(sql), self._relations)
             if origins is not None:
                 stmt = dataclasses.replace(stmt, origins=origins)
         return stmt

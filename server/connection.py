@@ -52,6 +52,7 @@ import pyarrow as pa
 from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
+from heron.planner.column_origins import NO_ORIGIN, wire_type
 from heron.server import auth, copy, encode, protocol
 from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
@@ -742,14 +743,21 @@ def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzi
     if not batches:
         return _Chunk(b"", 0, True)
     table = pa.Table.from_batches(batches)
+    described = result.columns
     if portal.promised is not None:
         table = _conform(table, portal.promised)
+        described = portal.promised
     formats = result_formats(portal.formats, table.num_columns)
+    # Each column encoded as the type RowDescription announces (its origin may declare one).
+    origins = [c.origin for c in described] if len(described) == table.num_columns else (
+        [NO_ORIGIN] * table.num_columns)
+    wires = [wire_type(column.type, origin)[0] for column, origin in zip(
+        table.columns, origins, strict=True)]
     if count < VECTORIZED_MIN_ROWS:
-        values = [encode.encode_column(table.column(i), fmt, timezone)
+        values = [encode.encode_column(table.column(i), fmt, timezone, wires[i])
                   for i, fmt in enumerate(formats)]
         return _Chunk(b"".join(protocol.data_rows(values, count)), count, done)
-    columns = [encode.encode_values(table.column(i), fmt, timezone)
+    columns = [encode.encode_values(table.column(i), fmt, timezone, wires[i])
                for i, fmt in enumerate(formats)]
     return _Chunk(protocol.row_messages(columns), count, done)
 

@@ -1,21 +1,24 @@
 """Arrow result columns as PostgreSQL wire values.
 
 Contract:
-- `encode_column(array, fmt, timezone)` encodes one Arrow column to a list of wire values (bytes,
-  None for NULL) in text (fmt 0) or binary (fmt 1) format, byte-for-byte as PostgreSQL 16 sends
-  them (text: floats shortest round-trip as with extra_float_digits >= 1, booleans t/f,
-  timestamps trimmed to significant microseconds, timestamptz in the session time zone with
-  +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres, infinite dates and timestamps
-  as infinity/-infinity). Another format code raises `SqlError` 22023. This is the reference.
-- `encode_values(array, fmt, timezone)` is its vectorized twin: the same bytes as one
+- `encode_column(array, fmt, timezone, wire)` encodes one Arrow column to a list of wire values
+  (bytes, None for NULL) in text (fmt 0) or binary (fmt 1) format as type `wire` (the column's
+  `column_origins.wire_type`; `pg_types.for_arrow`'s when not given), byte-for-byte as
+  PostgreSQL 16 sends them (text: floats shortest round-trip as with extra_float_digits >= 1,
+  booleans t/f, timestamps trimmed to significant microseconds, timestamptz in the session time
+  zone with +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres, infinite dates and
+  timestamps as infinity/-infinity; `"char"` as charout prints its one byte, binary that byte).
+  Another format code raises `SqlError` 22023. This is the reference.
+- `encode_values(array, fmt, timezone, wire)` is its vectorized twin: the same bytes as one
   `protocol.Encoded` column (offsets, data, validity) built with Arrow and numpy kernels for the
   common types (integers, floats, booleans, text, dates, timestamps without time zone), falling
   back to the reference for the others. `tests/server/test_encode.py` compares them on random
   columns.
 - `row_description(columns, formats)` is the RowDescription message announcing result columns
-  (types from `heron.planner.pg_types.for_arrow`, or the type a column's origin declares where
-  its values encode alike: varchar(n) over text; the table OID and column number it reads),
-  kept per columns and formats: a prepared statement announces the same at every execution.
+  (each column's `column_origins.wire_type`: `pg_types.for_arrow`'s type, or the type its
+  origin declares where its values encode alike: varchar(n) over text, "char" over a catalog
+  column's text; the table OID and column number it reads), kept per columns and formats: a
+  prepared statement announces the same at every execution.
 - `session_timezone(name)` is the `timezone` for a session's TimeZone setting (UTC when unknown).
 - `numeric_binary(value)` is numeric_send's layout of a Decimal.
 - `PG_EPOCH_DATE`, `PG_EPOCH` and `INT64_MAX` describe PostgreSQL's binary dates and timestamps
@@ -39,11 +42,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from heron.planner import pg_types
-from heron.planner.column_origins import announced
+from heron.planner.column_origins import wire_type
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
     BOOL,
     BYTEA,
+    CHAR,
     DATE,
     FLOAT4,
     FLOAT8,
@@ -96,15 +100,37 @@ def session_timezone(name: str) -> dt.tzinfo:
 
 
 def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzinfo = dt.UTC,
-                  ) -> Wire:
-    """Wire values of one result column in text (0) or binary (1) format."""
+                  wire: PgType | None = None) -> Wire:
+    """Wire values of one result column in text (0) or binary (1) format, as type `wire` (the
+    column's `wire_type`; by default its values' type's)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if wire is CHAR and fmt in (0, 1):
+        return _chars(array, fmt)
     if fmt == 0:
         return [None if s is None else s.encode("utf-8") for s in _text(array, timezone)]
     if fmt == 1:
         return _binary(array)
     raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+
+
+def _chars(a: pa.Array, fmt: int) -> Wire:
+    """`"char"` values (text of one character): the first byte of each one's UTF-8 (NUL for an
+    empty one); binary is that byte, text as charout prints it (nothing for NUL, \\ooo above
+    127)."""
+    out: Wire = []
+    for v in a.cast(pa.string()).to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        byte = v.encode("utf-8")[:1] or b"\x00"
+        if fmt == 1:
+            out.append(byte)
+        elif byte[0] > 127:
+            out.append(b"\\%03o" % byte[0])
+        else:
+            out.append(b"" if byte == b"\x00" else byte)
+    return out
 
 
 def _booleans(a: pa.Array) -> pa.Array:
@@ -526,13 +552,15 @@ def numeric_binary(value: Decimal) -> bytes:
 # -- the vectorized twin ------------------------------------------------------------------------
 
 
-def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzinfo = dt.UTC
-                  ) -> Encoded:
+def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzinfo = dt.UTC,
+                  wire: PgType | None = None) -> Encoded:
     """`encode_column`'s bytes as one `Encoded` column, vectorized where the type allows."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if fmt not in (0, 1):
         raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+    if wire is CHAR:
+        return _chars_at_once(array, fmt)
     t = array.type
     if extension_name(t) == "arrow.json":
         array, t = array.storage, array.storage.type
@@ -563,6 +591,20 @@ def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
             return _strings(pc.cast(pc.cast(days, pa.date32()), pa.string()))
         return _fixed(pc.subtract(days, pa.scalar(_UNIX_TO_PG_DAYS, pa.int32())), ">i4")
     return Encoded.of(encode_column(array, fmt, timezone))
+
+
+def _chars_at_once(a: pa.Array, fmt: int) -> Encoded:
+    """`_chars` by Arrow kernels where every value is ASCII (each one's first character is its
+    first byte), else by the reference."""
+    strings = a.cast(pa.large_string())
+    if pc.all(pc.string_is_ascii(strings)).as_py() is False:
+        return Encoded.of(_chars(a, fmt))
+    first = pc.utf8_slice_codeunits(strings, 0, 1)
+    if fmt == 1:
+        first = pc.if_else(pc.equal(first, ""), "\x00", first)
+    else:
+        first = pc.replace_substring(first, "\x00", "")
+    return _strings(first)
 
 
 def _valid_mask(a: pa.Array) -> np.ndarray:
@@ -634,9 +676,8 @@ def row_description(columns: tuple[Column, ...], formats: tuple[int, ...]) -> by
     """The RowDescription of result columns, each sent in its format (0 text, 1 binary)."""
     fields = []
     for column, fmt in zip(columns, formats, strict=True):
-        t, origin = for_arrow(column.type), column.origin
-        oid, typmod = announced(t.oid, origin)
-        typlen = t.typlen if oid == t.oid else pg_types.BY_OID[oid].typlen
-        fields.append(FieldDescription(column.name, oid, typlen, typmod, fmt,
+        origin = column.origin
+        t, typmod = wire_type(column.type, origin)
+        fields.append(FieldDescription(column.name, t.oid, t.typlen, typmod, fmt,
                                        origin.table_oid, origin.attnum))
     return protocol.row_description(fields)

@@ -41,6 +41,8 @@ QUERIES = {
                      "EXCEPT SELECT 1",
     "parenthesized": "(SELECT (title), price FROM cat_books)",
     "no_from": "SELECT 1 AS one, 'x' AS x",
+    "catalog_char": "SELECT t.typtype, t.typdelim, c.relkind FROM pg_catalog.pg_type t "
+                    "JOIN pg_class c ON c.oid = t.typrelid WHERE c.relname = 'cat_books'",
 }
 
 

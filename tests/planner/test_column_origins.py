@@ -7,6 +7,7 @@ with PostgreSQL 15; these pin the resolver's rules one by one, with OIDs read fr
 from __future__ import annotations
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from heron.planner.column_origins import (
@@ -17,8 +18,9 @@ from heron.planner.column_origins import (
     numeric,
     origins,
     varchar,
+    wire_type,
 )
-from heron.planner.pg_types import NUMERIC, TEXT, VARCHAR
+from heron.planner.pg_types import CHAR, INT2, NUMERIC, TEXT, VARCHAR
 
 SCHEMA = """
 CREATE SCHEMA other;
@@ -143,3 +145,28 @@ def test_a_column_is_announced_as_declared_only_where_it_encodes_alike():
     assert announced(NUMERIC.oid, numeric(4, 1)) == (NUMERIC.oid, numeric(4, 1).typmod)
     assert announced(23, varchar(3)) == (23, -1)  # an integer's values are no varchar's
     assert announced(TEXT.oid, NO_ORIGIN) == (TEXT.oid, -1)
+
+
+# -- the catalog shim's relations ---------------------------------------------------------------
+
+def test_catalog_columns_read_the_catalog_table_and_declare_char():
+    found = origins("SELECT t.typname, t.typtype, n.nspname FROM pg_catalog.pg_type t "
+                    "JOIN pg_namespace n ON n.oid = t.typnamespace", lambda: pytest.fail(
+                        "a catalog query needs no user relations"))
+    assert found == (Origin(1247, 2), Origin(1247, 7, 18), Origin(2615, 2))
+
+
+def test_char_through_a_union_only_where_both_branches_are():
+    relations = Relations({}, ())
+    both = origins("SELECT typtype FROM pg_type UNION ALL SELECT relkind FROM pg_class", relations)
+    assert both == (Origin(type_oid=18),)
+    mixed = origins("SELECT typtype FROM pg_type UNION ALL SELECT typname FROM pg_type", relations)
+    assert mixed == (NO_ORIGIN,)
+
+
+def test_wire_type_announces_char_over_text_only():
+    char = Origin(1259, 17, 18)
+    assert wire_type(pa.string(), char) == (CHAR, -1)
+    assert wire_type(pa.int16(), char) == (INT2, -1)
+    assert wire_type(pa.string(), NO_ORIGIN) == (TEXT, -1)
+    assert wire_type(pa.string(), varchar(5)) == (VARCHAR, 9)

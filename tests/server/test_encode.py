@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from heron.planner import pg_types
+from heron.planner import column_origins, pg_types
+from heron.planner.statement import Column
 from heron.server import decode, encode, protocol
 
 
@@ -274,3 +275,37 @@ def test_short_columns_pack_value_by_value_like_numpy(arrow_type, dtype):
         values = [None if rng.random() < 0.2 else make() for _ in range(rng.randrange(0, 20))]
         array = pa.array(values, arrow_type)
         assert encode.packed_each(array, dtype) == encode.packed_at_once(array, dtype)
+
+
+# -- the wire type of a column: "char" over a catalog column, regclass / regtype --------------
+
+_CHAR_ORIGIN = column_origins.Origin(1247, 7, pg_types.CHAR.oid)  # pg_type.typtype
+
+
+def _both(array: pa.Array, fmt: int, wire: pg_types.PgType | None) -> list[bytes | None]:
+    """The reference's values, checked equal to the vectorized twin's."""
+    reference = encode.encode_column(array, fmt, wire=wire)
+    got = encode.encode_values(array, fmt, wire=wire)
+    assert [None if not got.valid[i] else got.data[got.offsets[i]:got.offsets[i + 1]].tobytes()
+            for i in range(len(got))] == reference
+    return reference
+
+
+def test_a_char_column_is_announced_and_encoded_as_one_byte():
+    column = Column("typtype", pa.string(), _CHAR_ORIGIN)
+    wire, typmod = column_origins.wire_type(column.type, column.origin)
+    assert (wire, typmod) == (pg_types.CHAR, -1)
+    values = pa.array(["b", "", None, "é", "ab"] * 20)  # 100 values: the vectorized path too
+    assert _both(values, 1, wire)[:5] == [b"b", b"\x00", None, b"\xc3", b"a"]
+    assert _both(values, 0, wire)[:5] == [b"b", b"", None, b"\\303", b"a"]
+    ascii_only = pa.array(["c", "", None] * 30)
+    assert _both(ascii_only, 1, wire)[:3] == [b"c", b"\x00", None]
+    assert _both(ascii_only, 0, wire)[:3] == [b"c", b"", None]
+    description = encode.row_description((column,), (1,))
+    assert struct.pack("!IhIhih", 1247, 7, 18, 1, -1, 1) in description
+
+
+def test_char_is_declared_only_over_text():
+    # Values of another type keep their own (the origin cannot make them one byte).
+    assert column_origins.wire_type(pa.int32(), _CHAR_ORIGIN) == (pg_types.INT4, -1)
+    assert column_origins.wire_type(pa.string(), column_origins.NO_ORIGIN) == (pg_types.TEXT, -1)
