@@ -354,6 +354,13 @@ CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
     "heron_regtype_oid": (("name_arg", "coalesce(to_regtype(name_arg), error('type \"' "
                                        "|| name_arg || '\" does not exist'))"),),
     "heron_regtype_name": (("type_arg", "format_type(type_arg, NULL)"),),
+    # A result column's regclass or regtype value: its OID and its name (`pg_types.reg_value`).
+    "heron_regclass_value": (("rel_arg", "CASE WHEN rel_arg IS NOT NULL THEN {'heron_regclass': "
+                                         "rel_arg::UINTEGER, 'name': heron_regclass_name(rel_arg)"
+                                         "} END"),),
+    "heron_regtype_value": (("type_arg", "CASE WHEN type_arg IS NOT NULL THEN {'heron_regtype': "
+                                         "type_arg::UINTEGER, 'name': heron_regtype_name(type_arg)"
+                                         "} END"),),
     "to_regnamespace": (("name_arg", lookup(
         "pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
     "heron_regnamespace_oid": (("name_arg", "coalesce(to_regnamespace(name_arg), error("

@@ -13,7 +13,8 @@ a catalog table made its OID, `pg_partition_ancestors(rel)` a relation's only an
 has no partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it,
 keywords used as column labels quoted — and printed for DuckDB. The
 statement's own result columns keep PostgreSQL's text form: int2vector/oidvector values as
-space-separated numbers, a name cast to regclass (or another reg* type) as the object's name.
+space-separated numbers, a name cast to regnamespace, regrole or regproc as the object's name, a
+regclass or regtype value as its OID and name (sent as regclass / regtype, binary the OID).
 When no rule applied, the original text comes back. A statement sqlglot cannot parse comes back
 unchanged, so DuckDB reports its own error. `parseable(sql)` is the client's text as the rewrite
 parses it (a few spellings sqlglot cannot read respelled).
@@ -84,6 +85,11 @@ _OID_CASTS = {
 _NAME_OF = {by_name: by_oid for by_name, by_oid in _OID_CASTS.values()
             if by_name.endswith("_oid")}
 _TYPE_OF = {by_name: cast for cast, (by_name, _) in reversed(_OID_CASTS.items())}
+# Calls whose result is a regclass or regtype value (the type, whether its argument is the OID):
+# as a result column, the value's OID and name (`pg_types.reg_value`).
+_REG_VALUES = {"heron_regclass_oid": ("regclass", False), "to_regclass": ("regclass", False),
+               "heron_regclass_name": ("regclass", True), "heron_regtype_oid": ("regtype", False),
+               "to_regtype": ("regtype", False), "heron_regtype_name": ("regtype", True)}
 # Functions whose result is text: a cast of their result to regclass looks a name up.
 _TEXT_FUNCTIONS = {"format", "concat", "quote_ident", "lower", "upper", "replace", "trim",
                    "btrim", "ltrim", "rtrim", "substring", "substr"}
@@ -152,8 +158,9 @@ def _returned_as_text(tree: exp.Expression) -> bool:
     """Values of the statement's result columns sent in their PostgreSQL text form, the way
     clients read them; inside the statement they keep the form comparisons need. An
     int2vector/oidvector column is its numbers separated by spaces (SQLAlchemy splits indoption
-    at spaces), a name cast to regclass (or another reg* type) the object's name. Whether any
-    column was."""
+    at spaces), a name cast to regnamespace, regrole or regproc the object's name; a regclass or
+    regtype value (a cast, pg_typeof, to_regclass, to_regtype) the struct of its OID and name
+    (`pg_types.reg_value`), sent as PostgreSQL sends those types. Whether any column was."""
     selects = [tree] if isinstance(tree, exp.Select) else (
         [s for s in tree.find_all(exp.Select) if s.parent_select is None]
         if isinstance(tree, exp.SetOperation) else [])
@@ -165,6 +172,13 @@ def _returned_as_text(tree: exp.Expression) -> bool:
                 text: exp.Expression = exp.Anonymous(
                     this="array_to_string", expressions=[value.copy(), exp.Literal.string(" ")])
                 name = item.alias_or_name
+            elif isinstance(value, exp.Anonymous) and value.name.lower() in _REG_VALUES:
+                kind, by_oid = _REG_VALUES[value.name.lower()]
+                oid = value.expressions[0] if by_oid else value
+                text = exp.Anonymous(this=f"heron_{kind}_value", expressions=[oid.copy()])
+                name = item.alias if isinstance(item, exp.Alias) else (
+                    oid.name if by_oid and isinstance(oid, exp.Column) else
+                    value.name.lower() if value.name.lower().startswith("to_") else kind)
             elif isinstance(value, exp.Anonymous) and value.name.lower() in _NAME_OF:
                 text = exp.Anonymous(this=_NAME_OF[value.name.lower()],
                                      expressions=[value.copy()])

@@ -93,6 +93,8 @@ _BASE = (
     TypeRow(_T.TIMETZ, "D", False, "d", io="timetz_", typmod=True),
     TypeRow(_T.BIT, "V", False, "i", "x", io="bit_", typmod=True),
     TypeRow(_T.NUMERIC, "N", False, "i", "m", io="numeric_", typmod=True),
+    TypeRow(_T.REGCLASS, "N", True, "i"),
+    TypeRow(_T.REGTYPE, "N", True, "i"),
     TypeRow(_T.UUID, "U", False, "c", io="uuid_"),
     TypeRow(_T.JSONB, "U", False, "i", "x", io="jsonb_"),
 )

@@ -3,7 +3,9 @@
 Contract: one `PgType` per type Heron sends or describes: its OID, `typname`, the name `format_type`
 prints, its length on the wire and the OID of its array type. `for_arrow(t)` is the type a column of
 Arrow type `t` (as DuckDB produces it) is sent as; Arrow types without a PostgreSQL twin are sent as
-text (structs and maps as JSON, nested lists as array literals). The wire encoders
+text (structs and maps as JSON, nested lists as array literals), but for the struct
+`{heron_regclass | heron_regtype: oid, name: text}` (`reg_value`), which carries a regclass or
+regtype value: its OID (the binary form) and its name (the text form). The wire encoders
 (`server/encode.py`), parameter typing (`planner/parameters.py`) and the catalog shim
 (`planner/pg_catalog_types.py`) all read this table, so what a client is told about a column and
 what it receives cannot disagree.
@@ -52,13 +54,28 @@ INTERVAL = PgType(1186, "interval", 16, 1187)
 TIMETZ = PgType(1266, "timetz", 12, 1270, "time with time zone")
 BIT = PgType(1560, "bit", -1, 1561)
 NUMERIC = PgType(1700, "numeric", -1, 1231)
+REGCLASS = PgType(2205, "regclass", 4, 2210)
+REGTYPE = PgType(2206, "regtype", 4, 2211)
 UUID = PgType(2950, "uuid", 16, 2951)
 JSONB = PgType(3802, "jsonb", -1, 3807)
 
 ALL = (BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR,
-       VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, TIMETZ, BIT, NUMERIC, UUID, JSONB)
+       VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, TIMETZ, BIT, NUMERIC, REGCLASS,
+       REGTYPE, UUID, JSONB)
 BY_OID = {t.oid: t for t in ALL}
 ARRAY_ELEMENT = {t.array_oid: t for t in ALL if t.array_oid}
+
+
+# The struct carrying an object-identifier value: its first field's name says which type, the
+# field holds the OID, the second (`name`) its name as PostgreSQL prints it.
+REG_FIELDS = {"heron_regclass": REGCLASS, "heron_regtype": REGTYPE}
+
+
+def reg_value(t: pa.DataType) -> PgType | None:
+    """REGCLASS or REGTYPE if `t` is the struct carrying such values, else None."""
+    if pa.types.is_struct(t) and t.num_fields == 2 and t.field(1).name == "name":
+        return REG_FIELDS.get(t.field(0).name)
+    return None
 
 
 # DuckDB's own types reach Arrow as `arrow.opaque` extensions (with arrow_lossless_conversion).
@@ -142,4 +159,6 @@ def for_arrow(t: pa.DataType) -> PgType:
         if is_list(t.value_type) or not element.array_oid:
             return TEXT
         return PgType(element.array_oid, f"_{element.name}", -1)
+    if (reg := reg_value(t)) is not None:
+        return reg
     return TEXT  # null, struct, map, union: text (JSON for structs and maps)

@@ -7,7 +7,8 @@ Contract:
   PostgreSQL 16 sends them (text: floats shortest round-trip as with extra_float_digits >= 1,
   booleans t/f, timestamps trimmed to significant microseconds, timestamptz in the session time
   zone with +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres, infinite dates and
-  timestamps as infinity/-infinity; `"char"` as charout prints its one byte, binary that byte).
+  timestamps as infinity/-infinity; `"char"` as charout prints its one byte, binary that byte;
+  regclass and regtype, carried as `pg_types.reg_value` structs, as the name, binary the OID).
   Another format code raises `SqlError` 22023. This is the reference.
 - `encode_values(array, fmt, timezone, wire)` is its vectorized twin: the same bytes as one
   `protocol.Encoded` column (offsets, data, validity) built with Arrow and numpy kernels for the
@@ -57,6 +58,8 @@ from heron.planner.pg_types import (
     INTERVAL,
     NUMERIC,
     OID,
+    REGCLASS,
+    REGTYPE,
     TIME,
     TIMESTAMP,
     TIMESTAMPTZ,
@@ -66,6 +69,7 @@ from heron.planner.pg_types import (
     is_list,
     is_uuid,
     opaque_name,
+    reg_value,
 )
 from heron.planner.statement import Column
 from heron.server import protocol
@@ -150,6 +154,8 @@ def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         return [None if v is None else str(uuid.UUID(bytes=v)) for v in storage.to_pylist()]
     if (name := opaque_name(t)) is not None:
         return _opaque_text(a, name)
+    if reg_value(t) is not None:  # regclass, regtype: the name
+        return a.flatten()[1].to_pylist()
     if isinstance(a, pa.ExtensionArray):
         return _text(a.storage, tz)
     if pa.types.is_null(t):
@@ -419,6 +425,8 @@ def _binary(a: pa.Array) -> Wire:
         return [None if v is None else (b"\x01" if v else b"\x00") for v in a.to_pylist()]
     if pg in _FIXED_BINARY:
         return _fixed_width(a, _FIXED_BINARY[pg])
+    if pg in (REGCLASS, REGTYPE):  # the OID
+        return _fixed_width(a.flatten()[0].cast(pa.uint32()), ">u4")
     if pg is NUMERIC:
         return [None if v is None else numeric_binary(Decimal(v)) for v in a.to_pylist()]
     if pg is BYTEA:

@@ -43,6 +43,7 @@ QUERIES = {
     "no_from": "SELECT 1 AS one, 'x' AS x",
     "catalog_char": "SELECT t.typtype, t.typdelim, c.relkind FROM pg_catalog.pg_type t "
                     "JOIN pg_class c ON c.oid = t.typrelid WHERE c.relname = 'cat_books'",
+    "regtype": "SELECT pg_typeof(1) AS t, 'int4'::regtype AS r, 'cat_books'::regclass AS c",
 }
 
 

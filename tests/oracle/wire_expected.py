@@ -12,8 +12,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "asyncpg:json_functions": "DuckDB prints JSON compactly ({\"a\":1}, [1,2]); PostgreSQL's "
                               "json_build_object and json_agg put spaces in (drivers that parse "
                               "JSON see equal values)",
-    "*:pg_typeof": "pg_typeof names the type as PostgreSQL does, as text (OID 25); PostgreSQL's "
-                   "is a regtype (OID 2206), whose binary form is the type's OID",
     "*:average_of_integers": "DuckDB's avg of integers is a double; PostgreSQL's is numeric with "
                              "a scale that depends on the value (16 significant digits), which "
                              "a DuckDB DECIMAL column cannot carry",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from heron.planner import Planner, pg_catalog
+from heron.planner import Planner, pg_catalog, pg_types
 from heron.planner.pg_catalog_rewrite import rewrite
 
 
@@ -23,10 +23,17 @@ def catalog():
 
 
 def query(catalog: pg_catalog.Catalog, sql: str) -> list[tuple]:
-    """`sql` as the planner runs it: rewritten, on fresh snapshots of the catalog."""
+    """`sql` as the planner runs it: rewritten, on fresh snapshots of the catalog; a regclass or
+    regtype result (the struct of its OID and name) as its text form, the name."""
     sql = rewrite(sql)
     catalog.refresh(sql)
-    return catalog.con.sql(sql).fetchall()
+    return [tuple(_text_form(v) for v in row) for row in catalog.con.sql(sql).fetchall()]
+
+
+def _text_form(value):
+    if isinstance(value, dict) and set(value) & set(pg_types.REG_FIELDS):
+        return value["name"]
+    return value
 
 
 def columns(catalog: pg_catalog.Catalog, sql: str) -> list[str]:
@@ -49,7 +56,7 @@ def test_rewrites():
         " COLLATE pg_catalog.default")
     assert "pg_catalog" not in out and "COLLATE" not in out
     assert "REGEXP_MATCHES(c.relname, '^(t)$')" in out
-    assert "HERON_REGCLASS_NAME(c.oid)" in out
+    assert "HERON_REGCLASS_VALUE(c.oid) AS oid" in out  # a result column: OID and name
     assert rewrite("SELECT table_name FROM information_schema.tables") == (
         "SELECT table_name FROM heron_information_schema_tables AS tables")
 
@@ -126,7 +133,7 @@ def test_relations_columns_constraints_and_indexes(catalog):
         ("books_pkey", "p", "PRIMARY KEY (id)"), ("books_price_check", "c", "CHECK ((price > 0))")]
     assert query(catalog, "SELECT indexrelid::regclass, indisprimary, indisunique, indkey, "
                           "pg_get_indexdef(indexrelid) FROM pg_catalog.pg_index "
-                          "WHERE indrelid = 'books'::regclass ORDER BY 1") == [
+                          "WHERE indrelid = 'books'::regclass ORDER BY indisprimary DESC") == [
         ("books_pkey", True, True, "1",
          "CREATE UNIQUE INDEX books_pkey ON main.books USING btree (id)"),
         ("books_price", False, False, "3",

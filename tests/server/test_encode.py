@@ -309,3 +309,28 @@ def test_char_is_declared_only_over_text():
     # Values of another type keep their own (the origin cannot make them one byte).
     assert column_origins.wire_type(pa.int32(), _CHAR_ORIGIN) == (pg_types.INT4, -1)
     assert column_origins.wire_type(pa.string(), column_origins.NO_ORIGIN) == (pg_types.TEXT, -1)
+
+
+@pytest.mark.parametrize(("field", "expected"), [("heron_regtype", pg_types.REGTYPE),
+                                                 ("heron_regclass", pg_types.REGCLASS)])
+def test_regtype_and_regclass_values_are_the_oid_in_binary_the_name_in_text(field, expected):
+    values = pa.array([{field: 23, "name": "integer"}, None, {field: 1259, "name": "pg_class"}],
+                      pa.struct([(field, pa.uint32()), ("name", pa.string())]))
+    wire, _ = column_origins.wire_type(values.type, column_origins.NO_ORIGIN)
+    assert wire is expected and pg_types.for_arrow(values.type) is expected
+    assert _both(values, 0, wire) == [b"integer", None, b"pg_class"]
+    assert _both(values, 1, wire) == [struct.pack("!I", 23), None, struct.pack("!I", 1259)]
+    description = encode.row_description((Column("t", values.type),), (0,))
+    assert struct.pack("!IhIhih", 0, 0, expected.oid, 4, -1, 0) in description
+    # As an array's elements too (array_send of their OIDs).
+    arrays = pa.array([[{field: 23, "name": "integer"}]], pa.list_(values.type))
+    assert pg_types.for_arrow(arrays.type).oid == expected.array_oid
+    assert encode.encode_column(arrays, 0) == [b"{integer}"]
+    assert encode.encode_column(arrays, 1) == [struct.pack("!iiIiiiI", 1, 0, expected.oid, 1, 1,
+                                                           4, 23)]
+
+
+def test_other_structs_stay_json_text():
+    values = pa.array([{"heron_regtype": 1, "other": "x"}])
+    assert pg_types.for_arrow(values.type) is pg_types.TEXT
+    assert encode.encode_column(values, 0) == [b'{"heron_regtype": 1, "other": "x"}']
