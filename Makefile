@@ -36,8 +36,10 @@ install-dev: $(VENV)/.installed-dev
 serve: install
 	$(BIN)/heron serve $(SERVE_ARGS)
 
+# pytest's own script, not `python -m pytest`: that puts the checkout first on sys.path, where
+# its kernels/ folder (heron.kernels) hides the `kernels` package transformers imports.
 test: install-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install-dev
 	$(BIN)/ruff check .
