@@ -16,10 +16,11 @@ column by column (a star over a function's rows, or over joins whose merged colu
 lists otherwise than PostgreSQL). The catalog shim's relations (`pg_catalog_relations`) are
 known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds
 them before the search path: the shim's TEMP views shadow the rest); a catalog table's columns
-carry its fixed OID. A star over one join USING lists
-the merged columns first, as PostgreSQL's does (`pg_semantics` has DuckDB's do the same). A
-set operation's columns are computed, of the first branch's declared type (`"char"` only where
-every branch's is).
+carry its fixed OID. A star over joins that merge columns (USING, NATURAL, chains of them)
+lists each join's merged columns first, as PostgreSQL's does; `moved_columns(select,
+relations)` names those `pg_semantics.rewrite` moves before DuckDB's star so that it lists the
+same, decided here once for both. A set operation's columns are computed, of the first
+branch's declared type (`"char"` only where every branch's is).
 `announced(values_oid, origin)` is the type a column is announced as (a view's pg_attribute);
 `wire_type(values, origin)` the type (and typmod) a result column of Arrow type `values` is
 sent as: what RowDescription announces and what the DataRow encoders (`server/encode.py`)
@@ -29,8 +30,9 @@ encode, decided here only. Pure over sqlglot trees; only `Relations.load` querie
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 import duckdb
 import pyarrow as pa
@@ -39,7 +41,6 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner.pg_catalog_relations import LENGTH_CHECK, RELATIONS
-from heron.planner.pg_semantics import moved_using, plain_star
 from heron.planner.pg_types import BY_OID, CHAR, NUMERIC, TEXT, VARCHAR, PgType, for_arrow
 
 
@@ -203,26 +204,40 @@ class _Resolver:
         if not isinstance(node, exp.Select):
             return None
         sources = self._sources(node, ctes)
-        joined = _joined(node, sources)
+        order = _star_order(_from_items(node), sources)
         out: list[tuple[str, Origin]] = []
         for item in node.expressions:
             star = _star_of(item)
             if star is not None:
-                columns = _star(*star, sources, joined)
+                columns = _star(*star, sources, order)
                 if columns is None:
                     return None
                 out.extend(columns)
             else:
-                out.append((item.alias_or_name.lower(), _origin(item, sources, joined)))
+                out.append((item.alias_or_name.lower(), _origin(item, sources, order)))
         return tuple(out)
+
+    def scope(self, node: exp.Expression) -> dict[str, Columns | None]:
+        """The CTEs a FROM clause within `node`'s reads (those of the WITH clauses above it and
+        its own, before the one it is in)."""
+        path = [node]
+        while path[-1].parent is not None:
+            path.append(path[-1].parent)
+        ctes: dict[str, Columns | None] = {}
+        for holder in reversed(path):
+            with_ = holder.args.get("with_")
+            for cte in [] if with_ is None else with_.expressions:
+                name = cte.alias_or_name.lower()
+                ctes[name] = None  # what a recursive one reads of itself is unknown
+                if any(cte is p for p in path):
+                    break
+                ctes[name] = _renamed(self.query(cte.this, ctes), cte.args.get("alias"))
+        return ctes
 
     def _sources(self, select: exp.Select, ctes: Mapping[str, Columns | None]) -> Sources:
         """The FROM items of `select`."""
-        from_ = select.args.get("from_")
-        items = ([] if from_ is None else [from_.this]) + [
-            join.this for join in select.args.get("joins") or ()]
         sources = []
-        for item in items:
+        for item, _ in _from_items(select):
             alias = item.args.get("alias")
             columns: Columns | None = None
             if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
@@ -238,44 +253,129 @@ class _Resolver:
         return sources
 
 
-def _joined(select: exp.Select, sources: Sources) -> tuple[Columns, bool] | None:
-    """The columns of a SELECT's FROM clause as a whole, as PostgreSQL's star lists them, and
-    whether DuckDB's star lists the same (None where a source's are unknown). A join USING (or
-    NATURAL) lists the merged columns first — the left side's for an inner or left join, the
-    right side's for a right join, computed for a full one — then the rest of each side;
-    DuckDB's leaves a merged column where the left side has it, unless `pg_semantics` moved it
-    (a star over one join USING)."""
+def plain_star(star: exp.Star) -> bool:
+    """Whether a star is PostgreSQL's, without DuckDB's modifiers (EXCLUDE, REPLACE, RENAME)."""
+    return not any(star.args.get(k) for k in ("except_", "replace", "rename"))
+
+
+@dataclass(frozen=True)
+class StarOrder:
+    """What an unqualified star over a FROM clause lists: `columns`, PostgreSQL's star's (None:
+    a source's are unknown), and `front`, the merged columns `pg_semantics.rewrite` lists before
+    DuckDB's star without them so that DuckDB's lists the same (empty: DuckDB's star already
+    does; None: it cannot be made to, and is left as it is)."""
+
+    columns: Columns | None
+    front: tuple[str, ...] | None
+
+
+def moved_columns(select: exp.Select, relations: Relations | Callable[[], Relations]
+                  ) -> tuple[str, ...]:
+    """The merged columns `pg_semantics.rewrite` lists first in a plain star of `select`'s list
+    (then DuckDB's star without them); empty where it leaves the star as it is. `relations`
+    (maybe a function) is asked only when a join of `select` merges columns."""
+    items = _from_items(select)
+    if not any(join is not None and _merging(join) for _, join in items):
+        return ()
+    resolver = _Resolver(relations() if callable(relations) else relations)
+    sources = resolver._sources(select, resolver.scope(select))
+    return _star_order(items, sources).front or ()
+
+
+def _from_items(select: exp.Select) -> list[tuple[exp.Expression, exp.Join | None]]:
+    """A SELECT's FROM items, each with the join that adds it (None for the first): a join in
+    parentheses that leads the FROM clause, `(a JOIN b USING (x)) JOIN c ...`, as a chain
+    `a JOIN b USING (x) JOIN c ...`, which PostgreSQL's and DuckDB's stars read alike."""
+    from_ = select.args.get("from_")
+    if from_ is None:
+        return []
+    first, joins = from_.this, list(select.args.get("joins") or ())
+    while (isinstance(first, exp.Subquery) and not first.alias and isinstance(
+            first.this, exp.Table) and first.this.args.get("joins")):
+        joins = [*first.this.args["joins"], *joins]
+        first = first.this
+    return [(first, None), *((join.this, join) for join in joins)]
+
+
+def _merging(join: exp.Join) -> bool:
+    return join.args.get("method") == "NATURAL" or bool(join.args.get("using"))
+
+
+def _comma(join: exp.Join) -> bool:
+    """Whether a join is a comma's, `FROM a, b` (whose later joins bind tighter in PostgreSQL)."""
+    return not any(join.args.get(k) for k in ("kind", "side", "method", "on", "using"))
+
+
+# A column of the simulated stars: its name, what it is (a source's: (index, position); a
+# merged one: (-join number, name), the first join numbered 1), its origin.
+_Column = tuple[str, tuple[int, object], Origin]
+
+
+def _star_order(items: Sequence[tuple[exp.Expression, exp.Join | None]], sources: Sources
+                ) -> StarOrder:
+    """PostgreSQL's star over a FROM clause, and what makes DuckDB's list the same. Both are
+    followed join by join: PostgreSQL lists a join's merged columns (USING's in its order,
+    NATURAL's in the left side's) first, the left side's others, the right side's others;
+    DuckDB leaves a merged column where the left side has it. The merged column is the left
+    side's for an inner or left join, the right side's for a right join, computed for a full one
+    (of the declared type both share). DuckDB's star is PostgreSQL's once PostgreSQL's leading
+    merged columns are moved before it, unless a later comma join reorders or a moved column's
+    name is not the only one of its name (then DuckDB's star is left as it is)."""
+    joins = [join for _, join in items[1:]]
     if not sources or any(columns is None for _, columns in sources):
-        return None
-    joins = select.args.get("joins") or ()
-    left = list(sources[0][1] or ())
-    duckdb_names = [n for n, _ in left]
-    for join, (_, right_columns) in zip(joins, sources[1:], strict=True):
-        right = list(right_columns or ())
+        # unknown columns: one join USING is moved all the same (its merged columns are DuckDB's
+        # only ones of their names)
+        one = len(joins) == 1 and joins[0] is not None and not joins[0].args.get("method")
+        using = tuple(u.name.lower() for u in joins[0].args.get("using") or ()) if one else ()
+        return StarOrder(None, using or None)
+    pg: list[_Column] = [(n, (0, i), o) for i, (n, o) in enumerate(sources[0][1] or ())]
+    duck = list(pg)
+    for j, (join, (_, columns)) in enumerate(zip(joins, sources[1:], strict=True), 1):
+        assert join is not None
+        right: list[_Column] = [(n, (j, i), o) for i, (n, o) in enumerate(columns or ())]
         if join.args.get("method") == "NATURAL":
-            names = [n for n, _ in left if n in {m for m, _ in right}]
+            names = [n for n, _, _ in pg if n in {c[0] for c in right}]
         else:
             names = [u.name.lower() for u in join.args.get("using") or ()]
-        duckdb_names += [n for n, _ in right if n not in names]
         if not names:
-            left += right
+            pg, duck = pg + right, duck + right
             continue
+        if any(_comma(earlier) for earlier in joins[:j - 1] if earlier is not None):
+            return StarOrder(None, None)
+        left_of = {c[0]: c for c in pg}
+        right_of = {c[0]: c for c in right}
+        if len(set(names)) != len(names) or any(
+                [c[0] for c in side].count(n) != 1 for side in (pg, right) for n in names):
+            return StarOrder(None, None)  # PostgreSQL refuses it (or DuckDB would read it apart)
         side = (join.args.get("side") or "").upper()
-        merged_from = dict(right if side == "RIGHT" else left)
-        merged = [(n, NO_ORIGIN if side == "FULL" else merged_from.get(n, NO_ORIGIN))
-                  for n in names]
-        left = merged + [c for c in left if c[0] not in names] + [
-            c for c in right if c[0] not in names]
-    moved = moved_using(select) is not None  # pg_semantics' rewrite
-    return tuple(left), moved or duckdb_names == [n for n, _ in left]
+        merged = {n: (n, (-j, n), _merged(left_of[n][2], right_of[n][2], side)) for n in names}
+        pg = [merged[n] for n in names] + [c for c in pg if c[0] not in merged] + [
+            c for c in right if c[0] not in merged]
+        duck = [merged.get(c[0], c) for c in duck] + [c for c in right if c[0] not in merged]
+    columns = tuple((n, o) for n, _, o in pg)
+    if [c[1] for c in pg] == [c[1] for c in duck]:
+        return StarOrder(columns, ())
+    front = list(takewhile(lambda c: isinstance(c[1][0], int) and c[1][0] < 0, pg))
+    rest = [c for c in duck if c not in front]
+    names = [c[0] for c in pg]
+    if [c[1] for c in front + rest] != [c[1] for c in pg] or any(
+            names.count(c[0]) != 1 for c in front):
+        return StarOrder(columns, None)
+    return StarOrder(columns, tuple(c[0] for c in front))
 
 
-def _star(star: exp.Star, table: str, sources: Sources, joined: tuple[Columns, bool] | None
-          ) -> Columns | None:
+def _merged(left: Origin, right: Origin, side: str) -> Origin:
+    """The origin of a column a join merges (USING, NATURAL)."""
+    if side == "FULL":
+        return _common(left, right)
+    return right if side == "RIGHT" else left
+
+
+def _star(star: exp.Star, table: str, sources: Sources, order: StarOrder) -> Columns | None:
     if not plain_star(star):
         return None
     if not table:
-        return None if joined is None or not joined[1] else joined[0]
+        return None if order.front is None else order.columns
     return _qualified(sources, table)
 
 
@@ -285,8 +385,7 @@ def _qualified(sources: Sources, table: str) -> Columns | None:
     return named[0] if len(named) == 1 else None
 
 
-def _origin(node: exp.Expression, sources: Sources, joined: tuple[Columns, bool] | None
-            ) -> Origin:
+def _origin(node: exp.Expression, sources: Sources, order: StarOrder) -> Origin:
     while isinstance(node, exp.Alias | exp.Paren):
         node = node.this
     if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
@@ -295,7 +394,7 @@ def _origin(node: exp.Expression, sources: Sources, joined: tuple[Columns, bool]
         return NO_ORIGIN
     name, table = node.name.lower(), node.table.lower()
     # unqualified: unknown if it may come from a source whose columns are unknown
-    columns = _qualified(sources, table) if table else (None if joined is None else joined[0])
+    columns = _qualified(sources, table) if table else order.columns
     found = [origin for n, origin in columns or () if n == name]
     return found[0] if len(found) == 1 else NO_ORIGIN
 

@@ -35,8 +35,11 @@ Contract:
     registers), and
     `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
     function;
-  * `*` over a join USING lists the merged columns first, then the rest of each side, as
-    PostgreSQL's star does (DuckDB leaves them where the left side has them);
+  * `*` over joins that merge columns (USING, NATURAL; chains of them) lists the columns as
+    PostgreSQL's star does: each join's merged columns first, then the rest of each side (DuckDB
+    leaves them where the left side has them). Which columns move is
+    `column_origins.moved_columns`'s, over both sides' columns (`relations`, the tables and
+    views the statement may read); a star it cannot be sure of is left as it is;
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
@@ -61,17 +64,21 @@ Contract:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 from duckdb import _seam
 from sqlglot import exp
 
-from heron.planner import dialect, pg_to_char
+from heron.planner import column_origins, dialect, pg_to_char
 from heron.planner.errors import SqlError, SqlState
+
+if TYPE_CHECKING:  # a type only: column_origins imports this module (pg_catalog_types does)
+    from heron.planner.column_origins import Relations
 
 # DuckDB settings that give PostgreSQL's arithmetic, ordering and result types.
 SETTINGS = {
@@ -97,7 +104,7 @@ _TRIGGER = re.compile(
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
     r"encode|decode|to_char|extract|date_part|using)"
-    r"\s*\(",
+    r"\s*\(|\bnatural\b",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
 _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
@@ -106,8 +113,10 @@ _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
 
 
-def rewrite(sql: str) -> str:
-    """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring)."""
+def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = None) -> str:
+    """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
+    a function, called only when a star over a join that merges columns needs them) are the
+    relations the statement may read."""
     tree = _parsed(sql, _TRIGGER)
     if tree is None:
         return sql
@@ -123,7 +132,8 @@ def rewrite(sql: str) -> str:
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
-                  + _rounding(tree, sql) + _time_parts(tree, sql) + _using_stars(tree))
+                  + _rounding(tree, sql) + _time_parts(tree, sql)
+                  + _using_stars(tree, relations))
     return _printed(tree) if rewritten else sql
 
 
@@ -443,34 +453,26 @@ def _time_parts(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     return [call for call, *_ in calls]
 
 
-def plain_star(star: exp.Star) -> bool:
-    """Whether a star is PostgreSQL's, without DuckDB's modifiers (EXCLUDE, REPLACE, RENAME)."""
-    return not any(star.args.get(k) for k in ("except_", "replace", "rename"))
-
-
-def moved_using(select: exp.Select) -> list[exp.Identifier] | None:
-    """The merged columns `rewrite` moves to the front of a star over `select`: those of its one
-    join USING (None for any other FROM clause: chains of joins are left as they are)."""
-    joins = select.args.get("joins") or ()
-    if len(joins) != 1 or joins[0].args.get("method"):
-        return None
-    return joins[0].args.get("using") or None
-
-
-def _using_stars(tree: exp.Expression) -> list[exp.Expression]:
-    """Each `*` of a select list over one join USING, as PostgreSQL's star lists the columns:
-    the merged ones first, then the rest of each side (DuckDB's star leaves a merged column
-    where the left side has it); the stars rewritten."""
+def _using_stars(tree: exp.Expression,
+                 relations: Relations | Callable[[], Relations] | None) -> list[exp.Expression]:
+    """Each plain `*` of a select list over joins that merge columns (USING, NATURAL), as
+    PostgreSQL's star lists the columns: the merged columns `column_origins.moved_columns` names
+    first, then DuckDB's star without them; the stars rewritten. All are decided on the tree as
+    written (a derived table's columns are those of its star unrewritten)."""
+    read = functools.cache(relations if callable(relations) else lambda: (
+        column_origins.Relations({}, ()) if relations is None else relations))
+    moves = [(select, column_origins.moved_columns(select, read))
+             for select in tree.find_all(exp.Select)
+             if any(isinstance(item, exp.Star) for item in select.expressions)]
     stars = []
-    for select in tree.find_all(exp.Select):
-        using = moved_using(select)
-        if using is None:
+    for select, front in moves:
+        if not front:
             continue
-        items = []
+        items: list[exp.Expression] = []
         for item in select.expressions:
-            if isinstance(item, exp.Star) and plain_star(item):
+            if isinstance(item, exp.Star) and column_origins.plain_star(item):
                 stars.append(item)
-                merged = [exp.Column(this=name.copy()) for name in using]
+                merged = [exp.column(name, quoted=True) for name in front]
                 items += [*merged, exp.Star(except_=[c.copy() for c in merged])]
             else:
                 items.append(item)

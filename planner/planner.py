@@ -112,7 +112,7 @@ class Planner:
         rewritten = pg_catalog_rewrite.rewrite(sql)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         stmt = statement.classify(self.con, pg_semantics.typed_results(
-            self.con, pg_semantics.rewrite(rewritten)))
+            self.con, pg_semantics.rewrite(rewritten, self._relations)))
         if stmt.kind is Kind.SELECT and stmt.returns_rows:
             # The text as the client wrote it declares the types (rewritten, a cast to
             # varchar(n) is a left()); a catalog query's relations are the shim's, which

@@ -9,12 +9,14 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 import pytest
+import sqlglot
 
 from heron.planner.column_origins import (
     NO_ORIGIN,
     Origin,
     Relations,
     announced,
+    moved_columns,
     numeric,
     origins,
     varchar,
@@ -119,9 +121,71 @@ def test_joins_using_list_the_merged_columns_first(con, relations):
     assert origins("SELECT * FROM authors NATURAL JOIN books", relations) == (
         Origin(authors, 1), Origin(authors, 2), *origins("SELECT title, price FROM books",
                                                          relations))
-    # DuckDB's star lists these columns otherwise than PostgreSQL's (not rewritten)
-    assert origins("SELECT * FROM books NATURAL JOIN cheap", relations) is None
-    assert origins("SELECT * FROM books JOIN cheap USING (title), authors", relations) is None
+    cheap = _oid(con, "cheap")
+    title = Origin(books, 2, VARCHAR.oid, 24)
+    assert origins("SELECT * FROM books NATURAL JOIN cheap", relations) == (  # moved first
+        title, Origin(books, 1), Origin(books, 3, NUMERIC.oid, numeric(8, 2).typmod),
+        Origin(cheap, 2))
+    assert origins("SELECT * FROM books JOIN cheap USING (title), authors", relations) == (
+        title, Origin(books, 1), Origin(books, 3, NUMERIC.oid, numeric(8, 2).typmod),
+        Origin(cheap, 2), Origin(authors, 1), Origin(authors, 2))
+    # a full join's merged column is computed, of the type both sides declare
+    assert origins("SELECT * FROM books FULL JOIN cheap USING (title)", relations)[0] == (
+        varchar(20))
+
+
+def test_chains_of_joins_list_each_join_s_merged_columns_first(con, relations):
+    books, authors, cheap = _oid(con, "books"), _oid(con, "authors"), _oid(con, "cheap")
+    chain = (Origin(books, 2, VARCHAR.oid, 24), Origin(authors, 1), Origin(authors, 2),
+             Origin(books, 3, NUMERIC.oid, numeric(8, 2).typmod), Origin(cheap, 2))
+    for sql in ("SELECT * FROM authors JOIN books USING (id) JOIN cheap USING (title)",
+                "SELECT * FROM (authors JOIN books USING (id)) NATURAL JOIN cheap",
+                "SELECT * FROM authors NATURAL JOIN books JOIN cheap USING (title)",
+                "WITH j AS (SELECT * FROM authors NATURAL JOIN books) "
+                "SELECT * FROM j JOIN cheap USING (title)",
+                "SELECT * FROM (SELECT * FROM authors JOIN books USING (id)) AS j "
+                "NATURAL JOIN cheap"):
+        assert origins(sql, relations) == chain, sql
+    assert origins("SELECT name, title FROM authors NATURAL JOIN books NATURAL JOIN cheap",
+                   relations) == (Origin(authors, 2), Origin(books, 2, VARCHAR.oid, 24))
+
+
+def test_stars_duckdb_cannot_be_made_to_list_as_postgresql_are_unknown(relations):
+    # a comma before a join USING: PostgreSQL joins `books JOIN cheap` first
+    assert origins("SELECT * FROM authors, books JOIN cheap USING (title)", relations) is None
+    # a moved column's name is another column's too
+    assert origins("SELECT * FROM books NATURAL JOIN cheap CROSS JOIN cheap AS c2",
+                   relations) is None
+    assert origins("SELECT * FROM authors JOIN books USING (id) CROSS JOIN authors AS a2",
+                   relations) is not None  # (where DuckDB's star has it: nothing moved)
+    # a side's columns are unknown
+    assert origins("SELECT * FROM books NATURAL JOIN read_csv('x.csv')", relations) is None
+    # PostgreSQL refuses a common column the left side has twice
+    assert origins("SELECT * FROM books JOIN books AS b2 ON true NATURAL JOIN cheap",
+                   relations) is None
+
+
+def test_moved_columns_are_the_merged_ones_postgresql_lists_first(relations):
+    def moved(sql: str, known: Relations | None = None) -> tuple[str, ...]:
+        return moved_columns(sqlglot.parse_one(sql, read="postgres"), known or relations)
+
+    assert moved("SELECT * FROM books NATURAL JOIN cheap") == ("title",)
+    assert moved("SELECT * FROM authors NATURAL JOIN books") == ()  # DuckDB's order already
+    assert moved("SELECT * FROM books JOIN authors USING (id) JOIN cheap USING (title)") == (
+        "title", "id")
+    assert moved("SELECT * FROM books JOIN cheap USING (title, price)") == ()  # no cheap.price
+    # unknown columns: one join USING is moved all the same, a chain is left as it is
+    nothing = Relations({}, ())
+    assert moved("SELECT * FROM books JOIN cheap USING (twice, id)", nothing) == (
+        "twice", "id")
+    assert moved("SELECT * FROM books JOIN cheap USING (title) JOIN authors USING (id)",
+                 nothing) == ()
+
+    def unreadable() -> Relations:
+        raise AssertionError("read")
+
+    assert moved_columns(sqlglot.parse_one("SELECT * FROM books JOIN cheap ON true"),
+                         unreadable) == ()
 
 
 def test_set_operations_take_the_first_branch_type(relations):

@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from heron.planner import pg_semantics, pg_to_char
+from heron.planner import column_origins, pg_semantics, pg_to_char
 from heron.planner.errors import SqlError
 from heron.planner.statement import columns_of
 
@@ -322,3 +322,45 @@ def test_a_star_over_a_join_using_lists_the_merged_columns_first(con):
         ["t", "id", "p"], [("y", 3, None), ("z", 4, None)])
     assert run("SELECT l.* FROM using_l l JOIN using_r USING (t)") == (
         ["id", "t", "p"], [(2, "y", 20)])
+
+
+def test_stars_over_chains_and_natural_joins_list_postgresql_s_columns(con):
+    con.execute("CREATE TEMP TABLE star_a (p INTEGER, x INTEGER, y VARCHAR);"
+                "CREATE TEMP TABLE star_b (y VARCHAR, r VARCHAR, x INTEGER);"
+                "CREATE TEMP TABLE star_c (s INTEGER, r VARCHAR);"
+                "CREATE TEMP TABLE star_sink (x INTEGER, y VARCHAR, p INTEGER, r VARCHAR);"
+                "INSERT INTO star_a VALUES (1, 1, 'one'), (2, 2, 'two');"
+                "INSERT INTO star_b VALUES ('one', 'r1', 1), ('six', 'r6', 6);"
+                "INSERT INTO star_c VALUES (10, 'r1'), (60, 'r6')")
+    relations = column_origins.Relations.load(con)
+
+    def run(sql: str) -> tuple[list[str], list[tuple]]:
+        result = con.execute(pg_semantics.rewrite(sql, relations))
+        return [d[0] for d in result.description], result.fetchall()
+
+    assert run("SELECT * FROM star_a NATURAL JOIN star_b") == (
+        ["x", "y", "p", "r"], [(1, "one", 1, "r1")])
+    assert run("SELECT * FROM star_a NATURAL FULL JOIN star_b ORDER BY 1") == (
+        ["x", "y", "p", "r"], [(1, "one", 1, "r1"), (2, "two", 2, None), (6, "six", None, "r6")])
+    assert run("SELECT * FROM star_a JOIN star_b USING (x) RIGHT JOIN star_c USING (r) "
+               "ORDER BY 1") == (["r", "x", "p", "y", "y", "s"],
+                                 [("r1", 1, 1, "one", "one", 10), ("r6", None, None, None, None,
+                                                                   60)])
+    assert run("WITH j AS (SELECT * FROM star_a NATURAL JOIN star_b) "
+               "SELECT * FROM star_c JOIN (SELECT * FROM j) AS s USING (r)") == (
+        ["r", "s", "x", "y", "p"], [("r1", 10, 1, "one", 1)])
+    # positions matter where the star feeds a table
+    con.execute(pg_semantics.rewrite("INSERT INTO star_sink SELECT * FROM star_a "
+                                     "NATURAL JOIN star_b", relations))
+    assert con.execute("SELECT * FROM star_sink").fetchall() == [(1, "one", 1, "r1")]
+    # where DuckDB's star cannot be made to list PostgreSQL's, it is left as it is
+    for sql in ("SELECT * FROM star_c, star_a NATURAL JOIN star_b",
+                "SELECT * FROM star_a NATURAL JOIN star_b CROSS JOIN star_b AS b2",
+                "SELECT * FROM star_a NATURAL JOIN (VALUES (1)) AS v(x)"):
+        assert pg_semantics.rewrite(sql, relations) == sql
+    # relations are read only for a star over a join that merges columns
+    def unreadable():
+        raise AssertionError("read")
+
+    sql = "SELECT *, length(y) FROM star_a JOIN star_b ON star_a.x = star_b.x"
+    assert "LENGTH" in pg_semantics.rewrite(sql, unreadable)
