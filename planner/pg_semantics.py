@@ -77,7 +77,7 @@ from sqlglot import exp
 from heron.planner import column_origins, dialect, pg_to_char
 from heron.planner.errors import SqlError, SqlState
 
-if TYPE_CHECKING:  # a type only: column_origins imports this module (pg_catalog_types does)
+if TYPE_CHECKING:  # a name only: column_origins imports pg_catalog_types, which imports this
     from heron.planner.column_origins import Relations
 
 # DuckDB settings that give PostgreSQL's arithmetic, ordering and result types.
