@@ -352,7 +352,11 @@ def _kernel() -> Any:
         return absorb(qt, m_i, l_i, acc, kt, vt, start + tl.arange(0, BLOCK_N), kv_len, token,
                       offset, scale_log2, MASKED)
 
-    @triton.jit
+    # Triton specializes an int argument on its value being 1 or a multiple of 16, compiling a
+    # variant for each: ``n_slots`` (only the descriptors' bound) is a chunk's own token count
+    # in plain launches, so a chunk of 16·k tokens met mid-statement would stop the device for
+    # a compile of seconds.
+    @triton.jit(do_not_specialize=["n_slots"])
     def segment_attention_tiles(
         q_ptr, k_ptr, v_ptr, out_ptr, tile_seg_ptr, tile_first_ptr, q_start_ptr,
         q_len_ptr, kv_start_ptr, kv_len_ptr, offset_ptr, index_ptr, tiled_ptr, q_index_ptr,

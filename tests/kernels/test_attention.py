@@ -204,6 +204,32 @@ def test_tiles_of_consecutive_slots_give_the_bits_of_gathered_ones(absolute: boo
     assert torch.equal(whole[tokens], gathered[tokens])
 
 
+@cuda
+def test_any_count_of_key_slots_runs_the_variant_compiled_first() -> None:
+    """A plain launch's keys are the chunk's own tokens; their count, 1 or a multiple of 16
+    included, compiles no new kernel variant (a compile met mid-statement stops the device for
+    seconds) and changes no bit."""
+    import triton  # noqa: PLC0415
+
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if runtime is None or not hasattr(runtime, "jit_cache_hook"):
+        pytest.skip("this Triton has no jit_cache_hook")
+    q, k, v, segments = arena_case(np.random.default_rng(31), "cuda", torch.bfloat16, 32, 8, 128)
+    first = segment_attention(q, k, v, segments, 0.1)
+    compiles: list[str] = []
+    before = runtime.jit_cache_hook
+    runtime.jit_cache_hook = lambda **kw: compiles.append(str(kw.get("fn"))) and False
+    try:
+        for slots in (-k.shape[0] % 16, -k.shape[0] % 16 + 16, 1 - k.shape[0] % 16 + 16, 3):
+            extra = torch.zeros(slots, *k.shape[1:], device="cuda", dtype=k.dtype)
+            out = segment_attention(q, torch.cat([k, extra]), torch.cat([v, extra]), segments,
+                                    0.1)
+            assert torch.equal(out, first), slots
+    finally:
+        runtime.jit_cache_hook = before
+    assert compiles == []
+
+
 def over_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, prefix: np.ndarray,
                 rows: list[tuple[int, int]], out: torch.Tensor, split: bool = False) -> None:
     """Rows [start, end) of packed tokens (slots = positions) over one prefix, in one cascade
