@@ -59,6 +59,9 @@ def _number(text: str) -> _Numeric:
     """numeric_in then numeric_out of a JSON number with a fraction or an exponent: display
     scale = fraction digits less the exponent (at least 0), no exponent in the output, and no
     sign on zero (numeric has no negative zero)."""
+    if "e" not in text and "E" not in text and len(text) <= MAX_SCALE:
+        # Without an exponent, JSON's text (no leading zeros) is numeric's but for -0.0.
+        return _Numeric(text[1:] if text[0] == "-" and not text.strip("-0.") else text)
     value = Decimal(text)
     scale = max(0, -value.as_tuple().exponent)
     if scale > MAX_SCALE or (not value.is_zero() and value.adjusted() >= MAX_INTEGER_DIGITS):
@@ -76,17 +79,18 @@ def _long_integer(text: str) -> _Numeric:
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's pairs as jsonb keeps them: one per key (the last), ordered by the UTF-8 length
-    of the key, then bytewise. Code point order is UTF-8's byte order, so the strings compare
-    as they are."""
+    of the key, then bytewise. Code point order is UTF-8's byte order, so the strings sort as
+    they are, then (stably) by length: two sorts by C functions, no Python key per key."""
     unique = dict(pairs)
     if len(unique) < 2:
         return unique
-    return dict(sorted(unique.items(), key=_key_order))
+    keys = sorted(unique)
+    keys.sort(key=len if "".join(keys).isascii() else _utf8_length)
+    return {key: unique[key] for key in keys}
 
 
-def _key_order(pair: tuple[str, Any]) -> tuple[int, str]:
-    key = pair[0]
-    return (len(key) if key.isascii() else len(key.encode("utf-8", "surrogatepass")), key)
+def _utf8_length(key: str) -> int:
+    return len(key.encode("utf-8", "surrogatepass"))
 
 
 class _Refused(ValueError):
@@ -120,7 +124,7 @@ def normalize(text: str) -> str:
         parts: list[str] = []
         escaped = encode_basestring
         if "\\u" in text:  # an escape may have made a NUL or a lone surrogate
-            if _NUL_ESCAPE.search(text):
+            if "\\u0000" in text and _NUL_ESCAPE.search(text):  # a cheap test first
                 raise SqlError(SqlState.UNTRANSLATABLE_CHARACTER,
                                "unsupported Unicode escape sequence",
                                detail="\\u0000 cannot be converted to text.")
