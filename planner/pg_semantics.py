@@ -18,7 +18,10 @@ Contract:
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
-  * `jsonb` is DuckDB's JSON;
+  * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE gets the
+    CHECK `json_valid(col)`, which never refuses a JSON value and marks the column jsonb for the
+    catalog and `column_origins` (which decides what is sent as jsonb); one of ALTER TABLE ADD
+    COLUMN stays unmarked (json), as DuckDB adds no column with a CHECK;
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -27,7 +30,8 @@ Contract:
     (DuckDB's rounds half away from zero, as both do for numeric);
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
     (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
-    `jsonb_build_object` (DuckDB's json_object), `json_agg` / `jsonb_agg` (json_group_array),
+    `jsonb_build_object` (DuckDB's json_object), `jsonb_build_array` (json_array), `json_agg` /
+    `jsonb_agg` (json_group_array),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
@@ -102,8 +106,8 @@ _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
-    r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
-    r"encode|decode|to_char|extract|date_part|using)"
+    r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using)"
     r"\s*\(|\bnatural\b",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -159,7 +163,7 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Cast):
         return _rewrite_cast(node)
     if isinstance(node, exp.ColumnDef):
-        return _length_checked(node)
+        return _jsonb_marked(_length_checked(node))
     if isinstance(node, exp.DataType):
         if node.this == _T.DECIMAL and not node.expressions:
             return UNCONSTRAINED_NUMERIC.copy()
@@ -213,7 +217,8 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
 _SPELLED: dict[type, str] = {exp.StrPosition: "position", exp.JSONArrayAgg: "json_agg",
                              exp.Decode: "decode"}
 _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object",
-            "jsonb_agg": "json_group_array", "every": "bool_and"}
+            "jsonb_build_array": "json_array", "jsonb_agg": "json_group_array",
+            "every": "bool_and"}
 
 
 def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -713,6 +718,25 @@ def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
     checked.set("kind", exp.DataType.build("VARCHAR"))
     checked.append("constraints", exp.ColumnConstraint(kind=check))
     return checked
+
+
+def _jsonb_marked(column: exp.ColumnDef) -> exp.ColumnDef:
+    """A jsonb column as a JSON column with the CHECK `json_valid(col)` marking it jsonb (see
+    `pg_catalog_relations.JSONB_CHECK`). A CHECK, because it is what DuckDB keeps of a column
+    beside its type and what the catalog already reads back (varchar(n)'s length): DuckDB's
+    type alias (CREATE TYPE jsonb AS JSON) is resolved to JSON in the table, and a cast to it,
+    a view's column or a function's result keeps nothing of it either, so `column_origins`
+    carries jsonb from here on, as it carries varchar(n)."""
+    kind = column.args.get("kind")
+    if not isinstance(kind, exp.DataType) or kind.this != _T.JSONB or column.find_ancestor(
+            exp.Alter) is not None:  # DuckDB adds no column with a CHECK: json it stays
+        return column
+    check = exp.CheckColumnConstraint(this=exp.Anonymous(
+        this="json_valid", expressions=[exp.column(column.this.copy())]))
+    marked = column.copy()
+    marked.set("kind", exp.DataType.build("JSON"))
+    marked.append("constraints", exp.ColumnConstraint(kind=check))
+    return marked
 
 
 def _array_expression(items: list[Any]) -> exp.Expression:
