@@ -21,10 +21,11 @@ Contract:
   `?&`: the string is a top-level key, or a string element of a top-level array (or the
   top-level string itself); NULL keys are skipped.
 - `FUNCTIONS` names them as PostgreSQL's functions behind the operators, with their DuckDB
-  signatures: `pg_catalog.register` registers them, `@>` and `<@` also as overloads of
-  DuckDB's own operators for text operands (JSON is text to DuckDB's binder; lists keep the
-  list overloads), and `pg_semantics.rewrite` turns `?`, `?|` and `?&`, which DuckDB reads as
-  parameters, into calls.
+  signatures; `register(con)` registers them as Python functions (`pg_catalog.register` calls
+  it on the root connection), `@>` and `<@` also as overloads of DuckDB's own operators for
+  text operands (JSON is text to DuckDB's binder; lists keep the list overloads), and
+  `pg_semantics.rewrite` turns `?`, `?|` and `?&`, which DuckDB reads as parameters, into
+  calls.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from json.encoder import encode_basestring
 from typing import Any
+
+import duckdb
 
 from heron.planner.errors import SqlError, SqlState
 
@@ -289,3 +292,14 @@ FUNCTIONS: dict[str, tuple[Callable[..., bool], tuple[str, ...]]] = {
 }
 # DuckDB's operators that also take text, as these functions.
 OPERATORS = {"@>": "jsonb_contains", "<@": "jsonb_contained"}
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Register `FUNCTIONS`, and `OPERATORS` as overloads of DuckDB's: an overload joins the
+    operator's built-in ones (lists' @>), and the binder picks it for text and JSON operands
+    only, as lists do not cast to text implicitly (to JSON they do: hence VARCHAR)."""
+    for name, (function, parameters) in FUNCTIONS.items():
+        con.create_function(name, function, list(parameters), "BOOLEAN")
+    for operator, name in OPERATORS.items():
+        function, parameters = FUNCTIONS[name]
+        con.create_function(operator, function, list(parameters), "BOOLEAN")

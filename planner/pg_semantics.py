@@ -22,6 +22,9 @@ Contract:
     CHECK `json_valid(col)`, which never refuses a JSON value and marks the column jsonb for the
     catalog and `column_origins` (which decides what is sent as jsonb); one of ALTER TABLE ADD
     COLUMN stays unmarked (json), as DuckDB adds no column with a CHECK;
+  * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
+    jsonb_exists, jsonb_exists_any and jsonb_exists_all (a string literal of keys read as a
+    text[] literal), named `?column?`; `@>` and `<@` need no rewrite (`pg_jsonb.OPERATORS`);
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -31,7 +34,8 @@ Contract:
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
     (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
     `jsonb_build_object` (DuckDB's json_object), `jsonb_build_array` (json_array), `json_agg` /
-    `jsonb_agg` (json_group_array),
+    `jsonb_agg` (json_group_array), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
+    json_type's answers),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
@@ -106,9 +110,9 @@ _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
-    r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|"
+    r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using)"
-    r"\s*\(|\bnatural\b",
+    r"\s*\(|\bnatural\b|\?",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
 _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
@@ -219,6 +223,13 @@ _SPELLED: dict[type, str] = {exp.StrPosition: "position", exp.JSONArrayAgg: "jso
 _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object",
             "jsonb_build_array": "json_array", "jsonb_agg": "json_group_array",
             "every": "bool_and"}
+# jsonb's existence operators, as the functions behind them (`pg_jsonb.FUNCTIONS`).
+_EXISTENCE = {exp.JSONBContainsTopKey: "jsonb_exists", exp.JSONBContainsAnyTopKeys:
+              "jsonb_exists_any", exp.JSONBContainsAllTopKeys: "jsonb_exists_all"}
+# json_type's answers (DuckDB's type names) as jsonb_typeof's.
+_JSON_TYPES = {"OBJECT": "object", "ARRAY": "array", "VARCHAR": "string", "BOOLEAN": "boolean",
+               "NULL": "null", "UBIGINT": "number", "BIGINT": "number", "HUGEINT": "number",
+               "DOUBLE": "number"}
 
 
 def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -229,7 +240,9 @@ def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         value = _pg_function(call, sql)
         if value is None:
             continue
-        _take_place(call, _call_name(call, sql)).replace(value)
+        # an operator's column is PostgreSQL's unnamed one
+        name = "?column?" if type(call) in _EXISTENCE else _call_name(call, sql)
+        _take_place(call, name).replace(value)
         changed.append(call)
     return changed
 
@@ -240,6 +253,18 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     name = call.name.lower() if isinstance(call, exp.Anonymous) else None
     if name in _RENAMED:
         return exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
+    if type(call) in _EXISTENCE:
+        keys = call.expression
+        if isinstance(keys, exp.Literal) and keys.is_string and not isinstance(
+                call, exp.JSONBContainsTopKey):  # '{a,b}': text[]
+            keys = _array_expression(parse_array_literal(keys.name, lambda text: text))
+        return exp.Anonymous(this=_EXISTENCE[type(call)], expressions=[call.this, keys])
+    if name in ("jsonb_typeof", "json_typeof") and len(call.expressions) == 1:
+        # no ELSE: NULL for NULL, as PostgreSQL's
+        return exp.Case(this=exp.Anonymous(this="json_type", expressions=call.expressions),
+                        ifs=[exp.If(this=exp.Literal.string(duckdb_name),
+                                    true=exp.Literal.string(pg_name))
+                             for duckdb_name, pg_name in _JSON_TYPES.items()])
     if isinstance(call, exp.JSONArrayAgg) and not any(
             value for key, value in call.args.items() if key != "this"):  # no ORDER BY
         return exp.Anonymous(this="json_group_array", expressions=[call.this])

@@ -116,6 +116,12 @@ CASES: tuple[Case, ...] = (
     Case("jsonb_column", "SELECT j, k FROM w_docs ORDER BY id", setup=_DOCS),
     Case("jsonb_functions", "SELECT jsonb_build_object('b', 1, 'a', 'x') AS o, jsonb_agg(x) AS a, "
          "jsonb_build_array(x, 'y') AS b FROM (VALUES (1), (2)) t(x) GROUP BY x ORDER BY x"),
+    Case("jsonb_operators", "SELECT j -> 'a' AS o, j -> 'n' AS n, j ->> 'a' AS t, "
+         "j @> '{\"n\": [2]}' AS c, '{\"a\": \"x\"}' <@ j AS d, j ? 'n' AS e, "
+         "j ?| array['q', 'a'] AS f, j ?& array['a', 'q'] AS g, jsonb_typeof(j -> 'n') AS h "
+         "FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_where", "SELECT id FROM w_docs WHERE j @> '{\"a\": \"x\"}' OR j ? 'z' "
+         "ORDER BY id", setup=_DOCS),
     Case("jsonb_parameter", "SELECT %s::jsonb AS j", ('{"b": 1, "a": [1.50]}',)),
     Case("jsonb_insert_parameter", "INSERT INTO w_docs2 VALUES (%s, %s)",
          (1, '{"b": 1, "a": 2}'), setup=_table("w_docs2", "id integer, j jsonb")),
