@@ -12,15 +12,19 @@ type, whose text values are single characters). `NO_ORIGIN` is a computed column
 columns, declared types as the catalog shim's pg_attribute tells them; a view's declared types
 follow its definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a
 query's result columns (PostgreSQL text as the client sent it); None when it cannot follow them
-column by column (a star over a function's rows, or over joins whose merged columns DuckDB
-lists otherwise than PostgreSQL). The catalog shim's relations (`pg_catalog_relations`) are
+column by column (a star over a function's rows, or over joins whose merged columns DuckDB lists
+otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared type (OID 3802): a
+cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a CHECK, as the catalog
+shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the functions returning jsonb
+that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg); its
+values are JSON, encoded as jsonb. The catalog shim's relations (`pg_catalog_relations`) are
 known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds
 them before the search path: the shim's TEMP views shadow the rest); a catalog table's columns
-carry its fixed OID. A star over joins that merge columns (USING, NATURAL, chains of them)
-lists each join's merged columns first, as PostgreSQL's does; `moved_columns(select,
-relations)` names those `pg_semantics.rewrite` moves before DuckDB's star so that it lists the
-same, decided here once for both. A set operation's columns are computed, of the first
-branch's declared type (`"char"` only where every branch's is).
+carry its fixed OID. A star over joins that merge columns (USING, NATURAL, chains of them) lists
+each join's merged columns first, as PostgreSQL's does; `moved_columns(select, relations)` names
+those `pg_semantics.rewrite` moves before DuckDB's star so that it lists the same, decided here
+once for both. A set operation's columns are computed, of the first branch's declared type
+(`"char"` only where every branch's is).
 `announced(values_oid, origin)` is the type a column is announced as (a view's pg_attribute);
 `wire_type(values, origin)` the type (and typmod) a result column of Arrow type `values` is
 sent as: what RowDescription announces and what the DataRow encoders (`server/encode.py`)
@@ -40,8 +44,18 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from heron.planner.pg_catalog_relations import LENGTH_CHECK, RELATIONS
-from heron.planner.pg_types import BY_OID, CHAR, NUMERIC, TEXT, VARCHAR, PgType, for_arrow
+from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK, RELATIONS
+from heron.planner.pg_types import (
+    BY_OID,
+    CHAR,
+    JSON,
+    JSONB,
+    NUMERIC,
+    TEXT,
+    VARCHAR,
+    PgType,
+    for_arrow,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +75,25 @@ Sources = list[tuple[str, Columns | None]]
 
 # Views are followed this deep (a view over a view ...) to find their declared types.
 _MAX_DEPTH = 16
-# Quick test before parsing: only a FROM clause or a cast gives a column an origin.
-_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b", re.IGNORECASE)
+# Quick test before parsing: only a FROM clause, a cast or a jsonb function gives a column an
+# origin.
+_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_", re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 
 
 # (values' type, declared type): the declared types a column may be announced as, its values
 # encoded as the values' type's are (a varchar's text and binary forms are text's).
-# A `"char"` column's values are text of one character (the catalog shim's), sent as "char".
+# Two are encoded as the declared type: a `"char"` column's values are text of one character
+# (the catalog shim's), sent as "char"; a jsonb column's are DuckDB's JSON (DuckDB has one JSON
+# type), sent normalized as jsonb.
 _DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
-                         (NUMERIC.oid, NUMERIC.oid), (TEXT.oid, CHAR.oid)})
+                         (NUMERIC.oid, NUMERIC.oid), (TEXT.oid, CHAR.oid),
+                         (JSON.oid, JSONB.oid)})
+# jsonb's own origin: a value of type jsonb, computed.
+_JSONB = Origin(type_oid=JSONB.oid)
+# PostgreSQL's functions returning jsonb that DuckDB computes (as `pg_semantics` renames them);
+# sqlglot reads jsonb_object_agg as its own node.
+_JSONB_FUNCTIONS = frozenset({"jsonb_build_object", "jsonb_build_array", "jsonb_agg"})
 
 
 def announced(values_oid: int, origin: Origin) -> tuple[int, int]:
@@ -140,10 +163,13 @@ class Relations:
         # 4 in a session whose catalog shim is installed).
         view_sql = dict(con.execute(_VIEWS).fetchall())
         lengths: dict[tuple[int, str], int] = {}
+        jsonb: set[tuple[int, str]] = set()
         for oid, column, check in con.execute(_CHECKS).fetchall():
             if (m := re.match(LENGTH_CHECK, check)) is not None:
                 length = int(m[1])
                 lengths[oid, column] = min(length, lengths.get((oid, column), length))
+            elif re.match(JSONB_CHECK, check):
+                jsonb.add((oid, column))
         for oid, temporary, schema, name, column, attnum, data_type in (
                 con.execute(_COLUMNS).fetchall()):
             key = ("" if temporary else schema.lower(), name.lower())
@@ -151,7 +177,8 @@ class Relations:
                 views.setdefault(key, (oid, [], view_sql[oid]))[1].append(column.lower())
             else:
                 tables.setdefault(key, []).append((column.lower(), _table_column(
-                    oid, attnum, data_type, lengths.get((oid, column)))))
+                    oid, attnum, data_type, lengths.get((oid, column)),
+                    (oid, column) in jsonb)))
         relations.by_name.update((key, tuple(columns)) for key, columns in tables.items())
         relations.by_name.update((key, ()) for key in views)  # names resolve while views do
         pending = dict(views)
@@ -390,6 +417,13 @@ def _origin(node: exp.Expression, sources: Sources, order: StarOrder) -> Origin:
         node = node.this
     if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
         return _declared(node.to)
+    if isinstance(node, exp.JSONExtract | exp.JSONBExtract):  # -> and #>: of jsonb, jsonb
+        return _JSONB if _origin(node.this, sources, order).type_oid == JSONB.oid else NO_ORIGIN
+    if isinstance(node, exp.Window):  # an aggregate over a window: the aggregate's type
+        node = node.this
+    if isinstance(node, exp.JSONBObjectAgg) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_FUNCTIONS):
+        return _JSONB
     if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
         return NO_ORIGIN
     name, table = node.name.lower(), node.table.lower()
@@ -437,6 +471,8 @@ def _declared(to: exp.DataType) -> Origin:
         return varchar(sizes[0] if sizes else None)
     if to.this is exp.DataType.Type.DECIMAL and len(sizes) in (1, 2):
         return numeric(*sizes)
+    if to.this is exp.DataType.Type.JSONB and not sizes:
+        return _JSONB
     return NO_ORIGIN
 
 
@@ -466,10 +502,14 @@ def _names_user_relations(tree: exp.Expression) -> bool:
     return False
 
 
-def _table_column(oid: int, attnum: int, data_type: str, length: int | None) -> Origin:
-    """A table column's origin, declared as the catalog shim's pg_attribute declares it."""
+def _table_column(oid: int, attnum: int, data_type: str, length: int | None,
+                  jsonb: bool = False) -> Origin:
+    """A table column's origin, declared as the catalog shim's pg_attribute declares it (`jsonb`:
+    a JSON column carrying `JSONB_CHECK`)."""
     if length is not None:
         return Origin(oid, attnum, VARCHAR.oid, length + 4)
+    if jsonb and data_type == "JSON":
+        return Origin(oid, attnum, JSONB.oid)
     if (m := _DECIMAL.match(data_type)) is not None:
         return Origin(oid, attnum, NUMERIC.oid, numeric(int(m[1]), int(m[2])).typmod)
     return Origin(oid, attnum)
@@ -503,7 +543,8 @@ def _resolve_view(relations: Relations,
 
 # The columns of the current database's tables and views and of the session's temporary tables
 # (not its temporary views: the catalog shim's), in order; the views' definitions; each
-# one-column CHECK (a varchar(n) column's length is one: Heron keeps it so).
+# one-column CHECK (a varchar(n) column's length is one, and a jsonb column's mark: Heron keeps
+# them so).
 _COLUMNS = """
     SELECT table_oid, database_name = 'temp', schema_name, table_name, column_name,
            column_index, data_type

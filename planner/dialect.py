@@ -15,7 +15,8 @@ planner (`planner.functions`), so a wrong call is refused with a SQLSTATE, not a
 Any other `AI.name(...)` call, and the other AI functions of the BigQuery and Snowflake families
 (`AI_AGG`, `AI_SENTIMENT`, ...), parse as a plain `AIFunction` that the planner refuses by name;
 other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in this dialect, AI
-calls in their written spelling. Syntax errors raise `SqlError` 42601.
+calls in their written spelling. `->` is json's operator wherever it stands (PostgreSQL has no
+lambdas). Syntax errors raise `SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -29,6 +30,7 @@ from typing import ClassVar
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from heron.planner.errors import SqlError, SqlState
 
@@ -129,6 +131,10 @@ class Heron(Postgres):
         FUNCTION_PARSERS: ClassVar = {
             name: parser for name, parser in Postgres.Parser.FUNCTION_PARSERS.items()
             if name != "DATE_PART"}
+        # PostgreSQL has no `x -> expression` lambdas: within a call's arguments `->` is jsonb's
+        # and json's operator, as everywhere else (sqlglot would read `f(j -> 'a')` as a lambda).
+        LAMBDAS: ClassVar = {token: parser for token, parser in Postgres.Parser.LAMBDAS.items()
+                             if token is not TokenType.ARROW}
 
         def _parse_column_ops(self, this: exp.Expression | None) -> exp.Expression | None:
             return _dotted_ai_call(super()._parse_column_ops(this))

@@ -11,6 +11,9 @@ the parameter takes the other operand's type (`$1 + 1` is an integer, `$1 || 'x'
 `x = ANY($1)` an array of x's type). A statement DuckDB cannot bind (an AI statement, a table not
 created yet) falls back to the explicit casts in its text to a type or an array of it
 (`$1::int`, `CAST($2 AS date)`, `$3::oid[]`; the first cast of a parameter wins). Nothing runs.
+`with_jsonb(sql, types)` tells jsonb parameters from json ones, which DuckDB's binder cannot (it
+has one JSON type, and reads the statement after `pg_semantics` made jsonb JSON): a JSON
+parameter cast to jsonb in the client's text `sql` is jsonb.
 """
 
 from __future__ import annotations
@@ -171,3 +174,13 @@ def cast_parameter_types(sql: str) -> dict[int, int]:
         pg_type = _TYPE_NAMES[" ".join(name.lower().split())]
         found.setdefault(int(number), pg_type.array_oid if array else pg_type.oid)
     return found
+
+
+def with_jsonb(sql: str, types: tuple[int, ...]) -> tuple[int, ...]:
+    """`types` (`parameter_types`' of the rewritten statement) with each JSON parameter that the
+    client's text `sql` casts to jsonb typed jsonb."""
+    if JSON.oid not in types:
+        return types
+    casts = cast_parameter_types(sql)
+    return tuple(JSONB.oid if oid == JSON.oid and casts.get(i + 1) == JSONB.oid else oid
+                 for i, oid in enumerate(types))

@@ -4,7 +4,8 @@ Contract: `register(con, roles)` registers, on a connection that outlives the se
 directory's root connection), the Python functions the catalog calls: the roles it lists
 (pg_roles, pg_user, pg_auth_members, pg_get_userbyid, ::regrole; `roles()` is asked at each
 statement), PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`) and to_char of a
-number (`heron.planner.pg_to_char`, which `pg_semantics` rewrites calls to), and attaches
+number (`heron.planner.pg_to_char`, which `pg_semantics` rewrites calls to), jsonb's
+containment and existence functions and its `@>` / `<@` (`heron.planner.pg_jsonb`), and attaches
 the macros every session shares (`heron.planner.shared_macros`).
 `Catalog(con, user)` serves one DuckDB connection: at once the session's functions (version(),
 current_user, current_setting(), ...: the shared macros, put on its search path), and, before
@@ -42,6 +43,7 @@ from heron.planner import (
     pg_activity,
     pg_catalog_relations,
     pg_information_schema,
+    pg_jsonb,
     pg_to_char,
     pg_viewdef,
     shared_macros,
@@ -181,6 +183,7 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
                         "VARCHAR", null_handling="special")
     con.create_function(pg_to_char.FUNCTION, pg_to_char.to_char_number, ["VARCHAR", "VARCHAR"],
                         "VARCHAR")
+    pg_jsonb.register(con)
 
 
 _STAMP = "heron_snapshot_stamp"  # the fingerprint the registered snapshots were taken at

@@ -20,10 +20,11 @@ What the relations show, and where it comes from:
   appear in `pg_catalog` / `information_schema` (catalog tables under PostgreSQL's fixed OIDs).
   A table or view has a row type (typtype 'c') at its OID + `ROW_TYPE_OID_BASE`.
 - Columns: the type OID a column's values are sent with (`pg_catalog_types.wire_oid_sql`),
-  numeric's typmod from DECIMAL(p,s), defaults as PostgreSQL prints them. Two columns are
-  described as more than what is sent (text): a VARCHAR column carrying a length CHECK
-  (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), that CHECK not listed as a
-  constraint; an enum column has its enum type; a view's column has the type its definition
+  numeric's typmod from DECIMAL(p,s), defaults as PostgreSQL prints them. Some columns are
+  described as more than their DuckDB type: a VARCHAR column carrying a length CHECK
+  (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), and a JSON column carrying
+  `json_valid(col)` (how Heron keeps `jsonb`) is jsonb, those CHECKs not listed as
+  constraints; an enum column has its enum type; a view's column has the type its definition
   declares (`heron.planner.pg_catalog` types them after `heron.planner.column_origins`).
 - Constraints: primary keys, unique, foreign keys and CHECKs under PostgreSQL's names (DuckDB
   names a primary key `<table>_<columns>_pkey`, PostgreSQL `<table>_pkey`); a constraint and
@@ -48,6 +49,7 @@ from heron.planner.pg_catalog_types import (
     values,
     wire_oid_sql,
 )
+from heron.planner.pg_types import JSONB
 
 VIEWDEF_FUNCTION = "heron_viewdef"  # a Python function: PostgreSQL's text of a view's query
 BOOTSTRAP_SUPERUSER = 10
@@ -159,6 +161,26 @@ VARCHAR_LENGTHS = f"""(
            min(regexp_extract(k.expression, '{LENGTH_CHECK}', 1)::INTEGER) AS length
     FROM duckdb_constraints() k WHERE {_is_length_check('k')} GROUP BY ALL)"""
 
+# jsonb kept as a CHECK (json_valid(col)) on a JSON column by Heron's DDL rewrite: DuckDB has one
+# JSON type, and its JSON values are valid, so the CHECK never refuses a row; it marks the
+# column's declared type. (A type alias, CREATE TYPE jsonb AS JSON, would not: DuckDB resolves
+# it to JSON when the table is created.)
+JSONB_CHECK = r"^json_valid\(.+\)$"
+
+
+def _is_jsonb_mark(c: str) -> str:
+    return (f"({c}.constraint_type = 'CHECK' AND len({c}.constraint_column_names) = 1 "
+            f"AND regexp_matches({c}.expression, '{JSONB_CHECK}') AND EXISTS ("
+            f"SELECT 1 FROM duckdb_columns() d WHERE d.table_oid = {c}.table_oid "
+            f"AND d.column_name = {c}.constraint_column_names[1] AND d.data_type = 'JSON'))")
+
+
+# Each jsonb column (table_oid, column_name), read back as the column's type (and by
+# `planner.column_origins`).
+JSONB_COLUMNS = f"""(
+    SELECT DISTINCT k.table_oid, k.constraint_column_names[1] AS column_name
+    FROM duckdb_constraints() k WHERE {_is_jsonb_mark('k')})"""
+
 
 def _type_name(type_oid: str) -> str:
     whens = " ".join(f"WHEN {oid} THEN '{name}'" for oid, name in TYPE_NAMES.items())
@@ -195,7 +217,8 @@ _CONSTRAINTS = f"""
          AND rn.schema_name = r.schema_name
     LEFT JOIN {_COLUMN_NAMES} rc ON rc.table_oid = r.table_oid
     WHERE c.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
-       OR (c.constraint_type = 'CHECK' AND NOT {_is_length_check('c')})"""
+       OR (c.constraint_type = 'CHECK' AND NOT {_is_length_check('c')}
+           AND NOT {_is_jsonb_mark('c')})"""
 
 # Indexes: those PostgreSQL makes for primary keys and unique constraints (DuckDB keeps them
 # inside the table) and those of CREATE INDEX (their columns are parsed from `expressions`).
@@ -273,6 +296,7 @@ _TABLE_COLUMNS = f"""
     SELECT c.table_oid::UINTEGER AS attrelid, c.column_name AS attname,
            c.column_index::SMALLINT AS attnum,
            CASE WHEN k.length IS NOT NULL THEN 1043 WHEN e.type_oid IS NOT NULL THEN e.type_oid
+                WHEN j.table_oid IS NOT NULL THEN {JSONB.oid}
                 ELSE {wire_oid_sql('c.data_type')} END::UINTEGER AS atttypid,
            CASE WHEN k.length IS NOT NULL THEN k.length + 4
                 WHEN c.data_type LIKE 'DECIMAL(%' THEN
@@ -283,6 +307,7 @@ _TABLE_COLUMNS = f"""
     FROM duckdb_columns() c
     JOIN heron_relations r ON r.oid = c.table_oid AND r.relkind IN ('r', 'v')
     LEFT JOIN {VARCHAR_LENGTHS} k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
+    LEFT JOIN {JSONB_COLUMNS} j ON j.table_oid = c.table_oid AND j.column_name = c.column_name
     LEFT JOIN duckdb_types() e ON e.logical_type = 'ENUM' AND NOT e.internal
          AND c.data_type = 'ENUM(' || array_to_string(
                list_transform(e.labels, lambda x: '''' || replace(x, '''', '''''') || ''''), ', ')

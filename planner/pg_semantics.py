@@ -18,7 +18,13 @@ Contract:
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
-  * `jsonb` is DuckDB's JSON;
+  * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE gets the
+    CHECK `json_valid(col)`, which never refuses a JSON value and marks the column jsonb for the
+    catalog and `column_origins` (which decides what is sent as jsonb); one of ALTER TABLE ADD
+    COLUMN stays unmarked (json), as DuckDB adds no column with a CHECK;
+  * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
+    jsonb_exists, jsonb_exists_any and jsonb_exists_all (a string literal of keys read as a
+    text[] literal), named `?column?`; `@>` and `<@` need no rewrite (`pg_jsonb.OPERATORS`);
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -27,7 +33,9 @@ Contract:
     (DuckDB's rounds half away from zero, as both do for numeric);
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
     (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
-    `jsonb_build_object` (DuckDB's json_object), `json_agg` / `jsonb_agg` (json_group_array),
+    `jsonb_build_object` (DuckDB's json_object), `jsonb_build_array` (json_array), `json_agg` /
+    `jsonb_agg` (json_group_array), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
+    json_type's answers),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
@@ -102,9 +110,9 @@ _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
-    r"generate_series|round|format|jsonb?_build_object|jsonb?_agg|every|to_hex|initcap|btrim|"
-    r"encode|decode|to_char|extract|date_part|using)"
-    r"\s*\(|\bnatural\b",
+    r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using)"
+    r"\s*\(|\bnatural\b|\?",
     re.IGNORECASE)
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
 _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
@@ -159,7 +167,7 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Cast):
         return _rewrite_cast(node)
     if isinstance(node, exp.ColumnDef):
-        return _length_checked(node)
+        return _jsonb_marked(_length_checked(node))
     if isinstance(node, exp.DataType):
         if node.this == _T.DECIMAL and not node.expressions:
             return UNCONSTRAINED_NUMERIC.copy()
@@ -213,7 +221,15 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
 _SPELLED: dict[type, str] = {exp.StrPosition: "position", exp.JSONArrayAgg: "json_agg",
                              exp.Decode: "decode"}
 _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object",
-            "jsonb_agg": "json_group_array", "every": "bool_and"}
+            "jsonb_build_array": "json_array", "jsonb_agg": "json_group_array",
+            "every": "bool_and"}
+# jsonb's existence operators, as the functions behind them (`pg_jsonb.FUNCTIONS`).
+_EXISTENCE = {exp.JSONBContainsTopKey: "jsonb_exists", exp.JSONBContainsAnyTopKeys:
+              "jsonb_exists_any", exp.JSONBContainsAllTopKeys: "jsonb_exists_all"}
+# json_type's answers (DuckDB's type names) as jsonb_typeof's.
+_JSON_TYPES = {"OBJECT": "object", "ARRAY": "array", "VARCHAR": "string", "BOOLEAN": "boolean",
+               "NULL": "null", "UBIGINT": "number", "BIGINT": "number", "HUGEINT": "number",
+               "DOUBLE": "number"}
 
 
 def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -224,7 +240,9 @@ def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         value = _pg_function(call, sql)
         if value is None:
             continue
-        _take_place(call, _call_name(call, sql)).replace(value)
+        # an operator's column is PostgreSQL's unnamed one
+        name = "?column?" if type(call) in _EXISTENCE else _call_name(call, sql)
+        _take_place(call, name).replace(value)
         changed.append(call)
     return changed
 
@@ -235,6 +253,18 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     name = call.name.lower() if isinstance(call, exp.Anonymous) else None
     if name in _RENAMED:
         return exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
+    if type(call) in _EXISTENCE:
+        keys = call.expression
+        if isinstance(keys, exp.Literal) and keys.is_string and not isinstance(
+                call, exp.JSONBContainsTopKey):  # '{a,b}': text[]
+            keys = _array_expression(parse_array_literal(keys.name, lambda text: text))
+        return exp.Anonymous(this=_EXISTENCE[type(call)], expressions=[call.this, keys])
+    if name in ("jsonb_typeof", "json_typeof") and len(call.expressions) == 1:
+        # no ELSE: NULL for NULL, as PostgreSQL's
+        return exp.Case(this=exp.Anonymous(this="json_type", expressions=call.expressions),
+                        ifs=[exp.If(this=exp.Literal.string(duckdb_name),
+                                    true=exp.Literal.string(pg_name))
+                             for duckdb_name, pg_name in _JSON_TYPES.items()])
     if isinstance(call, exp.JSONArrayAgg) and not any(
             value for key, value in call.args.items() if key != "this"):  # no ORDER BY
         return exp.Anonymous(this="json_group_array", expressions=[call.this])
@@ -713,6 +743,25 @@ def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
     checked.set("kind", exp.DataType.build("VARCHAR"))
     checked.append("constraints", exp.ColumnConstraint(kind=check))
     return checked
+
+
+def _jsonb_marked(column: exp.ColumnDef) -> exp.ColumnDef:
+    """A jsonb column as a JSON column with the CHECK `json_valid(col)` marking it jsonb (see
+    `pg_catalog_relations.JSONB_CHECK`). A CHECK, because it is what DuckDB keeps of a column
+    beside its type and what the catalog already reads back (varchar(n)'s length): DuckDB's
+    type alias (CREATE TYPE jsonb AS JSON) is resolved to JSON in the table, and a cast to it,
+    a view's column or a function's result keeps nothing of it either, so `column_origins`
+    carries jsonb from here on, as it carries varchar(n)."""
+    kind = column.args.get("kind")
+    if not isinstance(kind, exp.DataType) or kind.this != _T.JSONB or column.find_ancestor(
+            exp.Alter) is not None:  # DuckDB adds no column with a CHECK: json it stays
+        return column
+    check = exp.CheckColumnConstraint(this=exp.Anonymous(
+        this="json_valid", expressions=[exp.column(column.this.copy())]))
+    marked = column.copy()
+    marked.set("kind", exp.DataType.build("JSON"))
+    marked.append("constraints", exp.ColumnConstraint(kind=check))
+    return marked
 
 
 def _array_expression(items: list[Any]) -> exp.Expression:

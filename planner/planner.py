@@ -46,6 +46,7 @@ from heron.planner import (
     dialect,
     explain,
     logical,
+    parameters,
     pg_catalog,
     pg_catalog_rewrite,
     pg_semantics,
@@ -113,6 +114,9 @@ class Planner:
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         stmt = statement.classify(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations)))
+        jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
+        if jsonb_types != stmt.param_types:
+            stmt = dataclasses.replace(stmt, param_types=jsonb_types)
         if stmt.kind is Kind.SELECT and stmt.returns_rows:
             # The text as the client wrote it declares the types (rewritten, a cast to
             # varchar(n) is a left()); a catalog query's relations are the shim's, which

@@ -8,13 +8,15 @@ Contract:
   booleans t/f, timestamps trimmed to significant microseconds, timestamptz in the session time
   zone with +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres, infinite dates and
   timestamps as infinity/-infinity; `"char"` as charout prints its one byte, binary that byte;
-  regclass and regtype, carried as `pg_types.reg_value` structs, as the name, binary the OID).
+  jsonb (JSON values announced as jsonb) as jsonb_out prints it (`pg_jsonb.normalize`), binary
+  version 1 then that text, while json keeps its text as written; regclass and regtype,
+  carried as `pg_types.reg_value` structs, as the name, binary the OID).
   Another format code raises `SqlError` 22023. This is the reference.
 - `encode_values(array, fmt, timezone, wire)` is its vectorized twin: the same bytes as one
   `protocol.Encoded` column (offsets, data, validity) built with Arrow and numpy kernels for the
   common types (integers, floats, booleans, text, dates, timestamps without time zone), falling
-  back to the reference for the others. `tests/server/test_encode.py` compares them on random
-  columns.
+  back to the reference for the others (jsonb among them: normalizing is per value anyway).
+  `tests/server/test_encode.py` compares them on random columns.
 - `row_description(columns, formats)` is the RowDescription message announcing result columns
   (each column's `column_origins.wire_type`: `pg_types.for_arrow`'s type, or the type its
   origin declares where its values encode alike: varchar(n) over text, "char" over a catalog
@@ -42,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from heron.planner import pg_types
+from heron.planner import pg_jsonb, pg_types
 from heron.planner.column_origins import wire_type
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
@@ -56,6 +58,7 @@ from heron.planner.pg_types import (
     INT4,
     INT8,
     INTERVAL,
+    JSONB,
     NUMERIC,
     OID,
     REGCLASS,
@@ -111,6 +114,8 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if wire is CHAR and fmt in (0, 1):
         return _chars(array, fmt)
+    if wire is JSONB and fmt in (0, 1):
+        return _jsonb(array, fmt)
     if fmt == 0:
         return [None if s is None else s.encode("utf-8") for s in _text(array, timezone)]
     if fmt == 1:
@@ -135,6 +140,20 @@ def _chars(a: pa.Array, fmt: int) -> Wire:
         else:
             out.append(b"" if byte == b"\x00" else byte)
     return out
+
+
+# jsonb_send: a version byte, then the text.
+JSONB_VERSION = b"\x01"
+
+
+def _jsonb(a: pa.Array, fmt: int) -> Wire:
+    """jsonb values (DuckDB's JSON, or text) as PostgreSQL sends them: normalized text, in binary
+    after the version byte."""
+    if isinstance(a, pa.ExtensionArray):
+        a = a.storage
+    prefix = JSONB_VERSION if fmt == 1 else b""
+    return [None if v is None else prefix + pg_jsonb.normalize(v).encode("utf-8")
+            for v in a.to_pylist()]
 
 
 def _booleans(a: pa.Array) -> pa.Array:
@@ -569,6 +588,8 @@ def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
         raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
     if wire is CHAR:
         return _chars_at_once(array, fmt)
+    if wire is JSONB:
+        return Encoded.of(_jsonb(array, fmt))
     t = array.type
     if extension_name(t) == "arrow.json":
         array, t = array.storage, array.storage.type

@@ -44,6 +44,11 @@ QUERIES = {
     "catalog_char": "SELECT t.typtype, t.typdelim, c.relkind FROM pg_catalog.pg_type t "
                     "JOIN pg_class c ON c.oid = t.typrelid WHERE c.relname = 'cat_books'",
     "regtype": "SELECT pg_typeof(1) AS t, 'int4'::regtype AS r, 'cat_books'::regclass AS c",
+    "jsonb_columns": "SELECT payload, raw, payload -> 'kind' AS kind, raw -> 'kind' AS r, "
+                     "payload ->> 'kind' AS t FROM cat_events",
+    "jsonb_view": "SELECT * FROM cat_event_payloads",
+    "jsonb_computed": "SELECT '{}'::jsonb AS c, jsonb_build_object('a', id) AS o, "
+                      "jsonb_agg(id) OVER () AS a FROM cat_events",
 }
 
 

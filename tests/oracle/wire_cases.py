@@ -30,6 +30,11 @@ def _table(name: str, columns: str, *rows: str) -> tuple[str, ...]:
 _PEOPLE = _table("w_people", "id integer PRIMARY KEY, name text NOT NULL, score numeric(6,2)",
                  "(1, 'ann', 12.50)", "(2, 'bob', NULL)", "(3, 'cy', 7.25)")
 
+_DOCS = _table("w_docs", "id integer, j jsonb, k json",
+               "(1, '{\"n\": [1, 2], \"a\": \"x\", \"m\": {\"b\": true, \"a\": null}}', "
+               "'{\"n\" : [1,2]}')",
+               "(2, '[\"z\", 3.0]', NULL)", "(3, NULL, '[]')")
+
 CASES: tuple[Case, ...] = (
     # -- arithmetic as PostgreSQL does it
     Case("integer_division", "SELECT 5/2 AS a, -7/2 AS b, 7 % 3 AS c, -7 % 3 AS d"),
@@ -105,6 +110,21 @@ CASES: tuple[Case, ...] = (
     Case("jsonb_value", "SELECT '{\"b\": 1, \"a\": 2}'::jsonb AS j"),
     Case("json_arrow", "SELECT '{\"a\": {\"b\": 2}}'::json -> 'a' AS o, "
                        "'{\"a\": 7}'::json ->> 'a' AS t"),
+    Case("jsonb_normalized", "SELECT '{\"b\": [1.50, 1e2, -0], \"a\": \"\\u00e9\\/\", "
+                             "\"b\": {\"zz\": null, \"y\": true}}'::jsonb AS j, "
+                             "'[1e2, {\"b\": 1, \"a\": 2}]'::json AS k"),
+    Case("jsonb_column", "SELECT j, k FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_functions", "SELECT jsonb_build_object('b', 1, 'a', 'x') AS o, jsonb_agg(x) AS a, "
+         "jsonb_build_array(x, 'y') AS b FROM (VALUES (1), (2)) t(x) GROUP BY x ORDER BY x"),
+    Case("jsonb_operators", "SELECT j -> 'a' AS o, j -> 'n' AS n, j ->> 'a' AS t, "
+         "j @> '{\"n\": [2]}' AS c, '{\"a\": \"x\"}' <@ j AS d, j ? 'n' AS e, "
+         "j ?| array['q', 'a'] AS f, j ?& array['a', 'q'] AS g, jsonb_typeof(j -> 'n') AS h "
+         "FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_where", "SELECT id FROM w_docs WHERE j @> '{\"a\": \"x\"}' OR j ? 'z' "
+         "ORDER BY id", setup=_DOCS),
+    Case("jsonb_parameter", "SELECT %s::jsonb AS j", ('{"b": 1, "a": [1.50]}',)),
+    Case("jsonb_insert_parameter", "INSERT INTO w_docs2 VALUES (%s, %s)",
+         (1, '{"b": 1, "a": 2}'), setup=_table("w_docs2", "id integer, j jsonb")),
     # -- scalar types and their OIDs
     Case("integer_types", "SELECT 1::int2 AS a, 2::int4 AS b, 3::int8 AS c"),
     Case("float_types", "SELECT 1.5::float4 AS a, 2.5::float8 AS b"),

@@ -7,8 +7,6 @@ use this table are strict xfails, so closing a gap means taking its entry off.
 EXPECTED_FAILURES: dict[str, str] = {
     "*:numeric_division": "DuckDB divides decimals in double precision: 5.0/2 is float8 2.5, "
                           "PostgreSQL's numeric 2.5000000000000000",
-    "*:jsonb_value": "DuckDB has one JSON type: jsonb is sent as json (OID 114) with its text as "
-                     "written, where PostgreSQL sends jsonb (3802) normalized",
     "asyncpg:json_functions": "DuckDB prints JSON compactly ({\"a\":1}, [1,2]); PostgreSQL's "
                               "json_build_object and json_agg put spaces in (drivers that parse "
                               "JSON see equal values)",

@@ -22,7 +22,7 @@ from heron.planner.column_origins import (
     varchar,
     wire_type,
 )
-from heron.planner.pg_types import CHAR, INT2, NUMERIC, TEXT, VARCHAR
+from heron.planner.pg_types import CHAR, INT2, JSON, JSONB, NUMERIC, TEXT, VARCHAR
 
 SCHEMA = """
 CREATE SCHEMA other;
@@ -32,6 +32,9 @@ CREATE TABLE other.books (isbn VARCHAR);
 CREATE VIEW cheap AS SELECT title, price * 2 AS twice FROM books;
 CREATE VIEW cheaper AS SELECT * FROM cheap;
 CREATE TEMP TABLE scratch (note VARCHAR CHECK (length(note) <= 5));
+CREATE TABLE events (id INTEGER, payload JSON CHECK (json_valid(payload)), raw JSON,
+                     v VARCHAR CHECK (json_valid(v)));
+CREATE VIEW payloads AS SELECT payload, raw FROM events;
 """
 
 
@@ -234,3 +237,32 @@ def test_wire_type_announces_char_over_text_only():
     assert wire_type(pa.int16(), char) == (INT2, -1)
     assert wire_type(pa.string(), NO_ORIGIN) == (TEXT, -1)
     assert wire_type(pa.string(), varchar(5)) == (VARCHAR, 9)
+
+
+def test_jsonb_is_a_declared_type(con, relations):
+    events, payloads = _oid(con, "events"), _oid(con, "payloads")
+    jsonb = Origin(type_oid=JSONB.oid)
+    # Heron's DDL marks a jsonb column with json_valid(col) (on a JSON column only).
+    assert origins("SELECT * FROM events", relations) == (
+        Origin(events, 1), Origin(events, 2, JSONB.oid), Origin(events, 3), Origin(events, 4))
+    assert origins("SELECT * FROM payloads", relations) == (
+        Origin(payloads, 1, JSONB.oid), Origin(payloads, 2))
+    assert origins("WITH c AS (SELECT payload AS p FROM events) SELECT p FROM c", relations) == (
+        Origin(events, 2, JSONB.oid),)
+    # a cast, -> and #> of jsonb (not of json), the jsonb functions DuckDB computes
+    assert origins("SELECT '{}'::jsonb, CAST(raw AS jsonb), payload -> 'a', payload -> 'a' -> 0, "
+                   "payload #> '{a}', raw -> 'a', payload ->> 'a', jsonb_build_object('a', 1), "
+                   "jsonb_build_array(1), jsonb_agg(id), jsonb_object_agg('k', id), "
+                   "json_build_object('a', 1) FROM events", relations) == (
+        jsonb, jsonb, jsonb, jsonb, jsonb, NO_ORIGIN, NO_ORIGIN, jsonb, jsonb, jsonb, jsonb,
+        NO_ORIGIN)
+    assert origins("SELECT jsonb_build_object('a', 1)", relations) == (jsonb,)  # no FROM
+    assert origins("SELECT payload FROM events UNION ALL SELECT '{}'", relations) == (jsonb,)
+
+
+def test_jsonb_is_announced_over_json_values_only():
+    jsonb = Origin(type_oid=JSONB.oid)
+    assert announced(JSON.oid, jsonb) == (JSONB.oid, -1)
+    assert announced(TEXT.oid, jsonb) == (TEXT.oid, -1)
+    assert wire_type(pa.json_(), jsonb) == (JSONB, -1)
+    assert wire_type(pa.json_(), NO_ORIGIN) == (JSON, -1)

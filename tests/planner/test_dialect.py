@@ -2,6 +2,7 @@
 back as written (the `validate_identity` tables of sqlglot's dialect tests are the model)."""
 
 import pytest
+from sqlglot import exp
 
 from heron.planner import dialect
 from heron.planner.dialect import AIClassify, AIComplete, AIFunction, AIIf, AIScore, Prompt
@@ -51,6 +52,14 @@ def test_prompt_is_typed_and_plain_sql_is_untouched():
     (prompt,) = tree.find_all(Prompt)
     assert prompt.this.this == "a {0}" and len(prompt.expressions) == 1
     assert not list(tree.find_all(AIFunction))
+
+
+def test_arrows_in_arguments_are_json_operators_not_lambdas():
+    # PostgreSQL has no `x -> expression` lambdas (sqlglot's postgres grammar reads one here).
+    tree = dialect.parse("SELECT length(j -> 'a'), coalesce(j -> 'b' -> 0, j ->> 'c') FROM t")
+    assert not list(tree.find_all(exp.Lambda))
+    assert len(list(tree.find_all(exp.JSONExtract))) == 3
+    assert tree.sql(dialect="duckdb").count("LAMBDA") == 0
 
 
 @pytest.mark.parametrize("sql", ["SELECT AI.IF(('a', body) FROM t", "SELECT 1; SELECT 2"])

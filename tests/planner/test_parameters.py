@@ -13,7 +13,7 @@ import pytest
 from duckdb import _seam
 
 from heron.planner import pg_semantics
-from heron.planner.parameters import cast_parameter_types, parameter_types
+from heron.planner.parameters import cast_parameter_types, parameter_types, with_jsonb
 from heron.planner.statement import Kind, PreparedStatements, Statement, literal, run
 
 
@@ -31,6 +31,14 @@ def test_cast_parameter_types():
     assert cast_parameter_types(
         "SELECT $1::int, CAST($2 AS double precision), $3::int[], $4::timestamp with time zone,"
         " $5::oid[]") == {1: 23, 2: 701, 3: 1007, 4: 1184, 5: 1028}
+
+
+def test_parameters_cast_to_jsonb_are_jsonb(con):
+    # DuckDB binds both as JSON, from the rewritten text; the client's text tells them apart.
+    client = "SELECT $1::jsonb, $2::json, CAST($3 AS jsonb), $4"
+    bound = parameter_types(con, pg_semantics.rewrite(client), 4)
+    assert bound == (114, 114, 114, 0)
+    assert with_jsonb(client, bound) == (3802, 114, 3802, 0)
 
 
 @pytest.mark.parametrize(("sql", "expected"), [

@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from heron.planner import column_origins, pg_semantics, pg_to_char
+from heron.planner import column_origins, pg_jsonb, pg_semantics, pg_to_char, pg_types
 from heron.planner.errors import SqlError
 from heron.planner.statement import columns_of
 
@@ -109,6 +109,40 @@ def test_varchar_length_is_enforced_and_casts_truncate(con):
 
 def test_jsonb_is_json(con):
     assert one(con, "SELECT '{\"a\": 1}'::jsonb ->> 'a'") == [("1",)]
+
+
+def test_a_jsonb_column_is_json_marked_jsonb():
+    con = duckdb.connect()
+    pg_semantics.configure(con)
+    con.execute(pg_semantics.rewrite(
+        'CREATE TABLE docs (id int, j jsonb NOT NULL, "Odd J" jsonb, k json)'))
+    # the mark refuses nothing DuckDB's JSON takes (even what jsonb would not: [1,])
+    con.execute("""INSERT INTO docs VALUES (1, '{"b": 1, "a": [1,]}', 'null', '[]')""")
+    assert con.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = 'docs'"
+                       ).fetchall() == [("INTEGER",), ("JSON",), ("JSON",), ("JSON",)]
+    jsonb = column_origins.Origin(type_oid=pg_types.JSONB.oid)
+    assert [o.type_oid for _, o in column_origins.Relations.load(con).by_name[
+        ("main", "docs")]] == [0, jsonb.type_oid, jsonb.type_oid, 0]
+    # DuckDB adds no column with a CHECK: an added jsonb column stays json
+    assert pg_semantics.rewrite("ALTER TABLE docs ADD COLUMN x jsonb") == (
+        "ALTER TABLE docs ADD COLUMN x JSON")
+
+
+def test_jsonb_operators_and_functions(con):
+    pg_jsonb.register(con)
+    sql = pg_semantics.rewrite(
+        """SELECT j ? 'a', j ?| array['x', 'a'] AS any_key, j ?& '{a,b}' AS all_keys,
+                  j @> '{"a": {"c": 1.0}}' AS c, '{"a": {}}' <@ j AS d,
+                  ARRAY[1, 2] @> ARRAY[3] AS lists, jsonb_typeof(j), json_typeof(j -> 'b'),
+                  jsonb_typeof(NULL), jsonb_build_array(1, 'x') AS a
+           FROM (SELECT '{"a": {"c": 1}, "b": [true]}'::jsonb AS j) t WHERE j ? 'b'""")
+    result = con.execute(sql)
+    assert [c.name for c in columns_of(pa.schema([(d[0], pa.null())
+                                                  for d in result.description]))] == [
+        "?column?", "any_key", "all_keys", "c", "d", "lists", "jsonb_typeof", "json_typeof",
+        "jsonb_typeof", "a"]
+    assert result.fetchall() == [(True, True, True, True, True, False, "object", "array", None,
+                                  '[1,"x"]')]
 
 
 def test_statements_without_any_of_it_come_back_unchanged():

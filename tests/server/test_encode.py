@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from heron.planner import column_origins, pg_types
+from heron.planner.errors import SqlError, SqlState
 from heron.planner.statement import Column
 from heron.server import decode, encode, protocol
 
@@ -334,3 +335,47 @@ def test_other_structs_stay_json_text():
     values = pa.array([{"heron_regtype": 1, "other": "x"}])
     assert pg_types.for_arrow(values.type) is pg_types.TEXT
     assert encode.encode_column(values, 0) == [b'{"heron_regtype": 1, "other": "x"}']
+
+
+# -- jsonb: DuckDB's JSON values announced as jsonb ---------------------------------------------
+
+_JSONB_ORIGIN = column_origins.Origin(type_oid=pg_types.JSONB.oid)
+
+
+def _json_values(texts: list[str | None]) -> pa.Array:
+    """A column of DuckDB's JSON type as it reaches Arrow (the arrow.json extension)."""
+    return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
+
+
+def test_a_jsonb_column_is_announced_as_jsonb_and_sent_normalized():
+    values = _json_values(['{"b": 1, "a": [1.50, 1e2]}', None, '"\\u00e9"'] * 30)
+    column = Column("j", values.type, _JSONB_ORIGIN)
+    wire, typmod = column_origins.wire_type(column.type, column.origin)
+    assert (wire, typmod) == (pg_types.JSONB, -1)
+    assert _both(values, 0, wire)[:3] == [b'{"a": [1.50, 100], "b": 1}', None, '"é"'.encode()]
+    # jsonb_send: version 1, then the text (what decode reads back)
+    assert _both(values, 1, wire)[:3] == [b'\x01{"a": [1.50, 100], "b": 1}', None,
+                                          b'\x01"\xc3\xa9"']
+    assert decode.decode_param(_both(values, 1, wire)[0], pg_types.JSONB.oid, 1) == (
+        '{"a": [1.50, 100], "b": 1}')
+    assert struct.pack("!IhIhih", 0, 0, 3802, -1, -1, 1) in encode.row_description(
+        (column,), (1,))
+
+
+def test_json_keeps_its_text_as_written():
+    values = _json_values(['{"b" :  1, "a": 1e2}', None])
+    wire, _ = column_origins.wire_type(values.type, column_origins.NO_ORIGIN)
+    assert wire is pg_types.JSON
+    assert _both(values, 0, wire) == [b'{"b" :  1, "a": 1e2}', None]
+    assert _both(values, 1, wire) == [b'{"b" :  1, "a": 1e2}', None]
+
+
+def test_jsonb_is_declared_only_over_json():
+    assert column_origins.wire_type(pa.string(), _JSONB_ORIGIN) == (pg_types.TEXT, -1)
+    assert column_origins.wire_type(pa.int64(), _JSONB_ORIGIN) == (pg_types.INT8, -1)
+
+
+def test_jsonb_that_postgresql_refuses_is_an_error_when_sent():
+    with pytest.raises(SqlError) as caught:
+        encode.encode_column(_json_values(["[1,]"]), 0, wire=pg_types.JSONB)
+    assert caught.value.sqlstate == SqlState.INVALID_TEXT_REPRESENTATION

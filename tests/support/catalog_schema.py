@@ -2,7 +2,7 @@
 
 `SCHEMA` is portable SQL (PostgreSQL 15 and Heron accept it alike): tables joined by foreign
 keys, a primary key, a unique and a NOT NULL constraint, a secondary index, a view, an enum type
-and a column of it.
+and a column of it, a jsonb and a json column and a view of the jsonb one.
 `with_expected_failures(cases, reasons)` parametrizes a differential test: each case listed in
 `reasons` is a strict xfail, so one that starts to agree fails until it leaves the list.
 """
@@ -23,9 +23,12 @@ SCHEMA = (
     "CREATE TYPE cat_mood AS ENUM ('sad', 'happy')",
     "CREATE TABLE cat_reviews (book_id INTEGER NOT NULL REFERENCES cat_books (id), "
     "mood cat_mood, note TEXT)",
+    "CREATE TABLE cat_events (id INTEGER PRIMARY KEY, payload JSONB NOT NULL, raw JSON)",
+    "CREATE VIEW cat_event_payloads AS SELECT id, payload FROM cat_events",
     "INSERT INTO cat_authors VALUES (1, 'Le Guin'), (2, 'Lem')",
     "INSERT INTO cat_books VALUES (1, 'The Dispossessed', 1, 9.50, DATE '1974-05-01', "
     "ARRAY['utopia']), (2, 'Solaris', 2, 12.00, DATE '1961-01-01', ARRAY['sea', 'mind'])",
+    "INSERT INTO cat_events VALUES (1, '{\"kind\": \"read\", \"at\": 1.50}', '{\"kind\" : 1}')",
 )
 
 

@@ -1,0 +1,305 @@
+"""PostgreSQL's jsonb over DuckDB's one JSON type: its text, and the operators DuckDB lacks.
+
+DuckDB keeps a jsonb value as JSON text as written; PostgreSQL keeps it parsed and sends it
+normalized. What makes a value jsonb is its declared type (`column_origins`), never its DuckDB
+type.
+
+Contract:
+- `normalize(text)` is the text PostgreSQL 15 sends for the jsonb value of `text`
+  (jsonb_out(jsonb_in(text))): object keys ordered shorter first, then bytewise (UTF-8), the last
+  value of a duplicated key kept; `{"a": 1, "b": [1, 2]}` spacing; numbers as numeric prints
+  them (1e2 -> 100, 1.50 -> 1.50, -0 -> 0, no exponent); strings re-escaped as escape_json does
+  (`"`, `\\`, \\b \\f \\n \\r \\t, other control characters as \\u00xx, everything else as
+  itself). Text PostgreSQL's JSON parser refuses and DuckDB's accepts (trailing commas, NaN,
+  Infinity, a lone surrogate escape) raises `SqlError` 22P02, a `\\u0000` escape 22P05, as
+  jsonb_in would have at the cast; nesting too deep for Python's parser 54001.
+- `contains(a, b)` is PostgreSQL's `a @> b` (jsonb_contains; `contained(a, b)` is `a <@ b`):
+  objects contain objects key by key (values recursively; scalars equal, numbers by value),
+  arrays contain arrays element by element (a scalar among the other's scalars, a container in
+  one of its containers), a top-level array also contains a scalar, a scalar only itself.
+- `exists(value, key)`, `exists_any(value, keys)`, `exists_all(value, keys)` are `?`, `?|`,
+  `?&`: the string is a top-level key, or a string element of a top-level array (or the
+  top-level string itself); NULL keys are skipped.
+- `FUNCTIONS` names them as PostgreSQL's functions behind the operators, with their DuckDB
+  signatures; `register(con)` registers them as Python functions (`pg_catalog.register` calls
+  it on the root connection), `@>` and `<@` also as overloads of DuckDB's own operators for
+  text operands (JSON is text to DuckDB's binder; lists keep the list overloads), and
+  `pg_semantics.rewrite` turns `?`, `?|` and `?&`, which DuckDB reads as parameters, into
+  calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from json.encoder import encode_basestring
+from typing import Any
+
+import duckdb
+
+from heron.planner.errors import SqlError, SqlState
+
+
+class _Numeric(str):
+    """A number's text as numeric_out prints it (a `str` the emitter does not quote)."""
+
+    __slots__ = ()
+
+
+# numeric's limits: digits before the point, and the display scale (digits after it).
+MAX_INTEGER_DIGITS = 131072
+MAX_SCALE = 16383
+
+
+def _overflow() -> SqlError:
+    return SqlError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+
+
+def _number(text: str) -> _Numeric:
+    """numeric_in then numeric_out of a JSON number with a fraction or an exponent: display
+    scale = fraction digits less the exponent (at least 0), no exponent in the output, and no
+    sign on zero (numeric has no negative zero)."""
+    if "e" not in text and "E" not in text and len(text) <= MAX_SCALE:
+        # Without an exponent, JSON's text (no leading zeros) is numeric's but for -0.0.
+        return _Numeric(text[1:] if text[0] == "-" and not text.strip("-0.") else text)
+    value = Decimal(text)
+    scale = max(0, -value.as_tuple().exponent)
+    if scale > MAX_SCALE or (not value.is_zero() and value.adjusted() >= MAX_INTEGER_DIGITS):
+        raise _overflow()
+    out = f"{value:.{scale}f}"  # exact: the scale keeps every digit
+    return _Numeric(out[1:] if value.is_zero() and out[0] == "-" else out)
+
+
+def _long_integer(text: str) -> _Numeric:
+    """An integer beyond Python's int-to-text limit (4,300 digits), as its own text."""
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _overflow()
+    return _Numeric("0" if text == "-0" else text)  # JSON's only signed zero
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as jsonb keeps them: one per key (the last), ordered by the UTF-8 length
+    of the key, then bytewise. Code point order is UTF-8's byte order, so the strings sort as
+    they are, then (stably) by length: two sorts by C functions, no Python key per key."""
+    unique = dict(pairs)
+    if len(unique) < 2:
+        return unique
+    keys = sorted(unique)
+    keys.sort(key=len if "".join(keys).isascii() else _utf8_length)
+    return {key: unique[key] for key in keys}
+
+
+def _utf8_length(key: str) -> int:
+    return len(key.encode("utf-8", "surrogatepass"))
+
+
+class _Refused(ValueError):
+    """What Python's JSON grammar accepts and PostgreSQL's does not."""
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f'Token "{name}" is invalid.')
+
+
+# Python's JSON grammar is PostgreSQL's (RFC 8259: the same whitespace, numbers and escapes, no
+# control characters in strings), but for NaN and the infinities, refused here. Integers are
+# Python's own (a JSON integer's text is numeric's output but for -0, which int prints as 0).
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=_number,
+                            parse_constant=_constant)
+_LONG_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=_number,
+                                 parse_int=_long_integer, parse_constant=_constant)
+# A \u0000 escape: a backslash preceded by an even number of backslashes (0 included).
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def normalize(text: str) -> str:
+    """PostgreSQL's text of the jsonb value `text` (see the module docstring)."""
+    try:
+        try:
+            value = _DECODER.decode(text)
+        except (json.JSONDecodeError, _Refused):
+            raise
+        except ValueError:  # an integer longer than int() reads
+            value = _LONG_DECODER.decode(text)
+        parts: list[str] = []
+        escaped = encode_basestring
+        if "\\u" in text:  # an escape may have made a NUL or a lone surrogate
+            if "\\u0000" in text and _NUL_ESCAPE.search(text):  # a cheap test first
+                raise SqlError(SqlState.UNTRANSLATABLE_CHARACTER,
+                               "unsupported Unicode escape sequence",
+                               detail="\\u0000 cannot be converted to text.")
+            escaped = _checked
+        _emit(value, parts.append, escaped)
+    except ValueError as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                       "invalid input syntax for type json", detail=detail) from None
+    except RecursionError:
+        raise SqlError(SqlState.STATEMENT_TOO_COMPLEX, "stack depth limit exceeded",
+                       hint="The JSON document nests too deeply.") from None
+    return "".join(parts)
+
+
+def _checked(text: str) -> str:
+    """`encode_basestring` of a string that an escape may have given a lone surrogate, which
+    PostgreSQL's parser refuses."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("Unicode low surrogate must follow a high surrogate.") from None
+    return encode_basestring(text)
+
+
+def _emit(value: Any, out: Callable[[str], None], escaped: Callable[[str], str]) -> None:
+    """Append jsonb_out's text of a parsed value (`_DECODER`'s) to `out`."""
+    if isinstance(value, str):
+        out(value if type(value) is _Numeric else escaped(value))
+    elif isinstance(value, dict):
+        if not value:
+            out("{}")
+            return
+        separator = "{"
+        for key, item in value.items():
+            out(separator)
+            out(escaped(key))
+            out(": ")
+            _emit(item, out, escaped)
+            separator = ", "
+        out("}")
+    elif isinstance(value, list):
+        if not value:
+            out("[]")
+            return
+        separator = "["
+        for item in value:
+            out(separator)
+            _emit(item, out, escaped)
+            separator = ", "
+        out("]")
+    elif value is True:
+        out("true")
+    elif value is False:
+        out("false")
+    elif value is None:
+        out("null")
+    else:
+        out(repr(value))  # an int
+
+
+# -- the operators ------------------------------------------------------------------------------
+
+# Values for comparing: numbers as Decimals (PostgreSQL compares numerics by value), objects
+# with their last value per key.
+_VALUE_DECODER = json.JSONDecoder(parse_float=Decimal, parse_int=Decimal,
+                                  parse_constant=_constant)
+_CACHED_BELOW = 1024  # characters: an operator's constant operand is parsed once
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_value(text: str) -> Any:
+    return _VALUE_DECODER.decode(text)
+
+
+def _value(text: str) -> Any:
+    return _cached_value(text) if len(text) < _CACHED_BELOW else _VALUE_DECODER.decode(text)
+
+
+def _container(value: Any) -> bool:
+    return isinstance(value, dict | list)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    # type first: True == 1 and Decimal(1) == 1 in Python, never in jsonb
+    return type(a) is type(b) and a == b
+
+
+def _deep_contains(value: Any, wanted: Any) -> bool:
+    """JsonbDeepContains: `wanted` within `value`, both containers of the same kind."""
+    if isinstance(wanted, dict):
+        if not isinstance(value, dict):
+            return False
+        for key, item in wanted.items():
+            if key not in value:
+                return False
+            have = value[key]
+            if _container(item) or _container(have):
+                if type(item) is not type(have) or not _deep_contains(have, item):
+                    return False
+            elif not _same_scalar(have, item):
+                return False
+        return True
+    if not isinstance(value, list) or not isinstance(wanted, list):
+        return False
+    scalars = [v for v in value if not _container(v)]
+    containers = [v for v in value if _container(v)]
+    for item in wanted:
+        if _container(item):
+            if not any(type(c) is type(item) and _deep_contains(c, item) for c in containers):
+                return False
+        elif not any(_same_scalar(s, item) for s in scalars):
+            return False
+    return True
+
+
+def contains(value: str, wanted: str) -> bool:
+    """`value @> wanted` (jsonb_contains)."""
+    a, b = _value(value), _value(wanted)
+    if isinstance(a, dict) != isinstance(b, dict):
+        return False
+    # jsonb keeps a top-level scalar as a one-element array: an array contains it, and it
+    # contains only itself.
+    if not _container(a):
+        return not _container(b) and _same_scalar(a, b)
+    return _deep_contains(a, b if _container(b) else [b])
+
+
+def contained(value: str, container: str) -> bool:
+    """`value <@ container` (jsonb_contained)."""
+    return contains(container, value)
+
+
+def exists(value: str, key: str) -> bool:
+    """`value ? key` (jsonb_exists)."""
+    parsed = _value(value)
+    if isinstance(parsed, dict):
+        return key in parsed
+    if isinstance(parsed, list):
+        return any(isinstance(item, str) and item == key for item in parsed)
+    return isinstance(parsed, str) and parsed == key
+
+
+def exists_any(value: str, keys: list[str | None]) -> bool:
+    """`value ?| keys` (jsonb_exists_any)."""
+    return any(exists(value, key) for key in keys if key is not None)
+
+
+def exists_all(value: str, keys: list[str | None]) -> bool:
+    """`value ?& keys` (jsonb_exists_all)."""
+    return all(exists(value, key) for key in keys if key is not None)
+
+
+# name -> (function, DuckDB parameter types); each returns BOOLEAN. VARCHAR, not JSON: a JSON
+# parameter would take lists too (DuckDB casts any value to JSON implicitly), and JSON is text.
+FUNCTIONS: dict[str, tuple[Callable[..., bool], tuple[str, ...]]] = {
+    "jsonb_contains": (contains, ("VARCHAR", "VARCHAR")),
+    "jsonb_contained": (contained, ("VARCHAR", "VARCHAR")),
+    "jsonb_exists": (exists, ("VARCHAR", "VARCHAR")),
+    "jsonb_exists_any": (exists_any, ("VARCHAR", "VARCHAR[]")),
+    "jsonb_exists_all": (exists_all, ("VARCHAR", "VARCHAR[]")),
+}
+# DuckDB's operators that also take text, as these functions.
+OPERATORS = {"@>": "jsonb_contains", "<@": "jsonb_contained"}
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Register `FUNCTIONS`, and `OPERATORS` as overloads of DuckDB's: an overload joins the
+    operator's built-in ones (lists' @>), and the binder picks it for text and JSON operands
+    only, as lists do not cast to text implicitly (to JSON they do: hence VARCHAR)."""
+    for name, (function, parameters) in FUNCTIONS.items():
+        con.create_function(name, function, list(parameters), "BOOLEAN")
+    for operator, name in OPERATORS.items():
+        function, parameters = FUNCTIONS[name]
+        con.create_function(operator, function, list(parameters), "BOOLEAN")
