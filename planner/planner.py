@@ -190,7 +190,8 @@ class Planner:
                 raise query_canceled()
             return self._execute(stmt, params, stream)
         finally:
-            self.cancelled.clear()  # what was cancelled is over
+            if self.cancelled.is_set():  # what was cancelled is over
+                self.cancelled.clear()
 
     def _execute(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
         plan = stmt.ai

@@ -104,12 +104,44 @@ class CancelRegistry:
         return [c for _, c in self._connections.values()]
 
 
+class LongCalls:
+    """The connections' running calls (`Connection.call`), looked at by one timer every half
+    `WATCH_CLIENT_AFTER_S` while any run: a call that has run `WATCH_CLIENT_AFTER_S` has its
+    client watched (within half that again). A call costs a dict entry, not a timer of its own
+    set and cancelled. On the event loop's thread only."""
+
+    def __init__(self) -> None:
+        self._running: dict[asyncio.Future[Any], tuple[Connection, float]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def started(self, call: asyncio.Future[Any], connection: Connection,
+                loop: asyncio.AbstractEventLoop) -> None:
+        self._running[call] = (connection, loop.time())
+        if self._timer is None:
+            self._timer = loop.call_later(WATCH_CLIENT_AFTER_S / 2, self._look, loop)
+
+    def ended(self, call: asyncio.Future[Any]) -> None:
+        self._running.pop(call, None)
+
+    def _look(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        lasted = loop.time() - WATCH_CLIENT_AFTER_S
+        for call, (connection, started) in list(self._running.items()):
+            if started <= lasted:
+                del self._running[call]
+                if not call.done():
+                    connection._watch_client(call)
+        if self._running:
+            self._timer = loop.call_later(WATCH_CLIENT_AFTER_S / 2, self._look, loop)
+
+
 @dataclass
 class ServerContext:
     """What every connection shares: the database, the engine, how many sessions may be open at
     once (`sessions` counts them), the server's defaults of session settings, cancel keys, the
     catalog generation (which tells sessions when their cached statements are stale), the
-    notification hub and the worker pool that runs the sessions' blocking calls."""
+    notification hub, the worker pool that runs the sessions' blocking calls and the timer that
+    finds the calls that last."""
 
     database: Database
     engine: Engine | None
@@ -123,6 +155,7 @@ class ServerContext:
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
     notifications: Notifications = field(default_factory=Notifications)
     workers: WorkerPool = field(default_factory=WorkerPool)
+    calls: LongCalls = field(default_factory=LongCalls)  # the running ones, for the long ones
     activity: Activity = field(init=False)  # what pg_stat_activity shows and signals reach
 
     def __post_init__(self) -> None:
@@ -280,8 +313,10 @@ class Connection:
         # Watching costs a task and a loop turn or two, more than a small statement's own
         # work on the loop: most calls are over before it would start, also under load, when
         # a short call waits milliseconds for the GIL (at 5 ms, 50 busy connections watched
-        # most of their calls: 4-8 % of their queries per second).
-        watch = self._loop.call_later(WATCH_CLIENT_AFTER_S, self._watch_client, done)
+        # most of their calls: 4-8 % of their queries per second). The server's one timer
+        # (`LongCalls`) finds the calls that last, not a timer set and cancelled per call.
+        calls = self.context.calls
+        calls.started(done, self, self._loop)
         try:
             result = await done
         except Exception:
@@ -289,14 +324,15 @@ class Connection:
                 raise ConnectionResetError("the client closed the connection") from None
             raise
         finally:
-            watch.cancel()
+            calls.ended(done)
         if self._client_left:
             raise ConnectionResetError("the client closed the connection")
         return result
 
     def _watch_client(self, call: asyncio.Future[Any]) -> None:
         """Read the client's messages while `call` runs; cancel its work if the client leaves."""
-        assert self.messages is not None
+        if self._closing or self.messages is None:
+            return  # (the connection is ending: no one to watch)
         reading = asyncio.ensure_future(self.messages.read_ahead())
         call.add_done_callback(lambda _: reading.cancel())
 
@@ -317,14 +353,14 @@ class Connection:
         self._out += message
 
     async def flush(self) -> None:
+        transport = self.writer.transport
         if self._out:
-            self.writer.write(bytes(self._out))
+            transport.write(bytes(self._out))
             self._out.clear()
-        await self.writer.drain()
-
-    async def _maybe_flush(self) -> None:
-        if len(self._out) >= FLUSH_BYTES:
-            await self.flush()
+        # Waiting is for a client that reads slower than we write (or has gone): when the
+        # socket took everything, drain() would return at once, three coroutines later.
+        if transport.get_write_buffer_size() or transport.is_closing():
+            await self.writer.drain()
 
     def _send_error(self, exc: BaseException) -> None:
         if isinstance(exc, SqlError):
@@ -471,7 +507,10 @@ class Connection:
         while True:
             message = self.messages.take() if self.messages is not None else None
             if message is None:
-                message = await self._next_message()
+                # (straight to the reader when no notification can come: two frames fewer to
+                # go through each time the connection's task wakes)
+                message = await (self.messages.next() if self.messages is not None and (
+                    not self._listening) else self._next_message())
             kind = type(message)
             if kind not in _STATEMENT_MESSAGES:  # one look-up for the usual messages
                 if kind is protocol.Sync:
@@ -496,7 +535,8 @@ class Connection:
                     continue
             if self._skip_until_sync:
                 continue  # PostgreSQL discards extended-protocol messages after an error
-            self._report_active(message)
+            if kind is protocol.Execute or kind is protocol.Parse or kind is protocol.Query:
+                self._report_active(message)
             simple = _simple(message)
             try:
                 await handlers[kind](message)
@@ -508,10 +548,8 @@ class Connection:
                     self._command_done()
                 else:
                     self._skip_until_sync = True
-            if simple:
+            if simple or len(self._out) >= FLUSH_BYTES:
                 await self.flush()
-            else:
-                await self._maybe_flush()
 
     async def _malformed(self, message: protocol.Malformed) -> None:
         raise self._malformed_error(message)
@@ -662,7 +700,8 @@ class Connection:
             while chunk.rows:
                 self.send(chunk.messages)
                 sent += chunk.rows
-                await self._maybe_flush()
+                if len(self._out) >= FLUSH_BYTES:
+                    await self.flush()
                 if chunk.done or (max_rows > 0 and sent >= max_rows):
                     break
                 chunk = await self.call(_next_rows, self.session, portal, max_rows - sent if
