@@ -197,8 +197,8 @@ class Planner:
         plan = stmt.ai
         if plan is None:
             self.catalog.refresh(stmt.sql)
-            result = statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
-            return _with_origins(result, stmt)
+            # (the result's columns carry the statement's origins: `run` gave them)
+            return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings
         if plan.explain is Explain.PLAN:
             planned = self.executor.estimate(plan, params, settings)

@@ -53,6 +53,7 @@ from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
 from heron.planner.column_origins import NO_ORIGIN, wire_type
+from heron.planner.pg_types import PgType
 from heron.server import auth, copy, encode, protocol
 from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
@@ -191,6 +192,7 @@ class Connection:
         self._task: asyncio.Task[Any] | None = None
         self._ticking: asyncio.TimerHandle | None = None  # Backend.tick's next call
         self._closing = False  # nothing more is written but the FATAL of the end
+        self._encodings = _Encodings()  # how prepared statements' rows are sent
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -689,7 +691,8 @@ class Connection:
                 self.send(protocol.command_complete(tag))
                 return
             timezone = encode.session_timezone(self.session.setting("TimeZone"))
-            chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone)
+            chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone,
+                                    self._encodings)
             result = portal.result
             assert result is not None
             self._send_notices(result)
@@ -705,7 +708,7 @@ class Connection:
                 if chunk.done or (max_rows > 0 and sent >= max_rows):
                     break
                 chunk = await self.call(_next_rows, self.session, portal, max_rows - sent if
-                                        max_rows > 0 else 0, timezone)
+                                        max_rows > 0 else 0, timezone, self._encodings)
             if max_rows > 0 and sent >= max_rows and not chunk.done:
                 self.send(protocol.portal_suspended())
                 return
@@ -759,7 +762,8 @@ class _Chunk:
     done: bool  # the portal has no rows left
 
 
-def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzinfo) -> _Chunk:
+def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzinfo,
+               encodings: _Encodings) -> _Chunk:
     """Start the portal if it has not run yet, then read and encode its next rows: at most
     `ENCODE_BATCH_ROWS` (and `max_rows` when > 0). Runs on the thread pool."""
     if not portal.started:
@@ -781,24 +785,80 @@ def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzi
     done = count < want
     if not batches:
         return _Chunk(b"", 0, True)
-    table = pa.Table.from_batches(batches)
-    described = result.columns
-    if portal.promised is not None:
-        table = _conform(table, portal.promised)
-        described = portal.promised
-    formats = result_formats(portal.formats, table.num_columns)
-    # Each column encoded as the type RowDescription announces (its origin may declare one).
-    origins = [c.origin for c in described] if len(described) == table.num_columns else (
-        [NO_ORIGIN] * table.num_columns)
-    wires = [wire_type(column.type, origin)[0] for column, origin in zip(
-        table.columns, origins, strict=True)]
+    # One batch (a small result's) is encoded as it is, without a table around it.
+    rows: pa.RecordBatch | pa.Table = batches[0] if len(batches) == 1 else (
+        pa.Table.from_batches(batches))
+    plan = encodings.plan(result.columns, portal.promised, portal.formats, rows.schema)
+    if plan.conform:
+        assert portal.promised is not None
+        rows = _conform(pa.Table.from_batches(batches), portal.promised)
     if count < VECTORIZED_MIN_ROWS:
-        values = [encode.encode_column(table.column(i), fmt, timezone, wires[i])
-                  for i, fmt in enumerate(formats)]
+        values = [encode.encode_column(rows.column(i), fmt, timezone, wire)
+                  for i, (fmt, wire) in enumerate(zip(plan.formats, plan.wires, strict=True))]
         return _Chunk(b"".join(protocol.data_rows(values, count)), count, done)
-    columns = [encode.encode_values(table.column(i), fmt, timezone, wires[i])
-               for i, fmt in enumerate(formats)]
+    columns = [encode.encode_values(rows.column(i), fmt, timezone, wire)
+               for i, (fmt, wire) in enumerate(zip(plan.formats, plan.wires, strict=True))]
     return _Chunk(protocol.row_messages(columns), count, done)
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoding:
+    """How rows of one schema go out for one set of described columns and result formats."""
+
+    described: tuple[Column, ...]  # the columns it was made for (held: the key is their id)
+    schema: pa.Schema  # the rows' schema, as DuckDB gave it
+    conform: bool  # the rows must be cast to the promised columns' types (`_conform`)
+    formats: tuple[int, ...]  # per column
+    wires: tuple[PgType, ...]  # per column: the type RowDescription announces and values take
+
+
+class _Encodings:
+    """A connection's `_Encoding`s, by the described columns and result format codes: a
+    prepared statement's executions bring the same columns (the same tuple: the session's
+    caches keep it), formats and schema, so what they imply is found once, not per execution.
+    Safe from the worker threads (the connection's calls run one at a time)."""
+
+    LIMIT = 256  # encodings kept; past it, the map starts again
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, tuple[int, ...]], _Encoding] = {}
+
+    def plan(self, columns: tuple[Column, ...], promised: tuple[Column, ...] | None,
+             codes: tuple[int, ...], schema: pa.Schema) -> _Encoding:
+        """How to send rows of `schema` of a result whose columns are `columns`, as `promised`
+        (when the client was told about them) in Bind's format `codes`; raises `_conform`'s
+        and `result_formats`' errors."""
+        described = columns if promised is None else promised
+        key = (id(described), codes)
+        kept = self._kept.get(key)
+        if kept is not None and kept.described is described and kept.schema.equals(schema):
+            return kept
+        types = schema.types
+        conform = False
+        if promised is not None:
+            if len(promised) != len(types):
+                # PostgreSQL's words when a prepared statement's result shape changes.
+                raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                               "cached plan must not change result type")
+            # What `_conform` casts to: exactly these types once it has.
+            targets = _promised_types(promised)
+            conform = targets != types
+            types = targets
+        formats = tuple(result_formats(codes, len(types)))
+        # Each column encoded as the type RowDescription announces (its origin may declare one).
+        origins = [c.origin for c in described] if len(described) == len(types) else (
+            [NO_ORIGIN] * len(types))
+        wires = tuple(wire_type(t, origin)[0] for t, origin in zip(types, origins, strict=True))
+        encoding = _Encoding(described, schema, conform, formats, wires)
+        if len(self._kept) >= self.LIMIT:
+            self._kept.clear()
+        self._kept[key] = encoding
+        return encoding
+
+
+def _promised_types(columns: Sequence[Column]) -> list[pa.DataType]:
+    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
+    return [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
 
 
 def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
@@ -806,8 +866,7 @@ def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
     if len(columns) != table.num_columns:
         # PostgreSQL's words when a prepared statement's result shape changes.
         raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
-    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
-    targets = [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
+    targets = _promised_types(columns)
     if targets == table.schema.types:
         return table
     try:
