@@ -194,14 +194,15 @@ class Planner:
                 raise query_canceled()
             return self._execute(stmt, params, stream)
         finally:
-            self.cancelled.clear()  # what was cancelled is over
+            if self.cancelled.is_set():  # what was cancelled is over
+                self.cancelled.clear()
 
     def _execute(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
         plan = stmt.ai
         if plan is None:
             self.catalog.refresh(stmt.sql)
-            result = statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
-            return _with_origins(result, stmt)
+            # (the result's columns carry the statement's origins: `run` gave them)
+            return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings
         if plan.explain is Explain.PLAN:
             planned = self.executor.estimate(plan, params, settings)

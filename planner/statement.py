@@ -398,7 +398,9 @@ class PreparedStatements:
         self.capacity = capacity
         self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self._columns: dict[str, tuple[pa.Schema, tuple[Column, ...]]] = {}  # by text, as _names
+        # By text, as _names: the schema and origins the columns were made for, the columns.
+        self._columns: dict[str, tuple[pa.Schema, tuple[Origin, ...] | None,
+                                       tuple[Column, ...]]] = {}
         self._next = 0
 
     def execute_text(self, con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]
@@ -430,15 +432,18 @@ class PreparedStatements:
             self._names.move_to_end(sql)
         return f"EXECUTE {name}({arguments})" if params else f"EXECUTE {name}"
 
-    def columns_of(self, sql: str, schema: pa.Schema) -> tuple[Column, ...]:
-        """`columns_of(schema)` for a run of the prepared `sql`; made once per schema it returns
-        (a comparison of schemas costs a third of making the columns again)."""
+    def columns_of(self, sql: str, schema: pa.Schema, origins: tuple[Origin, ...] | None = None
+                   ) -> tuple[Column, ...]:
+        """`with_origins(columns_of(schema), origins)` for a run of the prepared `sql` (whose
+        statement gives these `origins`); made once per schema it returns (a comparison of
+        schemas costs a third of making the columns again)."""
         kept = self._columns.get(sql)
-        if kept is not None and kept[0].equals(schema):
-            return kept[1]
-        columns = columns_of(schema, sql)
+        # (DDL may give the same text other origins: a table made again has another OID)
+        if kept is not None and kept[1] is origins and kept[0].equals(schema):
+            return kept[2]
+        columns = with_origins(columns_of(schema, sql), origins)
         if sql in self._names:
-            self._columns[sql] = (schema, columns)
+            self._columns[sql] = (schema, origins, columns)
         return columns
 
     def _seen_before(self, sql: str) -> bool:
@@ -538,7 +543,8 @@ def run(
     """Execute on DuckDB. `sql` replaces the statement text (a rewritten AI statement, whose
     parameters are already bound). With `stream`, a SELECT's rows stay in DuckDB until read
     (`Rows.live`); everything else is read out before this returns. With `prepared`, a statement
-    runs through DuckDB's prepared statements (`PreparedStatements`)."""
+    runs through DuckDB's prepared statements (`PreparedStatements`). The result's columns
+    carry the statement's origins when it runs its own text (`with_origins`)."""
     streamed = stream and statement.kind is Kind.SELECT
     given = sql or statement.sql  # what the result's columns are named from
     text, values = given, list(params) or None
@@ -552,15 +558,17 @@ def run(
         if streamed:
             reader = result.arrow_reader()
             schema = reader.schema
-            columns = (prepared.columns_of(statement.sql, schema) if executes and prepared
-                       else columns_of(schema, given))
+            origins = None if sql is not None else statement.origins
+            columns = (prepared.columns_of(statement.sql, schema, origins) if executes and prepared
+                       else with_origins(columns_of(schema, given), origins))
             return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
     if result.return_type == "query_result" and statement.returns_rows and table is not None:
-        return Result(_tag(statement, table.num_rows), columns_of(table.schema, given),
-                      Rows.of(table))
+        columns = columns_of(table.schema, given)
+        return Result(_tag(statement, table.num_rows), columns if sql is not None else (
+            with_origins(columns, statement.origins)), Rows.of(table))
     changed = result.return_type == "changed_rows" and table is not None and table.num_rows
     return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
 

@@ -53,6 +53,7 @@ from heron.catalog import Database
 from heron.engine.api import Engine
 from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
 from heron.planner.column_origins import NO_ORIGIN, wire_type
+from heron.planner.pg_types import PgType
 from heron.server import auth, copy, encode, protocol
 from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
@@ -104,12 +105,44 @@ class CancelRegistry:
         return [c for _, c in self._connections.values()]
 
 
+class LongCalls:
+    """The connections' running calls (`Connection.call`), looked at by one timer every half
+    `WATCH_CLIENT_AFTER_S` while any run: a call that has run `WATCH_CLIENT_AFTER_S` has its
+    client watched (within half that again). A call costs a dict entry, not a timer of its own
+    set and cancelled. On the event loop's thread only."""
+
+    def __init__(self) -> None:
+        self._running: dict[asyncio.Future[Any], tuple[Connection, float]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def started(self, call: asyncio.Future[Any], connection: Connection,
+                loop: asyncio.AbstractEventLoop) -> None:
+        self._running[call] = (connection, loop.time())
+        if self._timer is None:
+            self._timer = loop.call_later(WATCH_CLIENT_AFTER_S / 2, self._look, loop)
+
+    def ended(self, call: asyncio.Future[Any]) -> None:
+        self._running.pop(call, None)
+
+    def _look(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        lasted = loop.time() - WATCH_CLIENT_AFTER_S
+        for call, (connection, started) in list(self._running.items()):
+            if started <= lasted:
+                del self._running[call]
+                if not call.done():
+                    connection._watch_client(call)
+        if self._running:
+            self._timer = loop.call_later(WATCH_CLIENT_AFTER_S / 2, self._look, loop)
+
+
 @dataclass
 class ServerContext:
     """What every connection shares: the database, the engine, how many sessions may be open at
     once (`sessions` counts them), the server's defaults of session settings, cancel keys, the
     catalog generation (which tells sessions when their cached statements are stale), the
-    notification hub and the worker pool that runs the sessions' blocking calls."""
+    notification hub, the worker pool that runs the sessions' blocking calls and the timer that
+    finds the calls that last."""
 
     database: Database
     engine: Engine | None
@@ -123,6 +156,7 @@ class ServerContext:
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
     notifications: Notifications = field(default_factory=Notifications)
     workers: WorkerPool = field(default_factory=WorkerPool)
+    calls: LongCalls = field(default_factory=LongCalls)  # the running ones, for the long ones
     activity: Activity = field(init=False)  # what pg_stat_activity shows and signals reach
 
     def __post_init__(self) -> None:
@@ -158,6 +192,7 @@ class Connection:
         self._task: asyncio.Task[Any] | None = None
         self._ticking: asyncio.TimerHandle | None = None  # Backend.tick's next call
         self._closing = False  # nothing more is written but the FATAL of the end
+        self._encodings = _Encodings()  # how prepared statements' rows are sent
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -280,8 +315,10 @@ class Connection:
         # Watching costs a task and a loop turn or two, more than a small statement's own
         # work on the loop: most calls are over before it would start, also under load, when
         # a short call waits milliseconds for the GIL (at 5 ms, 50 busy connections watched
-        # most of their calls: 4-8 % of their queries per second).
-        watch = self._loop.call_later(WATCH_CLIENT_AFTER_S, self._watch_client, done)
+        # most of their calls: 4-8 % of their queries per second). The server's one timer
+        # (`LongCalls`) finds the calls that last, not a timer set and cancelled per call.
+        calls = self.context.calls
+        calls.started(done, self, self._loop)
         try:
             result = await done
         except Exception:
@@ -289,14 +326,15 @@ class Connection:
                 raise ConnectionResetError("the client closed the connection") from None
             raise
         finally:
-            watch.cancel()
+            calls.ended(done)
         if self._client_left:
             raise ConnectionResetError("the client closed the connection")
         return result
 
     def _watch_client(self, call: asyncio.Future[Any]) -> None:
         """Read the client's messages while `call` runs; cancel its work if the client leaves."""
-        assert self.messages is not None
+        if self._closing or self.messages is None:
+            return  # (the connection is ending: no one to watch)
         reading = asyncio.ensure_future(self.messages.read_ahead())
         call.add_done_callback(lambda _: reading.cancel())
 
@@ -317,14 +355,14 @@ class Connection:
         self._out += message
 
     async def flush(self) -> None:
+        transport = self.writer.transport
         if self._out:
-            self.writer.write(bytes(self._out))
+            transport.write(bytes(self._out))
             self._out.clear()
-        await self.writer.drain()
-
-    async def _maybe_flush(self) -> None:
-        if len(self._out) >= FLUSH_BYTES:
-            await self.flush()
+        # Waiting is for a client that reads slower than we write (or has gone): when the
+        # socket took everything, drain() would return at once, three coroutines later.
+        if transport.get_write_buffer_size() or transport.is_closing():
+            await self.writer.drain()
 
     def _send_error(self, exc: BaseException) -> None:
         if isinstance(exc, SqlError):
@@ -471,7 +509,10 @@ class Connection:
         while True:
             message = self.messages.take() if self.messages is not None else None
             if message is None:
-                message = await self._next_message()
+                # (straight to the reader when no notification can come: two frames fewer to
+                # go through each time the connection's task wakes)
+                message = await (self.messages.next() if self.messages is not None and (
+                    not self._listening) else self._next_message())
             kind = type(message)
             if kind not in _STATEMENT_MESSAGES:  # one look-up for the usual messages
                 if kind is protocol.Sync:
@@ -496,7 +537,8 @@ class Connection:
                     continue
             if self._skip_until_sync:
                 continue  # PostgreSQL discards extended-protocol messages after an error
-            self._report_active(message)
+            if kind is protocol.Execute or kind is protocol.Parse or kind is protocol.Query:
+                self._report_active(message)
             simple = _simple(message)
             try:
                 await handlers[kind](message)
@@ -508,10 +550,8 @@ class Connection:
                     self._command_done()
                 else:
                     self._skip_until_sync = True
-            if simple:
+            if simple or len(self._out) >= FLUSH_BYTES:
                 await self.flush()
-            else:
-                await self._maybe_flush()
 
     async def _malformed(self, message: protocol.Malformed) -> None:
         raise self._malformed_error(message)
@@ -651,7 +691,8 @@ class Connection:
                 self.send(protocol.command_complete(tag))
                 return
             timezone = encode.session_timezone(self.session.setting("TimeZone"))
-            chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone)
+            chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone,
+                                    self._encodings)
             result = portal.result
             assert result is not None
             self._send_notices(result)
@@ -662,11 +703,12 @@ class Connection:
             while chunk.rows:
                 self.send(chunk.messages)
                 sent += chunk.rows
-                await self._maybe_flush()
+                if len(self._out) >= FLUSH_BYTES:
+                    await self.flush()
                 if chunk.done or (max_rows > 0 and sent >= max_rows):
                     break
                 chunk = await self.call(_next_rows, self.session, portal, max_rows - sent if
-                                        max_rows > 0 else 0, timezone)
+                                        max_rows > 0 else 0, timezone, self._encodings)
             if max_rows > 0 and sent >= max_rows and not chunk.done:
                 self.send(protocol.portal_suspended())
                 return
@@ -720,7 +762,8 @@ class _Chunk:
     done: bool  # the portal has no rows left
 
 
-def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzinfo) -> _Chunk:
+def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzinfo,
+               encodings: _Encodings) -> _Chunk:
     """Start the portal if it has not run yet, then read and encode its next rows: at most
     `ENCODE_BATCH_ROWS` (and `max_rows` when > 0). Runs on the thread pool."""
     if not portal.started:
@@ -742,24 +785,80 @@ def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzi
     done = count < want
     if not batches:
         return _Chunk(b"", 0, True)
-    table = pa.Table.from_batches(batches)
-    described = result.columns
-    if portal.promised is not None:
-        table = _conform(table, portal.promised)
-        described = portal.promised
-    formats = result_formats(portal.formats, table.num_columns)
-    # Each column encoded as the type RowDescription announces (its origin may declare one).
-    origins = [c.origin for c in described] if len(described) == table.num_columns else (
-        [NO_ORIGIN] * table.num_columns)
-    wires = [wire_type(column.type, origin)[0] for column, origin in zip(
-        table.columns, origins, strict=True)]
+    # One batch (a small result's) is encoded as it is, without a table around it.
+    rows: pa.RecordBatch | pa.Table = batches[0] if len(batches) == 1 else (
+        pa.Table.from_batches(batches))
+    plan = encodings.plan(result.columns, portal.promised, portal.formats, rows.schema)
+    if plan.conform:
+        assert portal.promised is not None
+        rows = _conform(pa.Table.from_batches(batches), portal.promised)
     if count < VECTORIZED_MIN_ROWS:
-        values = [encode.encode_column(table.column(i), fmt, timezone, wires[i])
-                  for i, fmt in enumerate(formats)]
+        values = [encode.encode_column(rows.column(i), fmt, timezone, wire)
+                  for i, (fmt, wire) in enumerate(zip(plan.formats, plan.wires, strict=True))]
         return _Chunk(b"".join(protocol.data_rows(values, count)), count, done)
-    columns = [encode.encode_values(table.column(i), fmt, timezone, wires[i])
-               for i, fmt in enumerate(formats)]
+    columns = [encode.encode_values(rows.column(i), fmt, timezone, wire)
+               for i, (fmt, wire) in enumerate(zip(plan.formats, plan.wires, strict=True))]
     return _Chunk(protocol.row_messages(columns), count, done)
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoding:
+    """How rows of one schema go out for one set of described columns and result formats."""
+
+    described: tuple[Column, ...]  # the columns it was made for (held: the key is their id)
+    schema: pa.Schema  # the rows' schema, as DuckDB gave it
+    conform: bool  # the rows must be cast to the promised columns' types (`_conform`)
+    formats: tuple[int, ...]  # per column
+    wires: tuple[PgType, ...]  # per column: the type RowDescription announces and values take
+
+
+class _Encodings:
+    """A connection's `_Encoding`s, by the described columns and result format codes: a
+    prepared statement's executions bring the same columns (the same tuple: the session's
+    caches keep it), formats and schema, so what they imply is found once, not per execution.
+    Safe from the worker threads (the connection's calls run one at a time)."""
+
+    LIMIT = 256  # encodings kept; past it, the map starts again
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, tuple[int, ...]], _Encoding] = {}
+
+    def plan(self, columns: tuple[Column, ...], promised: tuple[Column, ...] | None,
+             codes: tuple[int, ...], schema: pa.Schema) -> _Encoding:
+        """How to send rows of `schema` of a result whose columns are `columns`, as `promised`
+        (when the client was told about them) in Bind's format `codes`; raises `_conform`'s
+        and `result_formats`' errors."""
+        described = columns if promised is None else promised
+        key = (id(described), codes)
+        kept = self._kept.get(key)
+        if kept is not None and kept.described is described and kept.schema.equals(schema):
+            return kept
+        types = schema.types
+        conform = False
+        if promised is not None:
+            if len(promised) != len(types):
+                # PostgreSQL's words when a prepared statement's result shape changes.
+                raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                               "cached plan must not change result type")
+            # What `_conform` casts to: exactly these types once it has.
+            targets = _promised_types(promised)
+            conform = targets != types
+            types = targets
+        formats = tuple(result_formats(codes, len(types)))
+        # Each column encoded as the type RowDescription announces (its origin may declare one).
+        origins = [c.origin for c in described] if len(described) == len(types) else (
+            [NO_ORIGIN] * len(types))
+        wires = tuple(wire_type(t, origin)[0] for t, origin in zip(types, origins, strict=True))
+        encoding = _Encoding(described, schema, conform, formats, wires)
+        if len(self._kept) >= self.LIMIT:
+            self._kept.clear()
+        self._kept[key] = encoding
+        return encoding
+
+
+def _promised_types(columns: Sequence[Column]) -> list[pa.DataType]:
+    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
+    return [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
 
 
 def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
@@ -767,8 +866,7 @@ def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
     if len(columns) != table.num_columns:
         # PostgreSQL's words when a prepared statement's result shape changes.
         raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
-    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
-    targets = [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
+    targets = _promised_types(columns)
     if targets == table.schema.types:
         return table
     try:

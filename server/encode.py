@@ -164,6 +164,14 @@ def _booleans(a: pa.Array) -> pa.Array:
 def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     """Values of `a` as PostgreSQL prints them, None for NULL."""
     t = a.type
+    # The commonest columns of small results first: a plain integer or string type is none of
+    # the kinds tested before their branches below (extension, dictionary, fixed-size binary,
+    # struct types), so the answer is the same, a dozen type tests sooner.
+    if t.id in _PLAIN_TEXT_IDS:
+        if t.id in _STRING_IDS:
+            return a.to_pylist()
+        if len(a) < _FEW_VALUES:
+            return [None if v is None else str(v) for v in a.to_pylist()]
     if extension_name(t) == "arrow.bool8":
         return _text(_booleans(a), tz)
     if pa.types.is_dictionary(t):
@@ -222,6 +230,12 @@ def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         return [None if v is None else json.dumps(_jsonable(v), ensure_ascii=False)
                 for v in a.to_pylist()]
     return [None if v is None else str(v) for v in a.to_pylist()]
+
+
+_INTEGER_IDS = frozenset(t.id for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64(),
+                                        pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()))
+_STRING_IDS = frozenset(t.id for t in (pa.string(), pa.large_string(), pa.string_view()))
+_PLAIN_TEXT_IDS = _INTEGER_IDS | _STRING_IDS
 
 
 def _date_text(days: int) -> str:

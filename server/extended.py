@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
@@ -54,15 +54,11 @@ class PreparedStatement:
     param_oids: tuple[int, ...]  # the client's, else the type the statement implies, else 0
     columns: tuple[Column, ...] | None = None
     described: bool = False
-    # RowDescription of `columns` by result formats: libpq describes the portal of every
-    # execution, and a portal bound after Describe of the statement has exactly these columns.
-    row_descriptions: dict[tuple[int, ...], bytes] = field(default_factory=dict)
 
 
 DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
 MAX_BATCH_ROWS = 10_000  # pipelined INSERT executions run as one batch
 _OPEN_TYPES = (0, UNKNOWN.oid)  # parameter types a client leaves to the server
-_UNDESCRIBED: Any = object()  # not in the cache of portal descriptions (None is a description)
 
 
 class ExtendedQuery:
@@ -71,10 +67,15 @@ class ExtendedQuery:
         self.statements: dict[str, PreparedStatement] = {}
         self._bound_from: dict[str, str] = {}  # portal -> the prepared statement it binds
         # Describe of portals by statement and the Python types of their parameter values (which
-        # decide the columns' types): libpq describes the portal of every execution.
+        # decide the columns' types): libpq describes the portal of every execution. Keyed by
+        # the statement's identity (hashing a Statement hashes all its fields), which the entry
+        # holds.
         self._described: collections.OrderedDict[
-            tuple[Statement, tuple[type, ...]], tuple[Column, ...] | None] = (
+            tuple[int, tuple[type, ...]], tuple[Statement, tuple[Column, ...] | None]] = (
             collections.OrderedDict())
+        # RowDescription messages by columns (their identity: the caches above and the session's
+        # give the same tuple at each execution; the entry holds it) and result format codes.
+        self._descriptions: dict[tuple[int, tuple[int, ...]], tuple[tuple[Column, ...], bytes]] = {}
 
     def deallocate(self, statement: Statement) -> Result:
         """DEALLOCATE [PREPARE] name|ALL (psycopg sends DEALLOCATE ALL after a failed
@@ -176,15 +177,20 @@ class ExtendedQuery:
             self.host.send(protocol.no_data())
             return
         portal.promised = columns
-        prepared = self.statements.get(self._bound_from.get(message.name, ""))
-        if prepared is not None and prepared.columns is columns:
-            description = prepared.row_descriptions.get(portal.formats)
-            if description is None:
-                description = _row_description(columns, portal.formats)
-                prepared.row_descriptions[portal.formats] = description
-        else:
-            description = _row_description(columns, portal.formats)
-        self.host.send(description)
+        self.host.send(self._row_description(columns, portal.formats))
+
+    def _row_description(self, columns: tuple[Column, ...], codes: tuple[int, ...]) -> bytes:
+        """RowDescription of `columns` sent in Bind's result formats `codes`, made once for
+        each (a prepared statement announces the same at every execution)."""
+        key = (id(columns), codes)
+        kept = self._descriptions.get(key)
+        if kept is not None and kept[0] is columns:
+            return kept[1]
+        description = _row_description(columns, codes)
+        if len(self._descriptions) >= DESCRIBED_CACHE:
+            self._descriptions.clear()
+        self._descriptions[key] = (columns, description)
+        return description
 
     async def _portal_columns(self, portal: Portal) -> tuple[Column, ...] | None:
         """The columns of a portal's rows, by binding (cached per statement and parameter types
@@ -193,15 +199,15 @@ class ExtendedQuery:
             # AI plans, and what the session answers (FETCH's columns are its cursor's).
             return await self.host.call(self.host.session.describe, portal.statement,
                                         portal.params)
-        key = (portal.statement, tuple(type(value) for value in portal.params))
-        columns = self._described.get(key, _UNDESCRIBED)
-        if columns is not _UNDESCRIBED and self.host.session.cached(portal.statement.sql) is (
-                portal.statement):
+        statement = portal.statement
+        key = (id(statement), tuple(map(type, portal.params)))
+        kept = self._described.get(key)
+        if kept is not None and kept[0] is statement and self.host.session.cached(
+                statement.sql) is statement:
             self._described.move_to_end(key)
-            return columns
-        columns = await self.host.call(self.host.session.describe, portal.statement,
-                                       portal.params)
-        self._described[key] = columns
+            return kept[1]
+        columns = await self.host.call(self.host.session.describe, statement, portal.params)
+        self._described[key] = (statement, columns)
         if len(self._described) > DESCRIBED_CACHE:
             self._described.popitem(last=False)
         return columns

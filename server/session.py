@@ -572,6 +572,8 @@ class Session:
     def _settle_notifications(self, *, committed: bool) -> None:
         """LISTEN/UNLISTEN take effect and NOTIFYs are sent when their transaction commits;
         a rollback forgets them."""
+        if not (self._listen_changes or self._notifies):
+            return
         if committed:
             for change in self._listen_changes:
                 if change.channel is None:
@@ -617,8 +619,8 @@ class Session:
             else:
                 portal.close()
                 del self.portals[name]
-        self._live = [rows for rows in self._live if rows.live]
-        self._free_connection()
+        if self._live:
+            self._free_connection()
 
     # -- portals and cursors ----------------------------------------------------------------
 
@@ -746,7 +748,8 @@ class Session:
 
     def expect_cancel(self) -> None:
         """A statement is about to be prepared or run: a cancel from now on is for it."""
-        self.planner.cancelled.clear()
+        if self.planner.cancelled.is_set():  # (clearing takes the event's lock: only if needed)
+            self.planner.cancelled.clear()
 
     def cancel(self) -> None:
         self.planner.interrupt()
