@@ -789,9 +789,9 @@ def _next_rows(session: Session, portal: Portal, max_rows: int, timezone: dt.tzi
     rows: pa.RecordBatch | pa.Table = batches[0] if len(batches) == 1 else (
         pa.Table.from_batches(batches))
     plan = encodings.plan(result.columns, portal.promised, portal.formats, rows.schema)
-    if plan.conform:
+    if plan.targets is not None:
         assert portal.promised is not None
-        rows = _conform(pa.Table.from_batches(batches), portal.promised)
+        rows = _conform(pa.Table.from_batches(batches), portal.promised, plan.targets)
     if count < VECTORIZED_MIN_ROWS:
         values = [encode.encode_column(rows.column(i), fmt, timezone, wire)
                   for i, (fmt, wire) in enumerate(zip(plan.formats, plan.wires, strict=True))]
@@ -807,7 +807,8 @@ class _Encoding:
 
     described: tuple[Column, ...]  # the columns it was made for (held: the key is their id)
     schema: pa.Schema  # the rows' schema, as DuckDB gave it
-    conform: bool  # the rows must be cast to the promised columns' types (`_conform`)
+    # The promised columns' types, where the rows must be cast to them (`_conform`); else None.
+    targets: tuple[pa.DataType, ...] | None
     formats: tuple[int, ...]  # per column
     wires: tuple[PgType, ...]  # per column: the type RowDescription announces and values take
 
@@ -834,41 +835,34 @@ class _Encodings:
         if kept is not None and kept.described is described and kept.schema.equals(schema):
             return kept
         types = schema.types
-        conform = False
+        targets = None
         if promised is not None:
             if len(promised) != len(types):
                 # PostgreSQL's words when a prepared statement's result shape changes.
                 raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
                                "cached plan must not change result type")
-            # What `_conform` casts to: exactly these types once it has.
-            targets = _promised_types(promised)
-            conform = targets != types
-            types = targets
+            # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
+            promised_types = [pa.string() if pa.types.is_null(c.type) else c.type
+                              for c in promised]
+            if promised_types != types:
+                targets = tuple(promised_types)
+            types = promised_types
         formats = tuple(result_formats(codes, len(types)))
         # Each column encoded as the type RowDescription announces (its origin may declare one).
         origins = [c.origin for c in described] if len(described) == len(types) else (
             [NO_ORIGIN] * len(types))
         wires = tuple(wire_type(t, origin)[0] for t, origin in zip(types, origins, strict=True))
-        encoding = _Encoding(described, schema, conform, formats, wires)
+        encoding = _Encoding(described, schema, targets, formats, wires)
         if len(self._kept) >= self.LIMIT:
             self._kept.clear()
         self._kept[key] = encoding
         return encoding
 
 
-def _promised_types(columns: Sequence[Column]) -> list[pa.DataType]:
-    # A column described as NULL-typed (a bare parameter bound to NULL) is sent as text.
-    return [pa.string() if pa.types.is_null(c.type) else c.type for c in columns]
-
-
-def _conform(table: pa.Table, columns: Sequence[Column]) -> pa.Table:
-    """The result cast to the column types the client was promised."""
-    if len(columns) != table.num_columns:
-        # PostgreSQL's words when a prepared statement's result shape changes.
-        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
-    targets = _promised_types(columns)
-    if targets == table.schema.types:
-        return table
+def _conform(table: pa.Table, columns: Sequence[Column], targets: Sequence[pa.DataType]
+             ) -> pa.Table:
+    """The result cast to the column types the client was promised (`targets`: those of
+    `columns`, one per column of `table`, as `_Encodings.plan` found them)."""
     try:
         return pa.table([col if col.type == target else col.cast(target)
                          for col, target in zip(table.columns, targets, strict=True)],
