@@ -398,3 +398,12 @@ def test_stars_over_chains_and_natural_joins_list_postgresql_s_columns(con):
 
     sql = "SELECT *, length(y) FROM star_a JOIN star_b ON star_a.x = star_b.x"
     assert "LENGTH" in pg_semantics.rewrite(sql, unreadable)
+
+
+def test_a_question_mark_in_a_string_is_not_jsonbs_operator() -> None:
+    # An AI prompt's `?` leaves the statement unparsed (as written); the operator is found
+    # beside such strings, and anywhere a backslash or dollar quote blurs the literals' ends.
+    prompt = "SELECT * FROM t WHERE AI.IF(('Is it about a river? ', body))"
+    assert pg_semantics.rewrite(prompt) == prompt
+    assert "jsonb_exists" in pg_semantics.rewrite("SELECT 'a?' AS q, j ? 'k' FROM t").lower()
+    assert "jsonb_exists" in pg_semantics.rewrite(r"SELECT E'\'' AS q, j ? 'k' FROM t").lower()
