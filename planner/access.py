@@ -1,11 +1,11 @@
 """Server privileges: which statements a role may run beyond reading and writing tables.
 
-Contract: `check(con, sql, role, main_database=...)` raises `SqlError` 42501 (PostgreSQL's
-insufficient_privilege, with a hint saying what to do instead) when the statement `sql` needs a
-privilege `role` lacks, and returns None otherwise; nothing runs (the check reads only the text and
-DuckDB's function and relation catalogs, never a file). Superusers may do everything except detach
-the database Heron serves or the shared macros' (`heron.planner.shared_macros`), which nobody may
-(55006). Other roles:
+Contract: `Privileges.check(con, sql, role, main_database=..., generation=...)` raises
+`SqlError` 42501 (PostgreSQL's insufficient_privilege, with a hint saying what to do instead)
+when the statement `sql` needs a privilege `role` lacks, and returns None otherwise; nothing
+runs (the check reads only the text and DuckDB's function and relation catalogs, never a file).
+Superusers may do everything except detach the database Heron serves or the shared macros'
+(`heron.planner.shared_macros`), which nobody may (55006). Other roles:
 - reading server files — `read_csv(...)` and DuckDB's other file-reading table functions, a file
   named where a table goes (`FROM 'x.csv'`, `FROM "x.csv"`, `FROM data.parquet`,
   `DESCRIBE 'x.csv'`, ...), `COPY t FROM 'file'` — needs the privileges of pg_read_server_files;
@@ -17,12 +17,19 @@ the database Heron serves or the shared macros' (`heron.planner.shared_macros`),
 The scan works on tokens, so a name inside a string, a comment or a quoted identifier is not a
 call, and every call anywhere in the statement (subqueries, CTEs, view and macro bodies being
 created) counts. A role that no longer exists has no privileges.
+
+`Privileges` checks a session's statements: what one needs depends only on its text and
+DuckDB's catalogs, so it is found once per text and catalog generation (the server's count of
+statements that changed the catalog). The names of DuckDB's table functions come from the
+caller (`catalog.Database.table_functions` keeps them per generation: listing them scans every
+function, ~20 ms, which would otherwise be paid for every statement that calls a function).
 """
 
 from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import duckdb
@@ -98,32 +105,78 @@ _CLAUSE_KEYWORDS = {TokenType.SELECT, TokenType.WHERE, TokenType.GROUP_BY, Token
 _NAME_TOKENS = {TokenType.VAR, TokenType.IDENTIFIER}
 
 
-def check(con: duckdb.DuckDBPyConnection, sql: str, role: Role | None, *,
-          main_database: str) -> None:
-    """Refuse `sql` (42501) when `role` lacks a privilege it needs; see the module docstring."""
-    if role is not None and role.superuser and "detach" not in sql.lower():
-        return  # nothing to check: not tokenizing saves ~5 % of a `SELECT 1`'s server time
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What running one statement text takes: the database it detaches (lower case), if it is
+    a DETACH, and the privileges beyond those of every role."""
+
+    detached: str | None
+    requirements: tuple[Requirement, ...]
+
+
+NEEDS_NOTHING = Needs(None, ())
+
+
+class Privileges:
+    """`check` for one session: each statement text's `Needs` kept while the catalog's
+    generation lasts. Per session, as its cached statements are: a text is judged by the
+    relations this session sees, not by another's uncommitted ones."""
+
+    def __init__(self, table_functions: Callable[[], Collection[str]], capacity: int = 1024
+                 ) -> None:
+        self._table_functions = table_functions
+        self._capacity = capacity
+        self._generation: int | None = None
+        self._needs: dict[str, Needs] = {}
+
+    def check(self, con: duckdb.DuckDBPyConnection, sql: str, role: Role | None, *,
+              main_database: str, generation: int) -> None:
+        """Refuse `sql` (42501, or 55006 for a DETACH of what Heron serves) when `role` lacks a
+        privilege it needs; `generation` is the catalog's as `con` sees it."""
+        superuser = role is not None and role.superuser
+        if superuser and "detach" not in sql.lower():
+            return  # nothing to check: not tokenizing saves ~5 % of a `SELECT 1`'s server time
+        if self._generation != generation:
+            self._generation = generation
+            self._needs.clear()
+        needs = self._needs.get(sql)
+        if needs is None:
+            if len(self._needs) >= self._capacity:
+                self._needs.clear()  # a client that never repeats itself: start over
+            needs = self._needs[sql] = needs_of(con, sql, self._table_functions)
+        if needs.detached is not None:
+            _check_detach(needs.detached, main_database)
+        if superuser:
+            return
+        for requirement in needs.requirements:
+            if not _has(role, requirement.privilege):
+                raise _refusal(requirement)
+
+
+def needs_of(con: duckdb.DuckDBPyConnection, sql: str,
+             functions: Callable[[], Collection[str]]) -> Needs:
+    """What `sql` needs; `functions` gives the names of DuckDB's table functions (asked only
+    when the statement calls something)."""
     try:
         tokens = _tokenize(sql)
     except TokenError:
-        return  # DuckDB refuses it as a syntax error before anything runs
-    words = [t.text.upper() for t in tokens[:4]]
-    if words[:1] == ["DETACH"]:
-        detached = _detached_name(tokens)
-        if detached == main_database.lower():
-            raise SqlError(SqlState.OBJECT_IN_USE,
-                           f'cannot detach database "{main_database}": Heron serves it',
-                           hint="ATTACH another database under a new name and leave this one.")
-        if detached == SHARED_DATABASE:
-            raise SqlError(SqlState.OBJECT_IN_USE,
-                           f'cannot detach database "{SHARED_DATABASE}": every session\'s '
-                           "PostgreSQL functions live in it",
-                           hint="ATTACH another database under a new name and leave this one.")
-    if role is not None and role.superuser:
-        return
-    for requirement in requirements(con, tokens):
-        if not _has(role, requirement.privilege):
-            raise _refusal(requirement)
+        return NEEDS_NOTHING  # DuckDB refuses it as a syntax error before anything runs
+    if not tokens:
+        return NEEDS_NOTHING
+    detached = _detached_name(tokens) if tokens[0].text.upper() == "DETACH" else None
+    return Needs(detached, tuple(requirements(con, tokens, functions)))
+
+
+def _check_detach(detached: str, main_database: str) -> None:
+    if detached == main_database.lower():
+        raise SqlError(SqlState.OBJECT_IN_USE,
+                       f'cannot detach database "{main_database}": Heron serves it',
+                       hint="ATTACH another database under a new name and leave this one.")
+    if detached == SHARED_DATABASE:
+        raise SqlError(SqlState.OBJECT_IN_USE,
+                       f'cannot detach database "{SHARED_DATABASE}": every session\'s '
+                       "PostgreSQL functions live in it",
+                       hint="ATTACH another database under a new name and leave this one.")
 
 
 def _tokenize(sql: str) -> list[Token]:
@@ -137,12 +190,13 @@ def _tokenize(sql: str) -> list[Token]:
     return tokens
 
 
-def requirements(con: duckdb.DuckDBPyConnection, tokens: list[Token]) -> list[Requirement]:
+def requirements(con: duckdb.DuckDBPyConnection, tokens: list[Token],
+                 functions: Callable[[], Collection[str]]) -> list[Requirement]:
     """The privileges the statement `tokens` spell needs, beyond those of every role."""
     if not tokens:
         return []
     needed = _statement_requirements(con, tokens)
-    needed += _call_requirements(con, tokens)
+    needed += _call_requirements(tokens, functions)
     needed += [Requirement(Privilege.READ_SERVER_FILES, f"reading the file {name!r}")
                for name in _files_named_as_tables(con, tokens)]
     return needed
@@ -246,7 +300,7 @@ def _detached_name(tokens: list[Token]) -> str:
 # -- function calls ---------------------------------------------------------------------------
 
 
-def _call_requirements(con: duckdb.DuckDBPyConnection, tokens: list[Token]
+def _call_requirements(tokens: list[Token], functions: Callable[[], Collection[str]]
                        ) -> list[Requirement]:
     called = {t.text.lower() for t, following in zip(tokens, tokens[1:], strict=False)
               if following.token_type == TokenType.L_PAREN and _is_name(t)}
@@ -254,13 +308,10 @@ def _call_requirements(con: duckdb.DuckDBPyConnection, tokens: list[Token]
         return []
     # A file reader counts even when its extension is not loaded yet: DuckDB may autoload it.
     readers = {n for n in called if _FILE_READER.match(n) and n not in _NOT_FILE_READERS}
-    others = con.execute(
-        """SELECT DISTINCT function_name FROM duckdb_functions()
-           WHERE function_name IN (SELECT unnest(?::VARCHAR[]))
-             AND (function_type = 'table' OR (function_type = 'table_macro' AND internal))""",
-        [sorted(called - readers - SAFE_TABLE_FUNCTIONS)]).fetchall()
+    unknown = called - readers - SAFE_TABLE_FUNCTIONS
+    others = unknown & set(functions()) if unknown else set()
     return [*(Requirement(Privilege.READ_SERVER_FILES, f"{name}()") for name in sorted(readers)),
-            *(Requirement(Privilege.SUPERUSER, f"{name}()") for (name,) in others)]
+            *(Requirement(Privilege.SUPERUSER, f"{name}()") for name in sorted(others))]
 
 
 def _is_name(token: Token) -> bool:

@@ -52,7 +52,7 @@ from heron.planner import (
     shared_macros,
 )
 from heron.planner import settings as planner_settings
-from heron.planner.access import check as check_privileges
+from heron.planner.access import Privileges
 from heron.planner.commands import (
     CloseCommand,
     DeclareCommand,
@@ -193,6 +193,8 @@ class Session:
         self._classified: collections.OrderedDict[str, tuple[int, Statement]] = (
             collections.OrderedDict())
         self._catalog_changed_in_block = False
+        self._privileges = Privileges(
+            lambda: self.database.table_functions(self.generation.value))
         self.listening: set[str] = set()  # channels LISTENed on, as of the last commit
         self.outbox: list[tuple[str, str]] = []  # committed NOTIFYs: (channel, payload)
         self._listen_changes: list[ListenCommand] = []  # of the open block
@@ -332,8 +334,10 @@ class Session:
                 _RUN_IN_FAILED_BLOCK):
             raise in_failed_transaction()
         if not answers:
-            check_privileges(self.planner.con, statement.sql, self.database.roles.get(self.user),
-                             main_database=self.database.catalog_name)
+            self._privileges.check(self.planner.con, statement.sql,
+                                   self.database.roles.get(self.user),
+                                   main_database=self.database.catalog_name,
+                                   generation=self.generation.value)
 
     def _answers(self, statement: Statement) -> bool:
         """Whether the session answers this statement itself (else the planner runs it)."""
