@@ -147,7 +147,10 @@ STATEMENTS: dict[str, tuple[str, tuple[object, ...]]] = {
         ' ORDER BY "id" LIMIT 10000', ()),
 }
 EXPECTED_FAILURES = {
-    "transaction_isolation": "Heron reports DuckDB's isolation, serializable",
+    "transaction_isolation": "Heron's transactions are DuckDB's snapshot isolation, which it "
+                             "reports as PostgreSQL's repeatable read (PostgreSQL's default is "
+                             "read committed, which waits on a concurrent update where snapshot "
+                             "isolation raises 40001)",
 }
 
 

@@ -31,8 +31,8 @@ FEATURES = [
     "parameterMetaData", "product",
 ]
 EXPECTED_FAILURES = {
-    "product": "Heron reports PostgreSQL 16.4 (the oracle is 15) and DuckDB's isolation, "
-               "SERIALIZABLE",
+    "product": "Heron reports PostgreSQL 16.4 (the oracle is 15) and repeatable read, "
+               "DuckDB's snapshot isolation (PostgreSQL's default: read committed)",
 }
 
 
