@@ -18,10 +18,11 @@ Contract:
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
-  * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE gets the
-    CHECK `json_valid(col)`, which never refuses a JSON value and marks the column jsonb for the
-    catalog and `column_origins` (which decides what is sent as jsonb); one of ALTER TABLE ADD
-    COLUMN stays unmarked (json), as DuckDB adds no column with a CHECK;
+  * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE or ALTER
+    TABLE ADD COLUMN gets the CHECK `json_valid(col)`, which never refuses a JSON value and
+    marks the column jsonb for the catalog and `column_origins` (which decides what is sent as
+    jsonb). DuckDB adds no column with a CHECK: `add_column` adds those of ADD COLUMN;
+    `length_limit(check)` and `declares_type(check)` recognize these CHECKs;
   * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
     jsonb_exists, jsonb_exists_any and jsonb_exists_all (a string literal of keys read as a
     text[] literal), named `?column?`; `@>` and `<@` need no rewrite (`pg_jsonb.OPERATORS`);
@@ -761,6 +762,24 @@ def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
     return checked
 
 
+def length_limit(check: exp.CheckColumnConstraint) -> int | None:
+    """The length a CHECK `_length_checked` made enforces (None: another CHECK)."""
+    test = check.this
+    if (isinstance(test, exp.LTE) and isinstance(test.this, exp.Length)
+            and isinstance(test.this.this, exp.Column) and isinstance(test.expression, exp.Literal)
+            and test.expression.is_int):
+        return int(test.expression.name)
+    return None
+
+
+def declares_type(check: exp.CheckColumnConstraint) -> bool:
+    """Whether a CHECK is one this rewrite gives a column to keep its declared type (a
+    varchar(n)'s length, a jsonb mark), not a client's."""
+    test = check.this
+    return length_limit(check) is not None or (
+        isinstance(test, exp.Anonymous) and test.name.lower() == "json_valid")
+
+
 def _jsonb_marked(column: exp.ColumnDef) -> exp.ColumnDef:
     """A jsonb column as a JSON column with the CHECK `json_valid(col)` marking it jsonb (see
     `pg_catalog_relations.JSONB_CHECK`). A CHECK, because it is what DuckDB keeps of a column
@@ -769,8 +788,7 @@ def _jsonb_marked(column: exp.ColumnDef) -> exp.ColumnDef:
     a view's column or a function's result keeps nothing of it either, so `column_origins`
     carries jsonb from here on, as it carries varchar(n)."""
     kind = column.args.get("kind")
-    if not isinstance(kind, exp.DataType) or kind.this != _T.JSONB or column.find_ancestor(
-            exp.Alter) is not None:  # DuckDB adds no column with a CHECK: json it stays
+    if not isinstance(kind, exp.DataType) or kind.this != _T.JSONB:
         return column
     check = exp.CheckColumnConstraint(this=exp.Anonymous(
         this="json_valid", expressions=[exp.column(column.this.copy())]))

@@ -11,7 +11,8 @@ read once per catalog `generation`, which `describe` and `execute` give the colu
 functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
 runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
-refreshed first when the statement reads them), AI statements through the `Executor` (EXPLAIN
+refreshed first when the statement reads them; an ALTER TABLE adding columns with a CHECK, which
+DuckDB cannot add, through `add_column`), AI statements through the `Executor` (EXPLAIN
 renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
@@ -42,6 +43,7 @@ from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
 from heron.planner import (
+    add_column,
     column_origins,
     dialect,
     explain,
@@ -112,8 +114,11 @@ class Planner:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
         rewritten = pg_catalog_rewrite.rewrite(sql)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
-        stmt = statement.classify(self.con, pg_semantics.typed_results(
-            self.con, pg_semantics.rewrite(rewritten, self._relations)))
+        duckdb_sql = pg_semantics.typed_results(
+            self.con, pg_semantics.rewrite(rewritten, self._relations))
+        if add_column.parse(duckdb_sql) is not None:  # DuckDB's parser refuses it
+            return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
+        stmt = statement.classify(self.con, duckdb_sql)
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
             stmt = dataclasses.replace(stmt, param_types=jsonb_types)
@@ -201,6 +206,8 @@ class Planner:
         plan = stmt.ai
         if plan is None:
             self.catalog.refresh(stmt.sql)
+            if stmt.verb == "ALTER TABLE" and (added := add_column.parse(stmt.sql)) is not None:
+                return add_column.run(self.con, added)  # columns DuckDB cannot add itself
             # (the result's columns carry the statement's origins: `run` gave them)
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings
