@@ -540,10 +540,10 @@ def _int4_literal(node: exp.Expression) -> bool:
 
 def _take_place(call: exp.Expression, name: str) -> exp.Expression:
     """A placeholder put in `call`'s place, for the caller to replace with what computes it
-    (which may hold `call`): aliased `name` when `call` is a select list item of its own (the
-    name DuckDB gives a call, "function(arguments)", which the server names after the function
-    as PostgreSQL does; two calls of one function keep two names)."""
-    item = isinstance(call.parent, exp.Select) and call.arg_key == "expressions"
+    (which may hold `call`): aliased `name` when `call` is a select list (or RETURNING) item of
+    its own (the name DuckDB gives a call, "function(arguments)", which the server names after
+    the function as PostgreSQL does; two calls of one function keep two names)."""
+    item = isinstance(call.parent, exp.Select | exp.Returning) and call.arg_key == "expressions"
     holder = exp.Paren(this=exp.null())
     call.replace(exp.alias_(holder, name, quoted=True, copy=False) if item else holder)
     return holder

@@ -4,9 +4,10 @@ Contract: a `Planner` serves one client session over one DuckDB connection (the 
 `pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
 server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
 statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite` and
-`pg_semantics.typed_results`; a query's result columns get their origins (`column_origins`: the
-table column each reads, its declared type) from the text the client sent, over the relations
-read once per catalog `generation`, which `describe` and `execute` give the columns.
+`pg_semantics.typed_results`; a query's (and a RETURNING clause's) result columns get their
+origins (`column_origins`: the table column each reads, its declared type) from the text the
+client sent, over the relations read once per catalog `generation`, which `describe` and
+`execute` give the columns.
 `prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
 functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
@@ -71,6 +72,8 @@ MAYBE_AI = re.compile(r"\bAI(?:\s*\.\s*|_)\w+\s*\(", re.IGNORECASE)
 # a failed transaction block would refuse).
 _AI_KINDS = frozenset({Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE, Kind.DELETE,
                        Kind.MERGE, Kind.CREATE, Kind.OTHER})
+# Statements whose result columns `column_origins` can follow (a query's, RETURNING's).
+_RESULT_KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE})
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
 
 
@@ -112,7 +115,7 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        rewritten = pg_catalog_rewrite.rewrite(sql)
+        rewritten = pg_catalog_rewrite.rewrite(sql, self._relations)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         duckdb_sql = pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations))
@@ -122,7 +125,7 @@ class Planner:
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
             stmt = dataclasses.replace(stmt, param_types=jsonb_types)
-        if stmt.kind is Kind.SELECT and stmt.returns_rows:
+        if stmt.kind in _RESULT_KINDS and stmt.returns_rows:
             # The text as the client wrote it declares the types (rewritten, a cast to
             # varchar(n) is a left()); a catalog query's relations are the shim's, which
             # `column_origins` knows as PostgreSQL declares them.
