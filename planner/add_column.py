@@ -38,7 +38,7 @@ from sqlglot.errors import SqlglotError
 
 from heron.planner import column_origins, pg_semantics
 from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
-from heron.planner.statement import Result
+from heron.planner.statement import Result, atomic
 
 # Cheap test before parsing: an ALTER TABLE adding a column with a CHECK.
 _MAY_ADD_CHECKED = re.compile(r"\bADD\b.*\bCHECK\b", re.IGNORECASE | re.DOTALL)
@@ -109,35 +109,17 @@ def run(con: duckdb.DuckDBPyConnection, change: AddColumns) -> Result:
             if _not_null(column) and _default(column) is None:
                 raise SqlError(SqlState.NOT_NULL_VIOLATION, f'column "{column.name}" of '
                                f'relation "{table.name}" contains null values')
-    began = _begin(con)
-    try:
+    with atomic(con):
         for statement in table.rebuild(added):
             try:
                 con.execute(statement)
             except duckdb.Error as exc:
                 raise _existing_rows_error(from_duckdb(exc), table.name, added) from None
-        if began:
-            con.execute("COMMIT")
-    except BaseException:
-        if began:
-            con.execute("ROLLBACK")
-        raise
     return _done(*notices)
 
 
 def _done(*notices: str) -> Result:
     return Result("ALTER TABLE", None, None, notices=notices)
-
-
-def _begin(con: duckdb.DuckDBPyConnection) -> bool:
-    """Begin a transaction unless one is open (the session's); whether one was begun. Two
-    statements share a transaction id only inside a transaction (each one outside gets its own);
-    a BEGIN inside one would fail and abort it."""
-    first, second = (con.execute(_TRANSACTION_ID).fetchall()[0][0] for _ in range(2))
-    if first == second:
-        return False
-    con.execute("BEGIN TRANSACTION")
-    return True
 
 
 def _constraints(column: exp.ColumnDef) -> list[exp.Expression]:
@@ -294,7 +276,6 @@ def _literal(text: str) -> str:
     return exp.Literal.string(text).sql(dialect="duckdb")
 
 
-_TRANSACTION_ID = "SELECT current_transaction_id()"
 _TABLE = """SELECT table_oid, database_name, schema_name, table_name, sql, comment
             FROM duckdb_tables()
             WHERE database_name = CASE WHEN ? THEN 'temp' ELSE current_database() END

@@ -26,7 +26,8 @@ merged columns first, as PostgreSQL's does; `moved_columns(select, relations)` n
 both. A set operation's columns are computed, of the first branch's declared type (`"char"` only
 where every branch's is).
 A RETURNING clause's columns are those of `returning_query(dml)`, the query over the target
-table (and UPDATE's FROM, DELETE's USING) that lists the same; `declared(node, relations)` is
+table (and UPDATE's FROM, DELETE's USING) that lists the same; a CREATE TABLE AS's those of the
+query it stores (`stored_query`); `declared(node, relations)` is
 the origin of one expression of a parsed statement, as its query's FROM clause gives it.
 `announced(values_oid, origin)` is the type a column is announced as (a view's pg_attribute);
 `wire_type(values, origin)` the type (and typmod) a result column of Arrow type `values` is
@@ -201,7 +202,7 @@ def origins(sql: str, relations: Relations | Callable[[], Relations],
         tree = sqlglot.parse_one(sql, read=dialect)
     except (SqlglotError, ValueError):
         return None
-    query = tree if isinstance(tree, exp.Query) else returning_query(tree)
+    query = tree if isinstance(tree, exp.Query) else returning_query(tree) or stored_query(tree)
     if query is None:
         return None
     if callable(relations) and not _names_user_relations(query):
@@ -260,6 +261,16 @@ def returning_query(dml: exp.Expression) -> exp.Select | None:
     if (with_ := dml.args.get("with_")) is not None:
         select.set("with_", with_.copy())
     return select
+
+
+def stored_query(create: exp.Expression) -> exp.Query | None:
+    """The query a CREATE TABLE ... AS stores (None for any other statement)."""
+    if not isinstance(create, exp.Create) or (create.kind or "").upper() != "TABLE":
+        return None
+    query = create.expression
+    while isinstance(query, exp.Subquery):
+        query = query.this
+    return query if isinstance(query, exp.Query) else None
 
 
 def _bare(table: exp.Expression) -> exp.Expression:

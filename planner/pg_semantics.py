@@ -15,6 +15,8 @@ Contract:
   * `numeric` / `decimal` without precision keeps digits DuckDB's default DECIMAL(18,3) would
     round away: a literal cast keeps exactly its own digits, anything else (columns, other casts)
     becomes DECIMAL(38,10), DuckDB's widest exact decimal with room for products;
+  * `SELECT ... INTO t` is `CREATE TABLE t AS SELECT ...`, as PostgreSQL reads it (DuckDB has no
+    SELECT INTO);
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
@@ -22,7 +24,8 @@ Contract:
     TABLE ADD COLUMN gets the CHECK `json_valid(col)`, which never refuses a JSON value and
     marks the column jsonb for the catalog and `column_origins` (which decides what is sent as
     jsonb). DuckDB adds no column with a CHECK: `add_column` adds those of ADD COLUMN;
-    `length_limit(check)` and `declares_type(check)` recognize these CHECKs;
+    `column_definition(column)` is such a column as DuckDB keeps it, `length_limit(check)` and
+    `declares_type(check)` recognize these CHECKs;
   * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
     jsonb_exists, jsonb_exists_any and jsonb_exists_all (a string literal of keys read as a
     text[] literal), named `?column?`; `@>` and `<@` need no rewrite (`pg_jsonb.OPERATORS`);
@@ -121,6 +124,10 @@ _TRIGGER = re.compile(
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+# A query that may be SELECT ... INTO.
+_SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNORECASE | re.DOTALL)
+
+
 def _question_operator(sql: str) -> bool:
     """Whether `sql` may use one of jsonb's `?` operators."""
     if "?" not in sql:
@@ -141,10 +148,13 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _question_operator(sql))
+    tree = _parsed(sql, _TRIGGER, _question_operator(sql) or _SELECT_INTO.match(sql) is not None)
     if tree is None:
         return sql
     rewritten: list[exp.Expression] = []
+    if (created := _select_into(tree)) is not tree:
+        rewritten.append(tree)
+        tree = created
 
     def rewrite_node(node: exp.Expression) -> exp.Expression:
         new = _rewrite_node(node)
@@ -184,7 +194,7 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Cast):
         return _rewrite_cast(node)
     if isinstance(node, exp.ColumnDef):
-        return _jsonb_marked(_length_checked(node))
+        return column_definition(node)
     if isinstance(node, exp.DataType):
         if node.this == _T.DECIMAL and not node.expressions:
             return UNCONSTRAINED_NUMERIC.copy()
@@ -216,6 +226,19 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
                                                            exp.Literal.string(" ")])
         return truncated
     return cast
+
+
+def _select_into(tree: exp.Expression) -> exp.Expression:
+    """`SELECT ... INTO [TEMP] t ...` as PostgreSQL reads it, `CREATE [TEMP] TABLE t AS SELECT
+    ...` (DuckDB has no SELECT INTO); any other statement as it is."""
+    first = _first_select(tree) if isinstance(tree, exp.Query) else None
+    into = None if first is None else first.args.get("into")
+    if into is None:
+        return tree
+    first.set("into", None)
+    temporary = into.args.get("temporary")
+    return exp.Create(this=into.this, kind="TABLE", expression=tree, properties=exp.Properties(
+        expressions=[exp.TemporaryProperty()]) if temporary else None)
 
 
 def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -743,6 +766,12 @@ def _literal_decimal(text: str) -> exp.DataType:
                        hint="Heron's numeric holds at most 38 significant digits; round it or "
                             "use double precision.")
     return exp.DataType.build(f"DECIMAL({precision}, {scale})")
+
+
+def column_definition(column: exp.ColumnDef) -> exp.ColumnDef:
+    """A column of CREATE TABLE or ALTER TABLE ADD COLUMN as DuckDB keeps it: a varchar(n) /
+    char(n) one with the CHECK enforcing its length, a jsonb one as JSON with its mark."""
+    return _jsonb_marked(_length_checked(column))
 
 
 def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:

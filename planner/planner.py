@@ -13,7 +13,8 @@ functions gets its `AiPlan` here, once, and is refused here if it cannot run —
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
 runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
 refreshed first when the statement reads them; an ALTER TABLE adding columns with a CHECK, which
-DuckDB cannot add, through `add_column`), AI statements through the `Executor` (EXPLAIN
+DuckDB cannot add, through `add_column`; a CREATE TABLE AS through `create_table_as`, which
+keeps its query's declared types), AI statements through the `Executor` (EXPLAIN
 renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
@@ -46,6 +47,7 @@ from heron.engine.api import Engine
 from heron.planner import (
     add_column,
     column_origins,
+    create_table_as,
     dialect,
     explain,
     logical,
@@ -125,7 +127,7 @@ class Planner:
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
             stmt = dataclasses.replace(stmt, param_types=jsonb_types)
-        if stmt.kind in _RESULT_KINDS and stmt.returns_rows:
+        if (stmt.kind in _RESULT_KINDS and stmt.returns_rows) or stmt.verb == "CREATE TABLE":
             # The text as the client wrote it declares the types (rewritten, a cast to
             # varchar(n) is a left()); a catalog query's relations are the shim's, which
             # `column_origins` knows as PostgreSQL declares them.
@@ -211,6 +213,9 @@ class Planner:
             self.catalog.refresh(stmt.sql)
             if stmt.verb == "ALTER TABLE" and (added := add_column.parse(stmt.sql)) is not None:
                 return add_column.run(self.con, added)  # columns DuckDB cannot add itself
+            if stmt.kind is Kind.CREATE and stmt.param_count == 0 and (
+                    created := create_table_as.parse(stmt.sql)) is not None:
+                return create_table_as.run(self.con, created, stmt)  # declared types kept
             # (the result's columns carry the statement's origins: `run` gave them)
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings

@@ -419,3 +419,13 @@ def test_a_question_mark_in_a_string_is_not_jsonbs_operator() -> None:
     assert pg_semantics.rewrite(prompt) == prompt
     assert "jsonb_exists" in pg_semantics.rewrite("SELECT 'a?' AS q, j ? 'k' FROM t").lower()
     assert "jsonb_exists" in pg_semantics.rewrite(r"SELECT E'\'' AS q, j ? 'k' FROM t").lower()
+
+
+def test_select_into_is_create_table_as():
+    assert pg_semantics.rewrite("SELECT * INTO TEMP t4 FROM t WHERE x = 1") == (
+        "CREATE TEMPORARY TABLE t4 AS SELECT * FROM t WHERE x = 1")
+    assert pg_semantics.rewrite("WITH c AS (SELECT 1 AS x) SELECT x INTO t5 FROM c UNION "
+                                "SELECT 2") == (
+        "CREATE TABLE t5 AS WITH c AS (SELECT 1 AS x) SELECT x FROM c UNION SELECT 2")
+    for sql in ("SELECT 1 AS into_x", "SELECT 'INTO' FROM t", "INSERT INTO t VALUES (1)"):
+        assert pg_semantics.rewrite(sql) == sql
