@@ -23,7 +23,9 @@ Contract:
   * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE or ALTER
     TABLE ADD COLUMN gets the CHECK `json_valid(col)`, which never refuses a JSON value and
     marks the column jsonb for the catalog and `column_origins` (which decides what is sent as
-    jsonb). DuckDB adds no column with a CHECK: `add_column` adds those of ADD COLUMN;
+    jsonb). DuckDB adds no column with a CHECK and changes the type of no column a CHECK reads:
+    `alter_table` runs those ALTER TABLEs (ALTER COLUMN ... TYPE varchar(n) or jsonb is spelled
+    VARCHAR(n), JSONB for it);
     `column_definition(column)` is such a column as DuckDB keeps it, `length_limit(check)` and
     `declares_type(check)` recognize these CHECKs;
   * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
@@ -195,6 +197,9 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
         return _rewrite_cast(node)
     if isinstance(node, exp.ColumnDef):
         return column_definition(node)
+    if isinstance(node, exp.DataType) and isinstance(node.parent, exp.AlterColumn) and (
+            node.arg_key == "dtype") and (declared := _declared_alter_type(node)) is not node:
+        return declared
     if isinstance(node, exp.DataType):
         if node.this == _T.DECIMAL and not node.expressions:
             return UNCONSTRAINED_NUMERIC.copy()
@@ -772,6 +777,19 @@ def column_definition(column: exp.ColumnDef) -> exp.ColumnDef:
     """A column of CREATE TABLE or ALTER TABLE ADD COLUMN as DuckDB keeps it: a varchar(n) /
     char(n) one with the CHECK enforcing its length, a jsonb one as JSON with its mark."""
     return _jsonb_marked(_length_checked(column))
+
+
+def _declared_alter_type(dtype: exp.DataType) -> exp.DataType:
+    """The type of ALTER COLUMN ... TYPE when it is a declared type DuckDB's text would lose,
+    spelled so that it survives for `alter_table` (which gives the column its CHECKs; DuckDB
+    never runs these statements as they are): varchar(n) and char(n) as VARCHAR(n), jsonb as
+    JSONB, both as written (sqlglot would print TEXT and JSON)."""
+    if dtype.this in _TEXT_TYPES and len(dtype.expressions) == 1 and (
+            dtype.expressions[0].name.isdigit()):
+        return exp.DataType(this=_T.USERDEFINED, kind=f"VARCHAR({dtype.expressions[0].name})")
+    if dtype.this == _T.JSONB:
+        return exp.DataType(this=_T.USERDEFINED, kind="JSONB")
+    return dtype
 
 
 def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:

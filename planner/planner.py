@@ -8,14 +8,14 @@ statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics
 origins (`column_origins`: the table column each reads, its declared type) from the text the
 client sent, over the relations read once per catalog `generation`, which `describe` and
 `execute` give the columns.
-`prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
-functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
+`prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling
+AI functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
 runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
-refreshed first when the statement reads them; an ALTER TABLE adding columns with a CHECK, which
-DuckDB cannot add, through `add_column`; a CREATE TABLE AS through `create_table_as`, which
-keeps its query's declared types), AI statements through the `Executor` (EXPLAIN
-renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
+refreshed first when the statement reads them; an ALTER TABLE DuckDB cannot run in place on the
+CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through `create_table_as`,
+which keeps its query's declared types), AI statements through the `Executor` (EXPLAIN renders the
+plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
 (its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
@@ -45,7 +45,7 @@ from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
 from heron.planner import (
-    add_column,
+    alter_table,
     column_origins,
     create_table_as,
     dialect,
@@ -121,7 +121,8 @@ class Planner:
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         duckdb_sql = pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations))
-        if add_column.parse(duckdb_sql) is not None:  # DuckDB's parser refuses it
+        if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns):
+            # DuckDB's parser refuses a column with a CHECK
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
         stmt = statement.classify(self.con, duckdb_sql)
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
@@ -211,8 +212,8 @@ class Planner:
         plan = stmt.ai
         if plan is None:
             self.catalog.refresh(stmt.sql)
-            if stmt.verb == "ALTER TABLE" and (added := add_column.parse(stmt.sql)) is not None:
-                return add_column.run(self.con, added)  # columns DuckDB cannot add itself
+            if stmt.verb == "ALTER TABLE" and (added := alter_table.parse(stmt.sql)) is not None:
+                return alter_table.run(self.con, added, stmt)  # around DuckDB's CHECKs
             if stmt.kind is Kind.CREATE and stmt.param_count == 0 and (
                     created := create_table_as.parse(stmt.sql)) is not None:
                 return create_table_as.run(self.con, created, stmt)  # declared types kept

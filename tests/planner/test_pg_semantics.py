@@ -125,7 +125,7 @@ def test_a_jsonb_column_is_json_marked_jsonb():
     jsonb = column_origins.Origin(type_oid=pg_types.JSONB.oid)
     assert [o.type_oid for _, o in column_origins.Relations.load(con).by_name[
         ("main", "docs")]] == [0, jsonb.type_oid, jsonb.type_oid, 0]
-    # an added jsonb column is marked too (`add_column` adds it, as DuckDB cannot)
+    # an added jsonb column is marked too (`alter_table` adds it, as DuckDB cannot)
     assert pg_semantics.rewrite("ALTER TABLE docs ADD COLUMN x jsonb") == (
         "ALTER TABLE docs ADD COLUMN x JSON CHECK (JSON_VALID(x))")
 

@@ -1,12 +1,12 @@
 """ALTER TABLE ... ADD COLUMN of columns with a CHECK (varchar(n), jsonb, a client's), which
-DuckDB cannot add in place: `planner.add_column` through the planner facade."""
+DuckDB cannot add in place: `planner.alter_table` through the planner facade."""
 
 from __future__ import annotations
 
 import duckdb
 import pytest
 
-from heron.planner import add_column, column_origins, pg_semantics, pg_types
+from heron.planner import alter_table, column_origins, pg_semantics, pg_types
 from heron.planner.errors import SqlError
 from heron.planner.planner import Planner
 
@@ -40,18 +40,29 @@ def declared(planner: Planner, table: str, schema: str = "main") -> list[tuple[s
         planner.con).by_name[(schema, table)]]
 
 
-def test_only_adding_columns_with_a_check_is_taken_from_duckdb():
-    def parsed(sql: str) -> add_column.AddColumns | None:
-        return add_column.parse(pg_semantics.rewrite(sql))
+def parsed(sql: str) -> alter_table.AddColumns | alter_table.AlterType | None:
+    return alter_table.parse(pg_semantics.rewrite(sql))
 
+
+def test_adding_columns_with_a_check_and_changing_types_are_taken_from_duckdb():
     added = parsed("ALTER TABLE IF EXISTS s.t ADD COLUMN w varchar(3), ADD k jsonb, ADD n int")
-    assert added is not None and (added.schema, added.table, added.if_exists) == ("s", "t", True)
+    assert isinstance(added, alter_table.AddColumns)
+    assert (added.schema, added.table, added.if_exists) == ("s", "t", True)
     assert [c.name for c in added.columns] == ["w", "k", "n"]
     assert parsed("ALTER TABLE t ADD COLUMN x int CHECK (x > 0)") is not None
     for sql in ("ALTER TABLE t ADD COLUMN n int", "ALTER TABLE t ADD COLUMN v text NOT NULL",
                 "ALTER TABLE t ADD COLUMN w varchar(3), DROP COLUMN n",
-                "ALTER TABLE t ALTER COLUMN v TYPE varchar(3)", "SELECT 'ADD CHECK'"):
+                "ALTER TABLE t ALTER COLUMN v SET DEFAULT 'a'", "SELECT 'ADD CHECK'"):
         assert parsed(sql) is None, sql
+    # the declared type survives pg_semantics' rewrite (which spells it for this module)
+    for sql, spelled in (("ALTER TABLE t ALTER COLUMN v TYPE character varying(3)", "VARCHAR(3)"),
+                         ("ALTER TABLE t ALTER v SET DATA TYPE char(2) USING v::text",
+                          "VARCHAR(2)"),
+                         ("ALTER TABLE t ALTER COLUMN v TYPE jsonb", "JSONB"),
+                         ("ALTER TABLE t ALTER COLUMN v TYPE int", "INT")):
+        altered = parsed(sql)
+        assert isinstance(altered, alter_table.AlterType), sql
+        assert (altered.column, altered.type.sql(dialect="postgres")) == ("v", spelled)
 
 
 def test_an_added_varchar_column_is_declared_and_enforced(planner):
@@ -180,3 +191,31 @@ def test_a_table_other_tables_reference_is_refused(planner):
     error = fails(planner, "ALTER TABLE parent ADD COLUMN w varchar(3)")
     assert error.sqlstate == "0A000" and "child" in error.message and error.hint
     assert [name for name, _, _ in declared(planner, "parent")] == ["id"]
+
+
+def test_a_column_changed_to_varchar_n_or_jsonb_is_declared_and_checked(planner):
+    run(planner, "CREATE TABLE t (id int, s text, k json, v varchar(3), n int CHECK (n > 0))")
+    run(planner, "INSERT INTO t VALUES (1, 'abcdef', '{\"b\": 1}', 'abc', 1)")
+    error = fails(planner, "ALTER TABLE t ALTER COLUMN s TYPE varchar(3)")
+    assert (error.sqlstate, error.message) == ("22001",
+                                               "value too long for type character varying(3)")
+    run(planner, "ALTER TABLE t ALTER COLUMN s TYPE varchar(6)")
+    run(planner, "ALTER TABLE t ALTER COLUMN k SET DATA TYPE jsonb")
+    run(planner, "ALTER TABLE t ALTER COLUMN v TYPE text")  # its length CHECK goes
+    run(planner, "ALTER TABLE t ALTER COLUMN id TYPE varchar(2) USING id::text || 'x'")
+    run(planner, "ALTER TABLE t ALTER COLUMN n TYPE bigint")  # the client's CHECK stays
+    assert declared(planner, "t") == [
+        ("id", 1043, 6), ("s", 1043, 10), ("k", pg_types.JSONB.oid, -1), ("v", 0, -1),
+        ("n", 0, -1)]
+    assert rows(planner, "SELECT * FROM t") == [("1x", "abcdef", '{"b": 1}', "abc", 1)]
+    run(planner, "INSERT INTO t (v) VALUES ('abcdefgh')")
+    assert fails(planner, "INSERT INTO t (s) VALUES ('abcdefg')").sqlstate == "22001"
+    error = fails(planner, "INSERT INTO t (n) VALUES (0)")
+    assert error.sqlstate == "23514"
+    error = fails(planner, "ALTER TABLE t ALTER COLUMN n TYPE int USING n - 1")
+    assert (error.sqlstate, error.message) == (
+        "23514", 'check constraint "t_n_check" of relation "t" is violated by some row')
+    error = fails(planner, "ALTER TABLE t ALTER COLUMN nosuch TYPE varchar(3)")
+    assert (error.sqlstate, error.message) == (
+        "42703", 'column "nosuch" of relation "t" does not exist')
+    assert run(planner, "ALTER TABLE t ALTER COLUMN id TYPE text").command_tag == "ALTER TABLE"
