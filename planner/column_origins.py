@@ -8,23 +8,27 @@ column, as PostgreSQL marks it — and the declared type DuckDB does not keep (a
 column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 16) | s) + 4;
 0 and -1 where the values' type says it all; `"char"`, OID 18, for a catalog column of that
 type, whose text values are single characters). `NO_ORIGIN` is a computed column's.
-`Relations.load(con)` reads the tables and views a connection's statements can name (OIDs,
-columns, declared types as the catalog shim's pg_attribute tells them; a view's declared types
-follow its definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a
-query's result columns (PostgreSQL text as the client sent it); None when it cannot follow them
-column by column (a star over a function's rows, or over joins whose merged columns DuckDB lists
-otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared type (OID 3802): a
-cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a CHECK, as the catalog
-shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the functions returning jsonb
-that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg); its
-values are JSON, encoded as jsonb. The catalog shim's relations (`pg_catalog_relations`) are
-known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds
-them before the search path: the shim's TEMP views shadow the rest); a catalog table's columns
-carry its fixed OID. A star over joins that merge columns (USING, NATURAL, chains of them) lists
-each join's merged columns first, as PostgreSQL's does; `moved_columns(select, relations)` names
-those `pg_semantics.rewrite` moves before DuckDB's star so that it lists the same, decided here
-once for both. A set operation's columns are computed, of the first branch's declared type
-(`"char"` only where every branch's is).
+`Relations.load(con)` reads the tables and views a connection's statements can name (OIDs, columns,
+declared types as the catalog shim's pg_attribute tells them; a view's declared types follow its
+definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a query's (or a
+RETURNING clause's) result columns (PostgreSQL text as the client sent it); None when it cannot
+follow them column by column (a star over a function's rows, or over joins whose merged columns
+DuckDB lists otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared type (OID
+3802): a cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a CHECK, as the
+catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the functions returning
+jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg);
+its values are JSON, encoded as jsonb. The catalog shim's relations (`pg_catalog_relations`) are
+known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds them
+before the search path: the shim's TEMP views shadow the rest); a catalog table's columns carry its
+fixed OID. A star over joins that merge columns (USING, NATURAL, chains of them) lists each join's
+merged columns first, as PostgreSQL's does; `moved_columns(select, relations)` names those
+`pg_semantics.rewrite` moves before DuckDB's star so that it lists the same, decided here once for
+both. A set operation's columns are computed, of the first branch's declared type (`"char"` only
+where every branch's is).
+A RETURNING clause's columns are those of `returning_query(dml)`, the query over the target
+table (and UPDATE's FROM, DELETE's USING) that lists the same; a CREATE TABLE AS's those of the
+query it stores (`stored_query`); `declared(node, relations)` is
+the origin of one expression of a parsed statement, as its query's FROM clause gives it.
 `announced(values_oid, origin)` is the type a column is announced as (a view's pg_attribute);
 `wire_type(values, origin)` the type (and typmod) a result column of Arrow type `values` is
 sent as: what RowDescription announces and what the DataRow encoders (`server/encode.py`)
@@ -75,9 +79,10 @@ Sources = list[tuple[str, Columns | None]]
 
 # Views are followed this deep (a view over a view ...) to find their declared types.
 _MAX_DEPTH = 16
-# Quick test before parsing: only a FROM clause, a cast or a jsonb function gives a column an
-# origin.
-_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_", re.IGNORECASE)
+# Quick test before parsing: only a FROM clause (or the table RETURNING reads), a cast or a
+# jsonb function gives a column an origin.
+_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b",
+                               re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 
 
@@ -197,12 +202,82 @@ def origins(sql: str, relations: Relations | Callable[[], Relations],
         tree = sqlglot.parse_one(sql, read=dialect)
     except (SqlglotError, ValueError):
         return None
-    if not isinstance(tree, exp.Query):
+    query = tree if isinstance(tree, exp.Query) else returning_query(tree) or stored_query(tree)
+    if query is None:
         return None
-    if callable(relations) and not _names_user_relations(tree):
+    if callable(relations) and not _names_user_relations(query):
         relations = Relations({}, ())
-    found = _Resolver(relations() if callable(relations) else relations).query(tree, {})
+    found = _Resolver(relations() if callable(relations) else relations).query(query, {})
     return None if found is None else tuple(origin for _, origin in found)
+
+
+def declared(node: exp.Expression, relations: Relations | Callable[[], Relations]) -> Origin:
+    """The origin of `node`, an expression within a parsed statement (of a select list, a
+    condition, a RETURNING clause), as its query's FROM clause gives it: the column it reads
+    unchanged, the type it declares (NO_ORIGIN when it is computed or not known). `relations`
+    (maybe a function) is asked only when `node` may read a relation's column."""
+    holder: exp.Expression | None = node
+    while holder is not None and not isinstance(holder, exp.Select | exp.DML):
+        holder = holder.parent
+    select = holder if isinstance(holder, exp.Select) or holder is None else (
+        returning_query(holder))
+    if select is None:
+        return NO_ORIGIN
+    if callable(relations) and not (node.find(exp.Column) and _names_user_relations(select)):
+        relations = Relations({}, ())
+    resolver = _Resolver(relations() if callable(relations) else relations)
+    assert holder is not None
+    ctes = resolver.scope(holder)
+    if select is not holder:
+        ctes = {**ctes, **resolver.scope(select)}  # the DML's own WITH, copied into `select`
+    sources = resolver._sources(select, ctes)
+    return _origin(node, sources, _star_order(_from_items(select), sources))
+
+
+def returning_query(dml: exp.Expression) -> exp.Select | None:
+    """An INSERT, UPDATE or DELETE's RETURNING clause as the query whose columns are the same:
+    its items over the target table (its alias kept) and the tables of UPDATE's FROM or
+    DELETE's USING, with the statement's WITH clause; a plain star is the target's columns,
+    as DuckDB returns them (PostgreSQL's also lists FROM's). None for any other statement."""
+    returning = dml.args.get("returning") if isinstance(dml, exp.DML) else None
+    if not isinstance(dml, exp.Insert | exp.Update | exp.Delete) or returning is None:
+        return None
+    target = dml.this.this if isinstance(dml.this, exp.Schema) else dml.this
+    if not isinstance(target, exp.Table):
+        return None
+    others: list[exp.Expression] = []
+    if isinstance(dml, exp.Update) and (from_ := dml.args.get("from_")) is not None:
+        others = [from_.this, *(join.this for join in from_.this.args.get("joins") or ())]
+        others += [join.this for join in dml.args.get("joins") or ()]
+    elif isinstance(dml, exp.Delete):
+        others = list(dml.args.get("using") or ())
+    qualifier = target.alias_or_name
+    items = [exp.Column(this=exp.Star(), table=exp.to_identifier(qualifier))
+             if isinstance(item, exp.Star) and plain_star(item) else item.copy()
+             for item in returning.expressions]
+    select = exp.Select(expressions=items).from_(_bare(target))
+    for other in others:
+        select = select.join(_bare(other))
+    if (with_ := dml.args.get("with_")) is not None:
+        select.set("with_", with_.copy())
+    return select
+
+
+def stored_query(create: exp.Expression) -> exp.Query | None:
+    """The query a CREATE TABLE ... AS stores (None for any other statement)."""
+    if not isinstance(create, exp.Create) or (create.kind or "").upper() != "TABLE":
+        return None
+    query = create.expression
+    while isinstance(query, exp.Subquery):
+        query = query.this
+    return query if isinstance(query, exp.Query) else None
+
+
+def _bare(table: exp.Expression) -> exp.Expression:
+    """A copy of a FROM item without the joins sqlglot may hang on it."""
+    copy = table.copy()
+    copy.set("joins", None)
+    return copy
 
 
 class _Resolver:

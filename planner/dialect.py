@@ -16,7 +16,8 @@ Any other `AI.name(...)` call, and the other AI functions of the BigQuery and Sn
 (`AI_AGG`, `AI_SENTIMENT`, ...), parse as a plain `AIFunction` that the planner refuses by name;
 other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in this dialect, AI
 calls in their written spelling. `->` is json's operator wherever it stands (PostgreSQL has no
-lambdas). Syntax errors raise `SqlError` 42601.
+lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI spellings). Syntax
+errors raise `SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -115,8 +116,18 @@ def _dotted_ai_call(node: exp.Expression | None) -> exp.Expression | None:
     return _builder(spelling)(args)
 
 
-class Heron(Postgres):
+class PostgresSql(Postgres):
+    """sqlglot's PostgreSQL read as PostgreSQL reads it: it has no `x -> expression` lambdas, so
+    within a call's arguments `->` is jsonb's and json's operator, as everywhere else (sqlglot
+    would read `f(j -> 'a')` as a lambda)."""
+
     class Parser(Postgres.Parser):
+        LAMBDAS: ClassVar = {token: parser for token, parser in Postgres.Parser.LAMBDAS.items()
+                             if token is not TokenType.ARROW}
+
+
+class Heron(PostgresSql):
+    class Parser(PostgresSql.Parser):
         FUNCTIONS: ClassVar = {
             **Postgres.Parser.FUNCTIONS,
             **{name: _builder(name) for name in (*SPELLINGS, *OTHER_SPELLINGS) if "." not in name},
@@ -131,11 +142,6 @@ class Heron(Postgres):
         FUNCTION_PARSERS: ClassVar = {
             name: parser for name, parser in Postgres.Parser.FUNCTION_PARSERS.items()
             if name != "DATE_PART"}
-        # PostgreSQL has no `x -> expression` lambdas: within a call's arguments `->` is jsonb's
-        # and json's operator, as everywhere else (sqlglot would read `f(j -> 'a')` as a lambda).
-        LAMBDAS: ClassVar = {token: parser for token, parser in Postgres.Parser.LAMBDAS.items()
-                             if token is not TokenType.ARROW}
-
         def _parse_column_ops(self, this: exp.Expression | None) -> exp.Expression | None:
             return _dotted_ai_call(super()._parse_column_ops(this))
 

@@ -65,6 +65,7 @@ class SqlState(enum.StrEnum):
     INSUFFICIENT_PRIVILEGE = "42501"
     SYNTAX_ERROR = "42601"
     UNDEFINED_COLUMN = "42703"
+    DUPLICATE_COLUMN = "42701"
     AMBIGUOUS_COLUMN = "42702"
     GROUPING_ERROR = "42803"
     UNDEFINED_FUNCTION = "42883"
@@ -119,6 +120,15 @@ def in_failed_transaction() -> SqlError:
 def query_canceled(reason: str = "user request") -> SqlError:
     """A statement interrupted by a CancelRequest ("user request") or `statement_timeout`."""
     return SqlError(SqlState.QUERY_CANCELED, f"canceling statement due to {reason}")
+
+
+# A value longer than a varchar(n)'s length (PostgreSQL's assignment cast refuses it).
+_TOO_LONG = "value too long for type character varying({limit})"
+
+
+def value_too_long(limit: int) -> SqlError:
+    """A value longer than the `limit` of the varchar(`limit`) it is to be stored as."""
+    return SqlError(SqlState.STRING_DATA_RIGHT_TRUNCATION, _TOO_LONG.format(limit=limit))
 
 
 # Checked in order: the first class the exception is an instance of decides the code.
@@ -277,7 +287,7 @@ _WORDINGS: tuple[_Wording, ...] = (
        'null value in column "{column}" of relation "{table}" violates not-null constraint'),
     _W(re.compile(r"CHECK constraint failed on table \"?(?P<table>[^\"\s]+)\"? with expression "
                   r"CHECK\(\(length\(\"?(?P<column>[^\")]+)\"?\) <= (?P<limit>\d+)\)\)"),
-       _S.STRING_DATA_RIGHT_TRUNCATION, "value too long for type character varying({limit})"),
+       _S.STRING_DATA_RIGHT_TRUNCATION, _TOO_LONG),
     _W(re.compile(r"CHECK constraint failed on table \"?(?P<table>[^\"\s]+)\"?"),
        _S.CHECK_VIOLATION, 'new row for relation "{table}" violates check constraint'),
     _W(re.compile(r'Violates foreign key constraint because key "(?P<key>.*)" does not exist'),

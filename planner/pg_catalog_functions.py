@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION
+from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION, type_name_sql
 from heron.planner.pg_catalog_types import TYPE_NAMES, literal, values
 
 SETTINGS_VARIABLE = "heron_settings"
@@ -361,6 +361,11 @@ CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
     "heron_regtype_value": (("type_arg", "CASE WHEN type_arg IS NOT NULL THEN {'heron_regtype': "
                                          "type_arg::UINTEGER, 'name': heron_regtype_name(type_arg)"
                                          "} END"),),
+    # pg_typeof's: its types are built-in, named without pg_type (DuckDB takes no subquery in
+    # RETURNING).
+    "heron_typeof_name": (("type_arg", type_name_sql("type_arg")),),
+    "heron_typeof_value": (("type_arg", "{'heron_regtype': type_arg::UINTEGER, "
+                                        "'name': heron_typeof_name(type_arg)}"),),
     "to_regnamespace": (("name_arg", lookup(
         "pg_namespace heron_n", "heron_n.nspname", "heron_n.oid", "name_arg")),),
     "heron_regnamespace_oid": (("name_arg", "coalesce(to_regnamespace(name_arg), error("

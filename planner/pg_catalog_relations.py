@@ -182,7 +182,9 @@ JSONB_COLUMNS = f"""(
     FROM duckdb_constraints() k WHERE {_is_jsonb_mark('k')})"""
 
 
-def _type_name(type_oid: str) -> str:
+def type_name_sql(type_oid: str) -> str:
+    """SQL: format_type's name of the built-in type whose OID is the expression `type_oid`
+    (no look-up in pg_type: DuckDB takes it where it takes no subquery, as in RETURNING)."""
     whens = " ".join(f"WHEN {oid} THEN '{name}'" for oid, name in TYPE_NAMES.items())
     return f"CASE {type_oid} {whens} ELSE 'unknown' END"
 
@@ -287,7 +289,7 @@ _RELATIONS = f"""
 # A default as PostgreSQL prints it: a string constant cast to the column's type, a sequence
 # given to nextval as a regclass (DuckDB prints 'x' and nextval('s')).
 _DEFAULT = ("CASE WHEN regexp_matches(t.column_default, '^''([^'']|'''')*''$') "
-            f"THEN t.column_default || '::' || {_type_name('t.atttypid')} "
+            f"THEN t.column_default || '::' || {type_name_sql('t.atttypid')} "
             r"ELSE regexp_replace(t.column_default, '^nextval\(''(.*)''\)$', "
             r"'nextval(''\1''::regclass)') END")
 
@@ -330,7 +332,7 @@ _COLUMNS = """
 _COLUMN_TYPES = f"""
     SELECT to_json(map_from_entries(list({{'key': relname, 'value': columns}}))) AS types
     FROM (SELECT r.relname, map_from_entries(list({{'key': a.attname,
-                                                    'value': {_type_name('a.atttypid')}}}
+                                                    'value': {type_name_sql('a.atttypid')}}}
                                                   ORDER BY a.attnum)) AS columns
           FROM heron_table_columns a JOIN heron_relations r ON r.oid = a.attrelid
           WHERE r.oid IN (SELECT min(oid) FROM heron_relations GROUP BY relname)

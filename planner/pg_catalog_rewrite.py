@@ -10,11 +10,14 @@ operator, `::regclass` and friends made look-ups, casts to `oid` and PostgreSQL'
 made DuckDB's, `format('%I.%I', ...)` spelled out, subscripts of int2vector/oidvector columns
 (and of their aliases) shifted to PostgreSQL's zero-based ones, the system column `tableoid` of
 a catalog table made its OID, `pg_partition_ancestors(rel)` a relation's only ancestor (Heron
-has no partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it,
+has no partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it (the
+type `x` declares, given the `relations` it may read: a jsonb or varchar(n) column's is jsonb or
+character varying; else the type its values are sent as),
 keywords used as column labels quoted — and printed for DuckDB. The
 statement's own result columns keep PostgreSQL's text form: int2vector/oidvector values as
 space-separated numbers, a name cast to regnamespace, regrole or regproc as the object's name, a
-regclass or regtype value as its OID and name (sent as regclass / regtype, binary the OID).
+regclass or regtype value as its OID and name (sent as regclass / regtype, binary the OID);
+a RETURNING clause's columns too.
 When no rule applied, the original text comes back. A statement sqlglot cannot parse comes back
 unchanged, so DuckDB reports its own error. `parseable(sql)` is the client's text as the rewrite
 parses it (a few spellings sqlglot cannot read respelled).
@@ -32,11 +35,14 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from heron.planner import (
+    column_origins,
+    dialect,
     pg_activity,
     pg_catalog_relations,
     pg_information_schema,
     pg_semantics,
 )
+from heron.planner.column_origins import Relations
 from heron.planner.pg_catalog_types import wire_oid_sql
 
 # A statement the rewrite reads mentions one of these (lower case; substring tests are cheap on
@@ -89,7 +95,8 @@ _TYPE_OF = {by_name: cast for cast, (by_name, _) in reversed(_OID_CASTS.items())
 # as a result column, the value's OID and name (`pg_types.reg_value`).
 _REG_VALUES = {"heron_regclass_oid": ("regclass", False), "to_regclass": ("regclass", False),
                "heron_regclass_name": ("regclass", True), "heron_regtype_oid": ("regtype", False),
-               "to_regtype": ("regtype", False), "heron_regtype_name": ("regtype", True)}
+               "to_regtype": ("regtype", False), "heron_regtype_name": ("regtype", True),
+               "heron_typeof_name": ("typeof", True)}  # pg_typeof's (a regtype, built-in)
 # Functions whose result is text: a cast of their result to regclass looks a name up.
 _TEXT_FUNCTIONS = {"format", "concat", "quote_ident", "lower", "upper", "replace", "trim",
                    "btrim", "ltrim", "rtrim", "substring", "substr"}
@@ -118,21 +125,23 @@ _RENAMED_FUNCTIONS = {"json_build_object": "json_object"}
 _TABLE_OIDS = {r.name: r.oid for r in pg_catalog_relations.RELATIONS if r.oid is not None}
 
 
-def rewrite(sql: str) -> str:
-    """The statement DuckDB should run for `sql` (see the module docstring)."""
+def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = None) -> str:
+    """The statement DuckDB should run for `sql` (see the module docstring). `relations` (maybe
+    a function, asked only when pg_typeof's argument may read a column) are the relations the
+    statement may read."""
     lowered = sql.lower()
     if not any(word in lowered for word in _TRIGGER_WORDS) or not _TRIGGER.search(sql):
         return sql
     text = parseable(sql)
     try:
-        tree = sqlglot.parse_one(text, read="postgres")
+        tree = sqlglot.parse_one(text, read=dialect.PostgresSql)
     except SqlglotError:
         return sql
     changed = text != sql
     folded = normalize_identifiers(tree.copy(), dialect="postgres")
     if folded != tree:
         tree, changed = folded, True
-    context = _Context.of(tree)
+    context = _Context.of(tree, relations)
     for node in reversed(list(tree.walk(bfs=False))):  # children before their parents
         new = _rewrite_node(node, context)
         if new is not node:
@@ -161,9 +170,11 @@ def _returned_as_text(tree: exp.Expression) -> bool:
     at spaces), a name cast to regnamespace, regrole or regproc the object's name; a regclass or
     regtype value (a cast, pg_typeof, to_regclass, to_regtype) the struct of its OID and name
     (`pg_types.reg_value`), sent as PostgreSQL sends those types. Whether any column was."""
-    selects = [tree] if isinstance(tree, exp.Select) else (
+    selects: list[exp.Expression] = [tree] if isinstance(tree, exp.Select) else (
         [s for s in tree.find_all(exp.Select) if s.parent_select is None]
         if isinstance(tree, exp.SetOperation) else [])
+    if isinstance(tree, exp.DML) and (returning := tree.args.get("returning")) is not None:
+        selects.append(returning)
     changed = False
     for select in selects:
         for item in select.expressions:
@@ -197,15 +208,23 @@ class _Context:
     vectors: frozenset[str]  # names of int2vector/oidvector columns, and of their aliases
     table_oids: Mapping[str, int]  # alias of a catalog table -> its OID (for `x.tableoid`)
 
+    # id of a pg_typeof call -> the type its argument declares (`column_origins.declared`)
+    typeof_oids: Mapping[int, int]
+
     @classmethod
-    def of(cls, tree: exp.Expression) -> _Context:
+    def of(cls, tree: exp.Expression, relations: Relations | Callable[[], Relations] | None
+           ) -> _Context:
         vectors = _VECTOR_COLUMNS | {
             a.alias_or_name.lower() for a in tree.find_all(exp.Alias)
             if isinstance(a.this, exp.Column) and a.this.name.lower() in _VECTOR_COLUMNS}
         table_oids = {t.alias_or_name.lower(): _TABLE_OIDS[t.name.lower()]
                       for t in tree.find_all(exp.Table)
                       if t.db.lower() in ("", "pg_catalog") and t.name.lower() in _TABLE_OIDS}
-        return cls(frozenset(vectors), table_oids)
+        typeof_oids = {} if relations is None else {
+            id(call): declared for call in tree.find_all(exp.Anonymous)
+            if call.name.lower() == "pg_typeof" and len(call.expressions) == 1
+            and (declared := column_origins.declared(call.expressions[0], relations).type_oid)}
+        return cls(frozenset(vectors), table_oids, typeof_oids)
 
 
 def _rewrite_node(node: exp.Expression, context: _Context) -> exp.Expression:
@@ -235,8 +254,25 @@ def _rewrite_node(node: exp.Expression, context: _Context) -> exp.Expression:
     if isinstance(node, exp.Bracket) and _names_vector(node.this, context.vectors):
         return _from_zero(node)
     if isinstance(node, exp.Anonymous | exp.Func):
-        return _rewrite_function(node, context.vectors)
+        return _rewrite_function(node, context)
     return node
+
+
+# The type OID a value is sent as, from DuckDB's typeof() of the argument standing here.
+_WIRE_OID = sqlglot.parse_one(wire_oid_sql("typeof(heron_typeof_argument)"), read="duckdb")
+
+
+def _typeof_oid(argument: exp.Expression, declared: int | None) -> exp.Expression:
+    """pg_typeof's OID of `argument`: the type it declares (a jsonb or varchar(n) column, ...),
+    else the type its values are sent as. The argument is put in its place as a tree: printed
+    and parsed again, `j -> 'a'` would read as a lambda."""
+    if declared:
+        return exp.Literal.number(declared)
+    oid = _WIRE_OID.copy()
+    for placeholder in list(oid.find_all(exp.Column)):
+        if placeholder.name == "heron_typeof_argument":
+            placeholder.replace(argument.copy())
+    return oid
 
 
 def _rewrite_table(node: exp.Table) -> exp.Expression:
@@ -356,7 +392,8 @@ def _from_zero(node: exp.Bracket) -> exp.Expression:
     return exp.Bracket(this=node.this, expressions=shifted)
 
 
-def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression:
+def _rewrite_function(node: exp.Func, context: _Context) -> exp.Expression:
+    vectors = context.vectors
     name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
     args = pg_semantics.call_arguments(node)
     if name == "format" and args and isinstance(args[0], exp.Literal) and args[0].is_string:
@@ -366,10 +403,9 @@ def _rewrite_function(node: exp.Func, vectors: frozenset[str]) -> exp.Expression
     if name in _RENAMED_FUNCTIONS:
         return exp.Anonymous(this=_RENAMED_FUNCTIONS[name], expressions=args)
     if name == "pg_typeof" and len(args) == 1:  # the type as PostgreSQL names it
-        oid = sqlglot.parse_one(wire_oid_sql(
-            exp.Anonymous(this="typeof", expressions=[args[0].copy()]).sql(dialect="duckdb")),
-            read="duckdb")
-        typed = exp.Anonymous(this="heron_regtype_name", expressions=[oid])
-        item = isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
+        typed = exp.Anonymous(this="heron_typeof_name", expressions=[_typeof_oid(
+            args[0], context.typeof_oids.get(id(node)))])
+        item = isinstance(node.parent, exp.Select | exp.Returning) and (
+            node.arg_key == "expressions")
         return exp.alias_(typed, "pg_typeof") if item else typed
     return node

@@ -15,13 +15,19 @@ Contract:
   * `numeric` / `decimal` without precision keeps digits DuckDB's default DECIMAL(18,3) would
     round away: a literal cast keeps exactly its own digits, anything else (columns, other casts)
     becomes DECIMAL(38,10), DuckDB's widest exact decimal with room for products;
+  * `SELECT ... INTO t` is `CREATE TABLE t AS SELECT ...`, as PostgreSQL reads it (DuckDB has no
+    SELECT INTO);
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
-  * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE gets the
-    CHECK `json_valid(col)`, which never refuses a JSON value and marks the column jsonb for the
-    catalog and `column_origins` (which decides what is sent as jsonb); one of ALTER TABLE ADD
-    COLUMN stays unmarked (json), as DuckDB adds no column with a CHECK;
+  * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE or ALTER
+    TABLE ADD COLUMN gets the CHECK `json_valid(col)`, which never refuses a JSON value and
+    marks the column jsonb for the catalog and `column_origins` (which decides what is sent as
+    jsonb). DuckDB adds no column with a CHECK and changes the type of no column a CHECK reads:
+    `alter_table` runs those ALTER TABLEs (ALTER COLUMN ... TYPE varchar(n) or jsonb is spelled
+    VARCHAR(n), JSONB for it);
+    `column_definition(column)` is such a column as DuckDB keeps it, `length_limit(check)` and
+    `declares_type(check)` recognize these CHECKs;
   * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
     jsonb_exists, jsonb_exists_any and jsonb_exists_all (a string literal of keys read as a
     text[] literal), named `?column?`; `@>` and `<@` need no rewrite (`pg_jsonb.OPERATORS`);
@@ -120,6 +126,10 @@ _TRIGGER = re.compile(
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+# A query that may be SELECT ... INTO.
+_SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNORECASE | re.DOTALL)
+
+
 def _question_operator(sql: str) -> bool:
     """Whether `sql` may use one of jsonb's `?` operators."""
     if "?" not in sql:
@@ -140,10 +150,13 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _question_operator(sql))
+    tree = _parsed(sql, _TRIGGER, _question_operator(sql) or _SELECT_INTO.match(sql) is not None)
     if tree is None:
         return sql
     rewritten: list[exp.Expression] = []
+    if (created := _select_into(tree)) is not tree:
+        rewritten.append(tree)
+        tree = created
 
     def rewrite_node(node: exp.Expression) -> exp.Expression:
         new = _rewrite_node(node)
@@ -183,7 +196,10 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Cast):
         return _rewrite_cast(node)
     if isinstance(node, exp.ColumnDef):
-        return _jsonb_marked(_length_checked(node))
+        return column_definition(node)
+    if isinstance(node, exp.DataType) and isinstance(node.parent, exp.AlterColumn) and (
+            node.arg_key == "dtype") and (declared := _declared_alter_type(node)) is not node:
+        return declared
     if isinstance(node, exp.DataType):
         if node.this == _T.DECIMAL and not node.expressions:
             return UNCONSTRAINED_NUMERIC.copy()
@@ -215,6 +231,19 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
                                                            exp.Literal.string(" ")])
         return truncated
     return cast
+
+
+def _select_into(tree: exp.Expression) -> exp.Expression:
+    """`SELECT ... INTO [TEMP] t ...` as PostgreSQL reads it, `CREATE [TEMP] TABLE t AS SELECT
+    ...` (DuckDB has no SELECT INTO); any other statement as it is."""
+    first = _first_select(tree) if isinstance(tree, exp.Query) else None
+    into = None if first is None else first.args.get("into")
+    if into is None:
+        return tree
+    first.set("into", None)
+    temporary = into.args.get("temporary")
+    return exp.Create(this=into.this, kind="TABLE", expression=tree, properties=exp.Properties(
+        expressions=[exp.TemporaryProperty()]) if temporary else None)
 
 
 def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
@@ -539,10 +568,10 @@ def _int4_literal(node: exp.Expression) -> bool:
 
 def _take_place(call: exp.Expression, name: str) -> exp.Expression:
     """A placeholder put in `call`'s place, for the caller to replace with what computes it
-    (which may hold `call`): aliased `name` when `call` is a select list item of its own (the
-    name DuckDB gives a call, "function(arguments)", which the server names after the function
-    as PostgreSQL does; two calls of one function keep two names)."""
-    item = isinstance(call.parent, exp.Select) and call.arg_key == "expressions"
+    (which may hold `call`): aliased `name` when `call` is a select list (or RETURNING) item of
+    its own (the name DuckDB gives a call, "function(arguments)", which the server names after
+    the function as PostgreSQL does; two calls of one function keep two names)."""
+    item = isinstance(call.parent, exp.Select | exp.Returning) and call.arg_key == "expressions"
     holder = exp.Paren(this=exp.null())
     call.replace(exp.alias_(holder, name, quoted=True, copy=False) if item else holder)
     return holder
@@ -744,6 +773,25 @@ def _literal_decimal(text: str) -> exp.DataType:
     return exp.DataType.build(f"DECIMAL({precision}, {scale})")
 
 
+def column_definition(column: exp.ColumnDef) -> exp.ColumnDef:
+    """A column of CREATE TABLE or ALTER TABLE ADD COLUMN as DuckDB keeps it: a varchar(n) /
+    char(n) one with the CHECK enforcing its length, a jsonb one as JSON with its mark."""
+    return _jsonb_marked(_length_checked(column))
+
+
+def _declared_alter_type(dtype: exp.DataType) -> exp.DataType:
+    """The type of ALTER COLUMN ... TYPE when it is a declared type DuckDB's text would lose,
+    spelled so that it survives for `alter_table` (which gives the column its CHECKs; DuckDB
+    never runs these statements as they are): varchar(n) and char(n) as VARCHAR(n), jsonb as
+    JSONB, both as written (sqlglot would print TEXT and JSON)."""
+    if dtype.this in _TEXT_TYPES and len(dtype.expressions) == 1 and (
+            dtype.expressions[0].name.isdigit()):
+        return exp.DataType(this=_T.USERDEFINED, kind=f"VARCHAR({dtype.expressions[0].name})")
+    if dtype.this == _T.JSONB:
+        return exp.DataType(this=_T.USERDEFINED, kind="JSONB")
+    return dtype
+
+
 def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
     """A varchar(n)/char(n) column with a CHECK enforcing its length."""
     kind = column.args.get("kind")
@@ -761,6 +809,24 @@ def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
     return checked
 
 
+def length_limit(check: exp.CheckColumnConstraint) -> int | None:
+    """The length a CHECK `_length_checked` made enforces (None: another CHECK)."""
+    test = check.this
+    if (isinstance(test, exp.LTE) and isinstance(test.this, exp.Length)
+            and isinstance(test.this.this, exp.Column) and isinstance(test.expression, exp.Literal)
+            and test.expression.is_int):
+        return int(test.expression.name)
+    return None
+
+
+def declares_type(check: exp.CheckColumnConstraint) -> bool:
+    """Whether a CHECK is one this rewrite gives a column to keep its declared type (a
+    varchar(n)'s length, a jsonb mark), not a client's."""
+    test = check.this
+    return length_limit(check) is not None or (
+        isinstance(test, exp.Anonymous) and test.name.lower() == "json_valid")
+
+
 def _jsonb_marked(column: exp.ColumnDef) -> exp.ColumnDef:
     """A jsonb column as a JSON column with the CHECK `json_valid(col)` marking it jsonb (see
     `pg_catalog_relations.JSONB_CHECK`). A CHECK, because it is what DuckDB keeps of a column
@@ -769,8 +835,7 @@ def _jsonb_marked(column: exp.ColumnDef) -> exp.ColumnDef:
     a view's column or a function's result keeps nothing of it either, so `column_origins`
     carries jsonb from here on, as it carries varchar(n)."""
     kind = column.args.get("kind")
-    if not isinstance(kind, exp.DataType) or kind.this != _T.JSONB or column.find_ancestor(
-            exp.Alter) is not None:  # DuckDB adds no column with a CHECK: json it stays
+    if not isinstance(kind, exp.DataType) or kind.this != _T.JSONB:
         return column
     check = exp.CheckColumnConstraint(this=exp.Anonymous(
         this="json_valid", expressions=[exp.column(column.this.copy())]))

@@ -4,15 +4,18 @@ Contract: a `Planner` serves one client session over one DuckDB connection (the 
 `pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
 server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
 statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite` and
-`pg_semantics.typed_results`; a query's result columns get their origins (`column_origins`: the
-table column each reads, its declared type) from the text the client sent, over the relations
-read once per catalog `generation`, which `describe` and `execute` give the columns.
-`prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling AI
-functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
+`pg_semantics.typed_results`; a query's (and a RETURNING clause's) result columns get their
+origins (`column_origins`: the table column each reads, its declared type) from the text the
+client sent, over the relations read once per catalog `generation`, which `describe` and
+`execute` give the columns.
+`prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling
+AI functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
 runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
-refreshed first when the statement reads them), AI statements through the `Executor` (EXPLAIN
-renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
+refreshed first when the statement reads them; an ALTER TABLE DuckDB cannot run in place on the
+CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through `create_table_as`,
+which keeps its query's declared types), AI statements through the `Executor` (EXPLAIN renders the
+plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
 (its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
@@ -42,7 +45,9 @@ from heron.catalog.answers import AnswerStore
 from heron.catalog.statistics import Statistics
 from heron.engine.api import Engine
 from heron.planner import (
+    alter_table,
     column_origins,
+    create_table_as,
     dialect,
     explain,
     logical,
@@ -69,6 +74,8 @@ MAYBE_AI = re.compile(r"\bAI(?:\s*\.\s*|_)\w+\s*\(", re.IGNORECASE)
 # a failed transaction block would refuse).
 _AI_KINDS = frozenset({Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE, Kind.DELETE,
                        Kind.MERGE, Kind.CREATE, Kind.OTHER})
+# Statements whose result columns `column_origins` can follow (a query's, RETURNING's).
+_RESULT_KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE})
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
 
 
@@ -110,14 +117,18 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        rewritten = pg_catalog_rewrite.rewrite(sql)
+        rewritten = pg_catalog_rewrite.rewrite(sql, self._relations)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
-        stmt = statement.classify(self.con, pg_semantics.typed_results(
-            self.con, pg_semantics.rewrite(rewritten, self._relations)))
+        duckdb_sql = pg_semantics.typed_results(
+            self.con, pg_semantics.rewrite(rewritten, self._relations))
+        if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns):
+            # DuckDB's parser refuses a column with a CHECK
+            return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
+        stmt = statement.classify(self.con, duckdb_sql)
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
             stmt = dataclasses.replace(stmt, param_types=jsonb_types)
-        if stmt.kind is Kind.SELECT and stmt.returns_rows:
+        if (stmt.kind in _RESULT_KINDS and stmt.returns_rows) or stmt.verb == "CREATE TABLE":
             # The text as the client wrote it declares the types (rewritten, a cast to
             # varchar(n) is a left()); a catalog query's relations are the shim's, which
             # `column_origins` knows as PostgreSQL declares them.
@@ -201,6 +212,11 @@ class Planner:
         plan = stmt.ai
         if plan is None:
             self.catalog.refresh(stmt.sql)
+            if stmt.verb == "ALTER TABLE" and (added := alter_table.parse(stmt.sql)) is not None:
+                return alter_table.run(self.con, added, stmt)  # around DuckDB's CHECKs
+            if stmt.kind is Kind.CREATE and stmt.param_count == 0 and (
+                    created := create_table_as.parse(stmt.sql)) is not None:
+                return create_table_as.run(self.con, created, stmt)  # declared types kept
             # (the result's columns carry the statement's origins: `run` gave them)
             return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
         settings = self.settings

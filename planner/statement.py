@@ -18,8 +18,9 @@ run on) runs as EXECUTE of a DuckDB prepared statement with its values as typed 
 (`literal`), the fast twin of binding the values (and of planning the statement again).
 `describe` and `bind_columns` report result columns by binding, without running anything;
 `insert_many` runs one INSERT ... VALUES for many parameter rows at once (an Arrow table);
-`insert_rows` runs an INSERT reading a registered Arrow batch (COPY). DuckDB's errors
-become `SqlError`s (`errors.from_duckdb`).
+`insert_rows` runs an INSERT reading a registered Arrow batch (COPY); `atomic(con)` runs
+statements as one, in the open transaction or in their own. DuckDB's errors become `SqlError`s
+(`errors.from_duckdb`).
 """
 
 from __future__ import annotations
@@ -132,7 +133,9 @@ class Statement:
     bindable: bool = False  # its result columns can be found by binding it, without running
     command: Command | None = None  # what the session answers itself (SET, FETCH, COPY, ...)
     ai: AiPlan | None = None
-    origins: tuple[Origin, ...] | None = None  # per result column, when known (a query's)
+    # per result column, when known (a query's, a RETURNING clause's; a CREATE TABLE AS's: its
+    # query's columns)
+    origins: tuple[Origin, ...] | None = None
 
 
 class Rows:
@@ -642,6 +645,26 @@ def insert_many(con: duckdb.DuckDBPyConnection, statement: Statement,
         raise SqlError(SqlState.INTERNAL_ERROR,
                        f"a batch of {len(rows)} INSERTs inserted {inserted} rows")
     return True
+
+
+@contextlib.contextmanager
+def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The statements run within as one: in the transaction open on `con` (the session's, which
+    a failure aborts), else in one begun here, committed at the end or rolled back on an error.
+    Two statements share a transaction id only inside a transaction (outside, each gets its
+    own); a BEGIN inside one would fail, and abort it."""
+    first, second = (con.execute("SELECT current_transaction_id()").fetchall()[0][0]
+                     for _ in range(2))
+    if first == second:
+        yield
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str,

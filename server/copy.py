@@ -6,7 +6,9 @@ standard input and output are never involved.
 
 - TO STDOUT: CopyOutResponse, then one CopyData per row in PostgreSQL's text, CSV or binary
   format (binary: the file header travels with the first row, the trailer alone at the end, as
-  PostgreSQL sends them), then CopyDone. Rows stream from DuckDB and are encoded a batch at a
+  PostgreSQL sends them), each column encoded as the type it is announced as
+  (`column_origins.wire_type`: a jsonb column's values normalized, binary version 1 first),
+  then CopyDone. Rows stream from DuckDB and are encoded a batch at a
   time on the thread pool (vectorized, `encode.encode_values`), so memory stays bounded.
 - FROM STDIN: CopyInResponse; the client's CopyData are handed to a worker thread through a
   bounded buffer (`_Feed`: the event loop waits while `FEED_BYTES` are unread), parsed there
@@ -38,8 +40,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from heron.planner import Column, SqlError, SqlState
+from heron.planner.column_origins import wire_type
 from heron.planner.copy_statement import CopyCommand, CopyFormat, CopyOptions
-from heron.planner.pg_types import for_arrow
+from heron.planner.pg_types import PgType, for_arrow
 from heron.server import decode, encode, protocol
 from heron.server.portal import Portal
 from heron.server.session import CopyColumn, Session
@@ -88,12 +91,15 @@ async def _copy_out(host: Host, portal: Portal, command: CopyCommand) -> str:
     binary = options.format is CopyFormat.BINARY
     host.send(protocol.copy_out_response(binary, len(result.columns)))
     timezone = encode.session_timezone(session.setting("TimeZone"))
+    # each column encoded as the type its origin declares (a jsonb column's values normalized)
+    wires = [wire_type(c.type, c.origin)[0] for c in result.columns]
     rows = 0
     first = True
     if options.header:
         host.send(protocol.copy_data(_csv_header(result.columns, options)))
     while True:
-        messages, count = await host.call(_encode_out, session, portal, options, timezone)
+        messages, count = await host.call(_encode_out, session, portal, options, timezone,
+                                          wires)
         if count == 0:
             break
         if first and binary:
@@ -108,16 +114,19 @@ async def _copy_out(host: Host, portal: Portal, command: CopyCommand) -> str:
     return f"COPY {rows}"
 
 
-def _encode_out(session: Session, portal: Portal, options: CopyOptions, timezone: dt.tzinfo
-                ) -> tuple[bytes, int]:
-    """The next rows of the portal as CopyData messages, one per row (thread pool)."""
+def _encode_out(session: Session, portal: Portal, options: CopyOptions, timezone: dt.tzinfo,
+                wires: Sequence[PgType]) -> tuple[bytes, int]:
+    """The next rows of the portal as CopyData messages, one per row, each column encoded as
+    its `wires` type (thread pool)."""
     batch = session.read(portal, OUT_ROWS)
     if batch is None:
         return b"", 0
     if options.format is CopyFormat.BINARY:
-        columns = [encode.encode_values(column, 1) for column in batch.columns]
+        columns = [encode.encode_values(column, 1, wire=wire)
+                   for column, wire in zip(batch.columns, wires, strict=True)]
         return protocol.row_messages(columns, b"d"), batch.num_rows
-    texts = [_text_values(column, timezone) for column in batch.columns]
+    texts = [_text_values(column, timezone, wire)
+             for column, wire in zip(batch.columns, wires, strict=True)]
     if options.format is CopyFormat.CSV:
         forced = options.force_quote
         quoted = [forced is None or name in forced for name in batch.schema.names]
@@ -141,9 +150,9 @@ def _with_header(messages: bytes) -> bytes:
             + messages[5:])
 
 
-def _text_values(column: pa.Array, timezone: dt.tzinfo) -> pa.Array:
-    """A column as PostgreSQL's text output (large_binary, NULL for NULL)."""
-    values = encode.encode_values(column, 0, timezone)
+def _text_values(column: pa.Array, timezone: dt.tzinfo, wire: PgType) -> pa.Array:
+    """A column as PostgreSQL's text output of type `wire` (large_binary, NULL for NULL)."""
+    values = encode.encode_values(column, 0, timezone, wire)
     validity = pa.array(values.valid).buffers()[1] if not values.valid.all() else None
     return pa.Array.from_buffers(pa.large_binary(), len(values), [
         validity, pa.py_buffer(values.offsets.tobytes()), pa.py_buffer(values.data.tobytes())],

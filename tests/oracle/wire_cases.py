@@ -125,6 +125,22 @@ CASES: tuple[Case, ...] = (
     Case("jsonb_parameter", "SELECT %s::jsonb AS j", ('{"b": 1, "a": [1.50]}',)),
     Case("jsonb_insert_parameter", "INSERT INTO w_docs2 VALUES (%s, %s)",
          (1, '{"b": 1, "a": 2}'), setup=_table("w_docs2", "id integer, j jsonb")),
+    # -- declared types through the statements that make or change columns
+    Case("returning_declared_types", "INSERT INTO w_decl (id, j, v) VALUES "
+         "(1, '{\"b\": 1, \"a\": [1.50]}', 'abc') RETURNING j, pg_typeof(j), v, pg_typeof(v), id",
+         setup=_table("w_decl", "id integer, j jsonb, v varchar(3)")),
+    Case("add_column_varchar_enforced", "INSERT INTO w_added (w) VALUES ('abcd')",
+         setup=(*_table("w_added", "id integer", "(1)"),
+                "ALTER TABLE w_added ADD COLUMN w varchar(3) DEFAULT 'ab'")),
+    Case("add_column_jsonb", "SELECT * FROM w_added2",
+         setup=(*_table("w_added2", "id integer", "(1)"),
+                "ALTER TABLE w_added2 ADD COLUMN k jsonb DEFAULT '{\"b\": 1, \"a\": 2}'")),
+    Case("create_table_as_keeps_varchar", "INSERT INTO w_ctas (v) VALUES ('abcd')",
+         setup=(*_table("w_ctas_src", "v varchar(3)"), "DROP TABLE IF EXISTS w_ctas",
+                "CREATE TABLE w_ctas AS SELECT * FROM w_ctas_src")),
+    Case("create_table_as_keeps_jsonb", "SELECT j, v FROM w_ctas2",
+         setup=(*_table("w_ctas2_src", "j jsonb, v varchar(3)", "('{\"b\": 1, \"a\": 2}', 'x')"),
+                "DROP TABLE IF EXISTS w_ctas2", "SELECT * INTO w_ctas2 FROM w_ctas2_src")),
     # -- scalar types and their OIDs
     Case("integer_types", "SELECT 1::int2 AS a, 2::int4 AS b, 3::int8 AS c"),
     Case("float_types", "SELECT 1.5::float4 AS a, 2.5::float8 AS b"),

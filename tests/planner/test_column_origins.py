@@ -16,6 +16,7 @@ from heron.planner.column_origins import (
     Origin,
     Relations,
     announced,
+    declared,
     moved_columns,
     numeric,
     origins,
@@ -266,3 +267,34 @@ def test_jsonb_is_announced_over_json_values_only():
     assert announced(TEXT.oid, jsonb) == (TEXT.oid, -1)
     assert wire_type(pa.json_(), jsonb) == (JSONB, -1)
     assert wire_type(pa.json_(), NO_ORIGIN) == (JSON, -1)
+
+
+def test_returning_columns_are_followed_as_the_target_table_s(con, relations):
+    events = _oid(con, "events")
+    payload, raw = Origin(events, 2, JSONB.oid), Origin(events, 3)
+    assert origins("INSERT INTO events (id, payload) VALUES (1, '{}') RETURNING payload, raw, "
+                   "payload -> 'a', id + 1", relations) == (
+        payload, raw, Origin(type_oid=JSONB.oid), NO_ORIGIN)
+    # a star is the target's columns (DuckDB's RETURNING lists no FROM item's)
+    assert origins("UPDATE events AS e SET id = 2 FROM books b WHERE b.id = e.id "
+                   "RETURNING *, b.title, e.payload", relations) == (
+        Origin(events, 1), payload, raw, Origin(events, 4),
+        Origin(_oid(con, "books"), 2, VARCHAR.oid, 24), payload)
+    assert origins("WITH c AS (SELECT 1) DELETE FROM scratch USING c RETURNING note",
+                   relations)[0].typmod == 9
+    assert origins("INSERT INTO events VALUES (1)", relations) is None
+
+
+def test_an_expression_s_declared_type_is_found_where_it_stands(relations):
+    tree = sqlglot.parse_one(
+        "SELECT (SELECT max(title) FROM books WHERE title = e.v) FROM events e "
+        "WHERE e.payload -> 'a' IS NOT NULL", read="postgres")
+    title = next(c for c in tree.find_all(sqlglot.exp.Column) if c.name == "title")
+    arrow = tree.find(sqlglot.exp.JSONExtract)
+    assert declared(title, relations).type_oid == VARCHAR.oid
+    assert declared(arrow, relations) == Origin(type_oid=JSONB.oid)
+    returning = sqlglot.parse_one("INSERT INTO scratch VALUES ('a') RETURNING note",
+                                  read="postgres")
+    assert declared(returning.args["returning"].expressions[0], relations).typmod == 9
+    assert declared(sqlglot.parse_one("SELECT 1", read="postgres").expressions[0],
+                    relations) == NO_ORIGIN

@@ -240,6 +240,29 @@ def test_pg_typeof_names_types_as_postgresql_does(catalog):
         ("integer", "text", "numeric", "timestamp with time zone", "integer[]", "bigint")]
 
 
+def test_pg_typeof_names_declared_types_and_needs_no_subquery(catalog):
+    from heron.planner.column_origins import Relations
+
+    con = catalog.con
+    con.execute("CREATE TABLE typed (j JSON CHECK (json_valid(j)), k JSON, "
+                "v VARCHAR CHECK (length(v) <= 3))")
+    relations = Relations.load(con)
+
+    def typed(sql: str) -> list[tuple]:
+        sql = rewrite(sql, relations)
+        catalog.refresh(sql)
+        return [tuple(_text_form(v) for v in row) for row in con.sql(sql).fetchall()]
+
+    assert typed("SELECT pg_typeof(j), pg_typeof(k), pg_typeof(v), pg_typeof(j -> 'a'), "
+                 "pg_typeof(v || 'x'), pg_typeof('a'::varchar(2)) FROM (SELECT * FROM typed "
+                 "UNION ALL SELECT '{}', '[]', 'abc') t") == [
+        ("jsonb", "json", "character varying", "jsonb", "text", "character varying")]
+    # DuckDB takes no subquery in RETURNING: pg_typeof's names are looked up without one
+    assert typed("INSERT INTO typed VALUES ('{}', '1', 'a') RETURNING pg_typeof(j), "
+                 "pg_typeof(k), pg_typeof(v) AS t, pg_typeof(1.5)") == [
+        ("jsonb", "json", "character varying", "numeric")]
+
+
 def test_snapshots_follow_ddl_and_rollback(catalog):
     con = catalog.con
     names = "SELECT relname FROM pg_catalog.pg_class WHERE relname LIKE 'snap%' ORDER BY 1"

@@ -7,6 +7,8 @@ from decimal import Decimal
 import duckdb
 import pyarrow as pa
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from heron.planner import column_origins, pg_jsonb, pg_semantics, pg_to_char, pg_types
 from heron.planner.errors import SqlError
@@ -123,9 +125,19 @@ def test_a_jsonb_column_is_json_marked_jsonb():
     jsonb = column_origins.Origin(type_oid=pg_types.JSONB.oid)
     assert [o.type_oid for _, o in column_origins.Relations.load(con).by_name[
         ("main", "docs")]] == [0, jsonb.type_oid, jsonb.type_oid, 0]
-    # DuckDB adds no column with a CHECK: an added jsonb column stays json
+    # an added jsonb column is marked too (`alter_table` adds it, as DuckDB cannot)
     assert pg_semantics.rewrite("ALTER TABLE docs ADD COLUMN x jsonb") == (
-        "ALTER TABLE docs ADD COLUMN x JSON")
+        "ALTER TABLE docs ADD COLUMN x JSON CHECK (JSON_VALID(x))")
+
+
+def test_the_type_keeping_checks_are_recognized():
+    tree = sqlglot.parse_one(pg_semantics.rewrite(
+        "CREATE TABLE t (v varchar(3), j jsonb, n int CHECK (n > 0), m int CHECK (length(m) > 1))"
+    ), read="duckdb")
+    checks = [c.kind for c in tree.find_all(exp.ColumnConstraint)
+              if isinstance(c.kind, exp.CheckColumnConstraint)]
+    assert [pg_semantics.length_limit(c) for c in checks] == [3, None, None, None]
+    assert [pg_semantics.declares_type(c) for c in checks] == [True, True, False, False]
 
 
 def test_jsonb_operators_and_functions(con):
@@ -407,3 +419,13 @@ def test_a_question_mark_in_a_string_is_not_jsonbs_operator() -> None:
     assert pg_semantics.rewrite(prompt) == prompt
     assert "jsonb_exists" in pg_semantics.rewrite("SELECT 'a?' AS q, j ? 'k' FROM t").lower()
     assert "jsonb_exists" in pg_semantics.rewrite(r"SELECT E'\'' AS q, j ? 'k' FROM t").lower()
+
+
+def test_select_into_is_create_table_as():
+    assert pg_semantics.rewrite("SELECT * INTO TEMP t4 FROM t WHERE x = 1") == (
+        "CREATE TEMPORARY TABLE t4 AS SELECT * FROM t WHERE x = 1")
+    assert pg_semantics.rewrite("WITH c AS (SELECT 1 AS x) SELECT x INTO t5 FROM c UNION "
+                                "SELECT 2") == (
+        "CREATE TABLE t5 AS WITH c AS (SELECT 1 AS x) SELECT x FROM c UNION SELECT 2")
+    for sql in ("SELECT 1 AS into_x", "SELECT 'INTO' FROM t", "INSERT INTO t VALUES (1)"):
+        assert pg_semantics.rewrite(sql) == sql

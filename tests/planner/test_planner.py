@@ -43,6 +43,18 @@ def test_result_columns_carry_their_origins_when_described_and_run(planner):
     assert tuple(c.origin for c in planner.execute(stmt).columns) == expected
 
 
+def test_returning_columns_carry_their_origins_too(planner):
+    notes = planner.con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = "
+                                "'notes'").fetchall()[0][0]
+    expected = (Origin(notes, 2, VARCHAR.oid, 13), NO_ORIGIN)
+    for sql in ("INSERT INTO notes VALUES (2, 'hi') RETURNING body, id + 1",
+                "UPDATE notes SET id = id RETURNING body, id * 2",
+                "DELETE FROM notes WHERE id = 2 RETURNING body, -id"):
+        stmt = planner.prepare(sql)
+        assert tuple(c.origin for c in planner.describe(stmt)) == expected
+        assert tuple(c.origin for c in planner.execute(stmt).columns) == expected
+
+
 def test_relations_are_read_again_only_when_the_generation_advances(planner, generation):
     _run(planner, "SELECT * FROM notes")
     planner.con.execute("CREATE TABLE later (x VARCHAR CHECK (length(x) <= 3))")

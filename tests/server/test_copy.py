@@ -43,6 +43,27 @@ def test_psql_copy_both_ways(heron_server, conn, tmp_path):
     assert target.read_text() == "1\tapple\t1.50\n2\tpear, green\t\\N\n3\tkiwi\t0.25\n"
 
 
+def test_jsonb_columns_are_copied_out_as_jsonb(conn):
+    fresh_table(conn, "cp_jsonb", "id integer, j jsonb, k json")
+    conn.execute("""INSERT INTO cp_jsonb VALUES (1, '{"b": 1e2, "a": "x\\\\y"}', '{"b": 1}'),
+                    (2, NULL, NULL)""")
+    cur = conn.cursor()
+
+    def copied(sql: str) -> bytes:
+        with cur.copy(sql) as copy:
+            return b"".join(bytes(data) for data in copy)
+
+    # normalized as jsonb_out prints it (json keeps its text), then COPY's own escapes
+    assert copied("COPY cp_jsonb TO STDOUT") == (
+        b'1\t{"a": "x\\\\\\\\y", "b": 100}\t{"b": 1}\n2\t\\N\t\\N\n')
+    assert copied("COPY (SELECT j FROM cp_jsonb ORDER BY id) TO STDOUT (FORMAT csv)") == (
+        b'"{""a"": ""x\\\\y"", ""b"": 100}"\n\n')
+    # binary: jsonb_send's version byte 1, then the text
+    data = copied("COPY (SELECT j FROM cp_jsonb WHERE id = 1) TO STDOUT (FORMAT binary)")
+    text = b'{"a": "x\\\\y", "b": 100}'
+    assert data[19:] == struct.pack("!hi", 1, len(text) + 1) + b"\x01" + text + b"\xff\xff"
+
+
 def test_bad_data_leaves_nothing(conn):
     fresh_table(conn, "cp_bad", "id integer, name text")
     cur = conn.cursor()

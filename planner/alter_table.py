@@ -1,0 +1,375 @@
+"""ALTER TABLE actions DuckDB cannot run in place on the CHECKs that keep declared types.
+
+A CHECK is how Heron keeps what PostgreSQL declares beyond DuckDB's types (`pg_semantics`): a
+varchar(n) column's length, which it enforces, and a jsonb column's mark; a client may also give
+a column a CHECK of its own. DuckDB's ALTER TABLE adds no column with a CHECK (its parser refuses
+one: "not supported yet"), adds no CHECK to a table and drops none ("not implemented"), and
+changes the type of no column a CHECK reads. Such an action is run the one way DuckDB keeps a
+CHECK: by creating the table again with it, its rows copied, in one transaction. The CHECKs are
+then DuckDB's own, enforced on every later write and read back by the catalog
+(`pg_catalog_relations`, `column_origins`) like those of CREATE TABLE.
+
+Contract:
+- `parse(sql)` reads an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it): its
+  `AddColumns` when every action adds a column and one of them carries a CHECK; its `AlterType`
+  when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; else None (DuckDB runs it).
+- `run(con, change, stmt)` runs it as PostgreSQL would (`stmt`: the classified statement).
+  ADD COLUMN: the table keeps its columns, rows, defaults, constraints, indexes and comments,
+  the new columns come last, each existing row gets the new columns' defaults (evaluated per
+  row, NULL without one) and must pass their constraints. A constant default longer than a
+  varchar(n) column's length is refused even in an empty table (22001), as PostgreSQL
+  evaluates it at once; a NOT NULL column without a default in a table with rows is 23502
+  ("contains null values"); an existing column is 42701 (skipped with a notice under IF NOT
+  EXISTS). ALTER COLUMN TYPE to varchar(n), char(n) (kept as varchar(n), as CREATE TABLE keeps
+  it) or jsonb, or of a column a CHECK reads: the table created again without the column's
+  CHECKs, DuckDB's ALTER COLUMN TYPE (its cast, or USING), then created again with the new
+  type's CHECK and the column's other CHECKs, which every row must pass again (22001 for a
+  value too long, as PostgreSQL's cast refuses it); any other ALTER COLUMN TYPE is DuckDB's.
+  Both: an existing row failing a client's CHECK is 23514, a missing table 42P01 (skipped with
+  a notice under IF EXISTS), a missing column 42703. Runs inside the session's transaction
+  when one is open, else in its own (`statement.atomic`). Differences from PostgreSQL: the
+  table gets a new OID (pg_class.oid; DuckDB gives a new table one); a table that other
+  tables' foreign keys reference is refused (0A000: DuckDB cannot drop or rename it while they
+  do); jsonb to json keeps the text as stored, where PostgreSQL stores jsonb's normalized text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from heron.planner import column_origins, dialect, pg_semantics, statement
+from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
+from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK
+from heron.planner.statement import Result, atomic
+
+# Cheap tests before parsing: an ALTER TABLE adding a column with a CHECK, or changing a type.
+_MAY_ADD_CHECKED = re.compile(r"\bADD\b.*\bCHECK\b", re.IGNORECASE | re.DOTALL)
+_MAY_ALTER_TYPE = re.compile(r"\bALTER\b.*\bTYPE\b", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class AddColumns:
+    """What one ALTER TABLE adds: its table (schema or None, name) and column definitions."""
+
+    schema: str | None
+    table: str
+    if_exists: bool  # ALTER TABLE IF EXISTS
+    columns: tuple[exp.ColumnDef, ...]
+
+
+@dataclass(frozen=True)
+class AlterType:
+    """ALTER TABLE ... ALTER COLUMN column TYPE type [USING using]."""
+
+    schema: str | None
+    table: str
+    if_exists: bool
+    column: str
+    type: exp.DataType
+    using: exp.Expression | None
+
+
+def parse(sql: str) -> AddColumns | AlterType | None:
+    """What `sql` changes, when DuckDB may not do it itself (see the module docstring)."""
+    adds, alters = _MAY_ADD_CHECKED.search(sql), _MAY_ALTER_TYPE.search(sql)
+    if adds is None and alters is None:
+        return None
+    try:
+        # PostgreSQL's reading keeps VARCHAR(n) (DuckDB's reads it as TEXT)
+        tree = sqlglot.parse_one(sql, read=dialect.PostgresSql)
+    except (SqlglotError, ValueError):
+        return None
+    if not isinstance(tree, exp.Alter) or (tree.args.get("kind") or "").upper() != "TABLE" or (
+            tree.this.args.get("catalog") is not None):  # another database's: DuckDB's
+        return None
+    table, actions = tree.this, tree.args.get("actions") or []
+    place = (table.db or None, table.name, bool(tree.args.get("exists")))
+    if actions and all(isinstance(a, exp.ColumnDef) for a in actions) and any(
+            _checks(column) for column in actions):
+        return AddColumns(*place, tuple(actions))
+    if len(actions) == 1 and isinstance(alter := actions[0], exp.AlterColumn) and isinstance(
+            alter.args.get("dtype"), exp.DataType):
+        using = alter.args.get("using")
+        return AlterType(*place, alter.name, alter.args["dtype"],
+                         using if isinstance(using, exp.Expression) else None)
+    return None
+
+
+def run(con: duckdb.DuckDBPyConnection, change: AddColumns | AlterType,
+        stmt: statement.Statement) -> Result:
+    """Run `change`, the statement `stmt` (see the module docstring)."""
+    table = _Table.find(con, change.schema, change.table)
+    if table is None:
+        if change.if_exists:
+            return _done(f'relation "{change.table}" does not exist, skipping')
+        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{change.table}" does not exist')
+    if isinstance(change, AlterType):
+        return _alter_type(con, change, table, stmt)
+    added: list[exp.ColumnDef] = []
+    notices = []
+    for column in change.columns:
+        taken = {c.lower() for c in table.columns} | {a.name.lower() for a in added}
+        if column.name.lower() in taken:
+            name = column.name if column.this.quoted else column.name.lower()  # as PostgreSQL
+            message = f'column "{name}" of relation "{table.name}" already exists'
+            if not column.args.get("exists"):
+                raise SqlError(SqlState.DUPLICATE_COLUMN, message)
+            notices.append(message + ", skipping")
+            continue
+        _check_constant_default(con, column)
+        added.append(column)
+    if not added:
+        return _done(*notices)
+    table.refuse_if_referenced()
+    if table.has_rows(con):
+        for column in added:
+            if _not_null(column) and _default(column) is None:
+                raise SqlError(SqlState.NOT_NULL_VIOLATION, f'column "{column.name}" of '
+                               f'relation "{table.name}" contains null values')
+    checked = [c.name for c in added
+               if any(not pg_semantics.declares_type(check) for check in _checks(c))]
+    with atomic(con):
+        _execute(con, table.rebuild(added=[_definition(c) for c in added]), table.name, checked)
+    return _done(*notices)
+
+
+def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table,
+                stmt: statement.Statement) -> Result:
+    """ALTER COLUMN ... TYPE around the column's CHECKs (see the module docstring)."""
+    column = next((c for c in table.columns if c.lower() == change.column.lower()), None)
+    if column is None:
+        raise SqlError(SqlState.UNDEFINED_COLUMN, f'column "{change.column}" of relation '
+                       f'"{table.name}" does not exist')
+    defined = pg_semantics.column_definition(exp.ColumnDef(
+        this=exp.to_identifier(column, quoted=True), kind=change.type.copy()))
+    marks = [f"CHECK ({check.this.sql(dialect='duckdb')})" for check in _checks(defined)]
+    reading = [text for text, expression, names in table.checks
+               if column.lower() in (n.lower() for n in names)]
+    if not marks and not reading:
+        return statement.run(con, stmt)  # DuckDB changes it in place
+    table.refuse_if_referenced()
+    # the client's CHECKs on the column are checked again; the old type's marks go
+    kept = [text for text, expression, names in table.checks if text in reading
+            and not re.match(LENGTH_CHECK, expression) and not re.match(JSONB_CHECK, expression)]
+    using = "" if change.using is None else f" USING {change.using.sql(dialect='duckdb')}"
+    with atomic(con):
+        if reading:
+            _execute(con, table.rebuild(dropped=reading), table.name, ())
+        _execute(con, [f"ALTER TABLE {table.qualified()} ALTER COLUMN {_quoted(column)} TYPE "
+                       f"{defined.args['kind'].sql(dialect='duckdb')}{using}"], table.name, ())
+        if kept or marks:
+            again = _Table.find(con, change.schema, change.table)
+            assert again is not None
+            _execute(con, again.rebuild(checks=[*kept, *marks]), table.name,
+                     [column] if kept else [])
+    return _done()
+
+
+def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str], table: str,
+             checked: Sequence[str]) -> None:
+    """Run a rebuild's statements; `checked` names the columns whose client CHECKs the copied
+    rows are checked against again."""
+    for sql in statements:
+        try:
+            con.execute(sql)
+        except duckdb.Error as exc:
+            raise _existing_rows_error(from_duckdb(exc), table, checked) from None
+
+
+def _done(*notices: str) -> Result:
+    return Result("ALTER TABLE", None, None, notices=notices)
+
+
+def _constraints(column: exp.ColumnDef) -> list[exp.Expression]:
+    return [c.kind for c in column.args.get("constraints") or ()
+            if isinstance(c, exp.ColumnConstraint)]
+
+
+def _checks(column: exp.ColumnDef) -> list[exp.CheckColumnConstraint]:
+    return [c for c in _constraints(column) if isinstance(c, exp.CheckColumnConstraint)]
+
+
+def _not_null(column: exp.ColumnDef) -> bool:
+    return any(isinstance(c, exp.NotNullColumnConstraint) and not c.args.get("allow_null")
+               for c in _constraints(column))
+
+
+def _default(column: exp.ColumnDef) -> exp.Expression | None:
+    return next((c.this for c in _constraints(column)
+                 if isinstance(c, exp.DefaultColumnConstraint)), None)
+
+
+def _check_constant_default(con: duckdb.DuckDBPyConnection, column: exp.ColumnDef) -> None:
+    """Refuse a constant default longer than a varchar(n) column's length: PostgreSQL casts a
+    default that needs no row to the column's type when the column is added, rows or none.
+    Only a default of literals, casts and operators is evaluated here (a function's value, such
+    as nextval's, is the rows' to take)."""
+    limits = [n for check in _checks(column) if (n := pg_semantics.length_limit(check))]
+    value = _default(column)
+    if not limits or value is None or any(
+            isinstance(node, exp.Column | exp.Subquery) or (
+                isinstance(node, exp.Func) and not isinstance(node, exp.Cast))
+            for node in value.walk()):
+        return
+    text = exp.cast(exp.Paren(this=value.copy()), "VARCHAR").sql(dialect="duckdb")
+    try:
+        length = con.execute(f"SELECT length({text})").fetchall()[0][0]
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    if length is not None and length > min(limits):
+        raise value_too_long(min(limits))
+
+
+def _existing_rows_error(error: SqlError, table: str, checked: Sequence[str]) -> SqlError:
+    """An error copying the rows, as PostgreSQL words it for ALTER TABLE: an existing row
+    failing a client's CHECK on the one column `checked` names."""
+    if error.sqlstate is not SqlState.CHECK_VIOLATION or len(checked) != 1:
+        return error
+    # PostgreSQL's (and DuckDB's) name of a column's CHECK
+    return SqlError(SqlState.CHECK_VIOLATION, f'check constraint "{table}_{checked[0]}_check" '
+                    f'of relation "{table}" is violated by some row')
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A table as DuckDB's catalog describes it, with what a rebuild must restore."""
+
+    oid: int
+    database: str
+    schema: str
+    name: str
+    sql: str  # its CREATE TABLE statement (duckdb_tables().sql)
+    comment: str | None
+    columns: tuple[str, ...]
+    stored: tuple[str, ...]  # the columns that are not generated
+    column_comments: tuple[tuple[str, str], ...]
+    indexes: tuple[tuple[str, str, str | None], ...]  # (name, CREATE INDEX, comment)
+    referenced_by: tuple[str, ...]  # the other tables whose foreign keys reference it
+    # its CHECKs: (text in its CREATE TABLE, expression, the columns it reads)
+    checks: tuple[tuple[str, str, tuple[str, ...]], ...]
+
+    @classmethod
+    def find(cls, con: duckdb.DuckDBPyConnection, schema: str | None, name: str
+             ) -> _Table | None:
+        """The table a (schema-qualified or plain) name names, looked up as statements do
+        (`column_origins.Relations`: temporary tables first, then the search path)."""
+        key = column_origins.Relations.load(con).key_of(
+            None if schema is None else schema.lower(), name.lower())
+        if key is None:
+            return None
+        found = con.execute(_TABLE, [key[0] == "", key[0] or "main", key[1]]).fetchall()
+        if not found:
+            return None  # a view
+        oid, database, schema_name, table_name, sql, comment = found[0]
+        columns = con.execute(_COLUMNS, [oid]).fetchall()
+        return cls(oid, database, schema_name, table_name, sql, comment,
+                   tuple(c for c, _, _ in columns),
+                   tuple(c for c, generated, _ in columns if not generated),
+                   tuple((c, text) for c, _, text in columns if text is not None),
+                   tuple(con.execute(_INDEXES, [oid]).fetchall()),
+                   tuple(r for (r,) in con.execute(_REFERENCING, [oid, table_name]).fetchall()),
+                   tuple((text, expression, tuple(names)) for text, expression, names
+                         in con.execute(_CHECKS, [oid]).fetchall()))
+
+    def qualified(self, name: str | None = None) -> str:
+        """The table's quoted name, database and schema included (or another's beside it)."""
+        return ".".join(_quoted(p) for p in (self.database, self.schema, name or self.name))
+
+    def refuse_if_referenced(self) -> None:
+        """Refuse to rebuild a table other tables' foreign keys reference (DuckDB would refuse
+        to rename it)."""
+        if self.referenced_by:
+            raise SqlError(
+                SqlState.FEATURE_NOT_SUPPORTED,
+                f'cannot alter table "{self.name}" while foreign keys of '
+                f'{", ".join(self.referenced_by)} reference it',
+                hint="Heron runs this ALTER TABLE (a varchar(n) or jsonb column, a CHECK) by "
+                     "creating the table again, which DuckDB refuses while other tables "
+                     "reference it: drop those foreign keys first, or use text or json.")
+
+    def has_rows(self, con: duckdb.DuckDBPyConnection) -> bool:
+        return bool(con.execute(f"SELECT EXISTS (FROM {self.qualified()})").fetchall()[0][0])
+
+    def rebuild(self, *, added: Sequence[str] = (), dropped: Sequence[str] = (),
+                checks: Sequence[str] = ()) -> list[str]:
+        """The statements that give the table the column definitions `added` as its last
+        columns, without the CHECKs `dropped` (their texts in its CREATE TABLE), with the CHECKs
+        `checks`: its indexes dropped (DuckDB renames no table with indexes), the table renamed
+        aside, created again from its own CREATE TABLE so changed (a column or a CHECK may
+        follow the table's constraints), its rows copied (new columns take their defaults, every
+        CHECK is checked), the old one dropped, indexes and comments restored."""
+        aside = f"__heron_rebuilt_{self.oid}"
+        body = _body(self.sql)
+        for text in dropped:
+            if body.count(", " + text) != 1:
+                raise SqlError(SqlState.INTERNAL_ERROR, f"cannot find {text} in {self.sql!r}")
+            body = body.replace(", " + text, "")
+        new = "".join(f", {item}" for item in (*added, *checks))
+        temporary = "TEMPORARY " if self.database == "temp" else ""
+        stored = ", ".join(_quoted(c) for c in self.stored)
+        comments = [f"COMMENT ON TABLE {self.qualified()} IS {_literal(self.comment)}"
+                    ] if self.comment is not None else []
+        comments += [f"COMMENT ON COLUMN {self.qualified()}.{_quoted(c)} IS {_literal(text)}"
+                     for c, text in self.column_comments]
+        comments += [f"COMMENT ON INDEX {self.qualified(index)} IS {_literal(text)}"
+                     for index, _, text in self.indexes if text is not None]
+        return [
+            *(f"DROP INDEX {self.qualified(index)}" for index, _, _ in self.indexes),
+            f"ALTER TABLE {self.qualified()} RENAME TO {_quoted(aside)}",
+            f"CREATE {temporary}TABLE {self.qualified()} {body[:-1]}{new})",
+            f"INSERT INTO {self.qualified()} ({stored}) SELECT {stored} "
+            f"FROM {self.qualified(aside)}",
+            f"DROP TABLE {self.qualified(aside)}",
+            *(sql for _, sql, _ in self.indexes),
+            *comments,
+        ]
+
+
+def _body(create: str) -> str:
+    """The parenthesized column and constraint list of DuckDB's CREATE TABLE text (it follows
+    the table's name, the first parenthesis outside a quoted identifier)."""
+    quoted = False
+    for i, char in enumerate(create):
+        if char == '"':
+            quoted = not quoted
+        elif char == "(" and not quoted:
+            return create[i:].rstrip().rstrip(";").rstrip()
+    raise SqlError(SqlState.INTERNAL_ERROR, f"cannot read the table definition {create!r}")
+
+
+def _definition(column: exp.ColumnDef) -> str:
+    """A new column's definition for CREATE TABLE (without ADD COLUMN's IF NOT EXISTS)."""
+    defined = column.copy()
+    defined.set("exists", False)
+    return defined.sql(dialect="duckdb")
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def _literal(text: str) -> str:
+    return exp.Literal.string(text).sql(dialect="duckdb")
+
+
+_TABLE = """SELECT table_oid, database_name, schema_name, table_name, sql, comment
+            FROM duckdb_tables()
+            WHERE database_name = CASE WHEN ? THEN 'temp' ELSE current_database() END
+              AND lower(schema_name) = ? AND lower(table_name) = ?"""
+_COLUMNS = """SELECT column_name, is_generated, comment FROM duckdb_columns()
+              WHERE table_oid = ? ORDER BY column_index"""
+_INDEXES = """SELECT index_name, sql, comment FROM duckdb_indexes()
+              WHERE table_oid = ? AND sql IS NOT NULL"""
+_CHECKS = """SELECT constraint_text, expression, constraint_column_names FROM duckdb_constraints()
+             WHERE table_oid = ? AND constraint_type = 'CHECK'"""
+# DuckDB names a foreign key's referenced table without its schema: any table of that name.
+_REFERENCING = """SELECT DISTINCT table_name FROM duckdb_constraints()
+                  WHERE constraint_type = 'FOREIGN KEY' AND table_oid <> ?
+                    AND lower(referenced_table) = lower(?)"""
