@@ -276,9 +276,10 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     name = call.name.lower() if isinstance(call, exp.Anonymous) else None
     if name in _RENAMED:
         renamed = exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
-        # jsonb is stored normalized (`jsonb_storage`): what computes one too
+        # jsonb is stored normalized (`jsonb_storage`): what computes one too (not yet an
+        # aggregate over a window, whose OVER would then follow the call)
         return exp.Anonymous(this=pg_jsonb.NORMALIZE, expressions=[renamed]) if (
-            name.startswith("jsonb_")) else renamed
+            name.startswith("jsonb_") and not isinstance(call.parent, exp.Window)) else renamed
     if type(call) in _EXISTENCE:
         keys = call.expression
         if isinstance(keys, exp.Literal) and keys.is_string and not isinstance(
