@@ -8,7 +8,9 @@ PostgreSQL: a database made by an earlier Heron, whose tables live in DuckDB's d
 `main`, is migrated once, in one transaction, when it has no `public` schema yet
 (`migrate_main_to_public`: sequences with their current values, tables with their constraints
 and rows, indexes, views with `main.` qualifiers rewritten); objects the migration does not move
-(macros, types) stay in `main`, which is then on the search path after `public`. Each client
+(macros, types) stay in `main`, which is then on the search path after `public`. jsonb values
+an earlier Heron stored as written are normalized once (`jsonb_storage.normalize_stored`; the
+file `jsonb-normalized` records it). Each client
 session gets its own DuckDB connection from `connect()`: connections share the catalog and data
 but have their own transaction. The DuckDB catalog is named `heron` (after the file,
 `catalog_name`), which matches the database name clients connect to. It also holds what the
@@ -31,10 +33,12 @@ from heron.catalog import demo
 from heron.catalog.answers import AnswerStore
 from heron.catalog.roles import Predefined, Roles
 from heron.catalog.statistics import Statistics
-from heron.planner import pg_catalog
+from heron.planner import jsonb_storage, pg_catalog
 
 DATABASE_FILE = "heron.duckdb"
 STATISTICS_FILE = "statistics.json"
+# Present once the database's jsonb values are stored normalized (`jsonb_storage`).
+JSONB_NORMALIZED_FILE = "jsonb-normalized"
 DEFAULT_SCHEMA = "public"
 LEGACY_SCHEMA = "main"  # DuckDB's default schema, where Heron before `public` kept user tables
 
@@ -56,6 +60,10 @@ class Database:
             migrate_main_to_public(self._root)
         if first_start and load_demo:
             demo.load(self._root)
+        if not (self.data_dir / JSONB_NORMALIZED_FILE).exists():
+            # once: the jsonb an earlier Heron stored as written would compare wrongly
+            jsonb_storage.normalize_stored(self._root)
+            (self.data_dir / JSONB_NORMALIZED_FILE).touch()
         # Macros in `main` are left by the migration only: counted once, as listing them scans
         # every DuckDB function (~10 ms, which each new session would otherwise pay).
         self._legacy_macros = _holds_macros(self._root, LEGACY_SCHEMA)

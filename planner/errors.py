@@ -8,12 +8,14 @@ through an Arrow stream as text with DuckDB's "<Class> Error: " prefix — into 
 sends for the same mistake, and the common ones (undefined relation, column or function, bad
 input syntax, division by zero, overflow, constraint violations, write conflicts, ...) into
 PostgreSQL's own wording; the others keep DuckDB's message without its class prefix and caret
-diagram.
+diagram. A Python function DuckDB calls raises its `SqlError` as `carried(error)`, which
+`from_duckdb` reads back whole (DuckDB keeps only an exception's message).
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import re
 from dataclasses import dataclass
 
@@ -343,10 +345,29 @@ def _worded(first_line: str, sqlstate: SqlState) -> SqlError | None:
     return None
 
 
+# How a `SqlError` raised in a Python function reaches `from_duckdb` through DuckDB's message:
+# "... executing the UDF: ValueError: heron-sqlerror {json of its fields}".
+_CARRIED_MARK = "heron-sqlerror "
+_CARRIED = re.compile(r"executing the UDF: \w+: " + _CARRIED_MARK + r"(?P<fields>\{.*\})",
+                      re.DOTALL)
+
+
+def carried(error: SqlError) -> ValueError:
+    """`error` as the exception a Python function registered in DuckDB raises (DuckDB reports
+    only its message), for `from_duckdb` to read back."""
+    return ValueError(_CARRIED_MARK + json.dumps(
+        {"sqlstate": str(error.sqlstate), "message": error.message, "detail": error.detail,
+         "hint": error.hint}))
+
+
 def from_duckdb(exc: BaseException) -> SqlError:
     """The `SqlError` PostgreSQL would raise for a DuckDB error (an exception of DuckDB's, or an
-    Arrow error carrying DuckDB's message)."""
+    Arrow error carrying DuckDB's message, or a `carried` one)."""
     text = str(exc)
+    if _CARRIED_MARK in text and (m := _CARRIED.search(text)) is not None:
+        fields = json.loads(m["fields"])
+        return SqlError(SqlState(fields["sqlstate"]), fields["message"], fields["detail"],
+                        fields["hint"])
     prefix = _PREFIX.match(text)
     cls: type[BaseException] = type(exc)
     if not isinstance(exc, duckdb.Error):

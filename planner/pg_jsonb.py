@@ -1,8 +1,8 @@
 """PostgreSQL's jsonb over DuckDB's one JSON type: its text, and the operators DuckDB lacks.
 
-DuckDB keeps a jsonb value as JSON text as written; PostgreSQL keeps it parsed and sends it
-normalized. What makes a value jsonb is its declared type (`column_origins`), never its DuckDB
-type.
+DuckDB keeps a jsonb value as JSON text; Heron stores it normalized (`jsonb_storage`), so that
+DuckDB's comparisons of the text (=, DISTINCT, GROUP BY, joins) are jsonb's equality. What makes
+a value jsonb is its declared type (`column_origins`), never its DuckDB type.
 
 Contract:
 - `normalize(text)` is the text PostgreSQL 15 sends for the jsonb value of `text`
@@ -13,6 +13,9 @@ Contract:
   itself). Text PostgreSQL's JSON parser refuses and DuckDB's accepts (trailing commas, NaN,
   Infinity, a lone surrogate escape) raises `SqlError` 22P02, a `\\u0000` escape 22P05, as
   jsonb_in would have at the cast; nesting too deep for Python's parser 54001.
+- `NORMALIZE` names `normalize` as the DuckDB function `register` registers, JSON to JSON
+  (any value DuckDB casts to JSON implicitly, as a JSON column would take it), its `SqlError`s
+  `carried` through DuckDB with their SQLSTATEs.
 - `contains(a, b)` is PostgreSQL's `a @> b` (jsonb_contains; `contained(a, b)` is `a <@ b`):
   objects contain objects key by key (values recursively; scalars equal, numbers by value),
   arrays contain arrays element by element (a scalar among the other's scalars, a container in
@@ -40,7 +43,7 @@ from typing import Any
 
 import duckdb
 
-from heron.planner.errors import SqlError, SqlState
+from heron.planner.errors import SqlError, SqlState, carried
 
 
 class _Numeric(str):
@@ -292,14 +295,23 @@ FUNCTIONS: dict[str, tuple[Callable[..., bool], tuple[str, ...]]] = {
 }
 # DuckDB's operators that also take text, as these functions.
 OPERATORS = {"@>": "jsonb_contains", "<@": "jsonb_contained"}
+NORMALIZE = "heron_jsonb_in"
+
+
+def _normalized_in_duckdb(text: str) -> str:
+    try:
+        return normalize(text)
+    except SqlError as exc:
+        raise carried(exc) from None
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Register `FUNCTIONS`, and `OPERATORS` as overloads of DuckDB's: an overload joins the
-    operator's built-in ones (lists' @>), and the binder picks it for text and JSON operands
-    only, as lists do not cast to text implicitly (to JSON they do: hence VARCHAR)."""
+    """Register `NORMALIZE`, `FUNCTIONS`, and `OPERATORS` as overloads of DuckDB's: an overload
+    joins the operator's built-in ones (lists' @>), and the binder picks it for text and JSON
+    operands only, as lists do not cast to text implicitly (to JSON they do: hence VARCHAR)."""
     for name, (function, parameters) in FUNCTIONS.items():
         con.create_function(name, function, list(parameters), "BOOLEAN")
     for operator, name in OPERATORS.items():
         function, parameters = FUNCTIONS[name]
         con.create_function(operator, function, list(parameters), "BOOLEAN")
+    con.create_function(NORMALIZE, _normalized_in_duckdb, ["JSON"], "JSON")

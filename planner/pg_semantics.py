@@ -20,6 +20,10 @@ Contract:
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
     enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
     and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
+  * jsonb is stored normalized (`jsonb_storage`): a cast to jsonb, the values an INSERT,
+    UPDATE or ON CONFLICT puts in a jsonb column (of `relations`), a jsonb column's literal
+    DEFAULT, a string literal compared with a jsonb value, and jsonb_build_object,
+    jsonb_build_array and jsonb_agg are `pg_jsonb.normalize`d;
   * `jsonb` is DuckDB's JSON, which has one JSON type: a jsonb column of CREATE TABLE or ALTER
     TABLE ADD COLUMN gets the CHECK `json_valid(col)`, which never refuses a JSON value and
     marks the column jsonb for the catalog and `column_origins` (which decides what is sent as
@@ -88,7 +92,7 @@ import duckdb
 from duckdb import _seam
 from sqlglot import exp
 
-from heron.planner import column_origins, dialect, pg_to_char
+from heron.planner import column_origins, dialect, jsonb_storage, pg_jsonb, pg_to_char
 from heron.planner.errors import SqlError, SqlState
 
 if TYPE_CHECKING:  # a name only: column_origins imports pg_catalog_types, which imports this
@@ -150,13 +154,18 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _question_operator(sql) or _SELECT_INTO.match(sql) is not None)
+    tree = _parsed(sql, _TRIGGER, _question_operator(sql) or _SELECT_INTO.match(sql) is not None
+                   or jsonb_storage.may_write(sql, relations)
+                   or jsonb_storage.may_compare(sql, relations))
     if tree is None:
         return sql
     rewritten: list[exp.Expression] = []
     if (created := _select_into(tree)) is not tree:
         rewritten.append(tree)
         tree = created
+    # Before the casts' types become JSON: what becomes jsonb is stored normalized.
+    rewritten += (jsonb_storage.compared(tree, relations) + jsonb_storage.casts(tree)
+                  + jsonb_storage.writes(tree, relations))
 
     def rewrite_node(node: exp.Expression) -> exp.Expression:
         new = _rewrite_node(node)
@@ -297,7 +306,11 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     `call` itself, whose place it takes."""
     name = call.name.lower() if isinstance(call, exp.Anonymous) else None
     if name in _RENAMED:
-        return exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
+        renamed = exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
+        # jsonb is stored normalized (`jsonb_storage`): what computes one too (not yet an
+        # aggregate over a window, whose OVER would then follow the call)
+        return exp.Anonymous(this=pg_jsonb.NORMALIZE, expressions=[renamed]) if (
+            name.startswith("jsonb_") and not isinstance(call.parent, exp.Window)) else renamed
     if type(call) in _EXISTENCE:
         keys = call.expression
         if isinstance(keys, exp.Literal) and keys.is_string and not isinstance(

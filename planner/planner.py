@@ -50,6 +50,7 @@ from heron.planner import (
     create_table_as,
     dialect,
     explain,
+    jsonb_storage,
     logical,
     parameters,
     pg_catalog,
@@ -242,8 +243,9 @@ class Planner:
         return statement.bind_columns(self.con, sql)
 
     def insert_rows(self, sql: str, name: str, rows: pa.RecordBatch) -> int:
-        """Run an INSERT reading `rows` under `name`; the rows it inserted."""
-        return statement.insert_rows(self.con, sql, name, rows)
+        """Run an INSERT reading `rows` under `name`; the rows it inserted (jsonb normalized)."""
+        return statement.insert_rows(self.con, jsonb_storage.rewrite(sql, self._relations), name,
+                                     rows)
 
     def insert_many(self, stmt: Statement, rows: Sequence[Sequence[Any]]) -> bool:
         """Run an INSERT once per parameter row in one go (`statement.insert_many`)."""
