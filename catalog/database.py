@@ -33,7 +33,7 @@ from heron.catalog import demo
 from heron.catalog.answers import AnswerStore
 from heron.catalog.roles import Predefined, Roles
 from heron.catalog.statistics import Statistics
-from heron.planner import jsonb_storage, pg_catalog
+from heron.planner import dialect, jsonb_storage, pg_catalog
 
 DATABASE_FILE = "heron.duckdb"
 STATISTICS_FILE = "statistics.json"
@@ -195,32 +195,29 @@ def migrate_main_to_public(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE SCHEMA {DEFAULT_SCHEMA}")
         con.execute(f"SET search_path = '{DEFAULT_SCHEMA}'")  # unqualified DDL lands in public
         for name, increment, low, high, cycle, start in sequences:
-            con.execute(f"CREATE SEQUENCE {_q(name)} INCREMENT BY {increment} MINVALUE {low} "
-                        f"MAXVALUE {high} START {start} {'CYCLE' if cycle else 'NO CYCLE'}")
+            con.execute(f"CREATE SEQUENCE {dialect.quoted(name)} INCREMENT BY {increment} "
+                        f"MINVALUE {low} MAXVALUE {high} START {start} "
+                        f"{'CYCLE' if cycle else 'NO CYCLE'}")
         for name in order:
             con.execute(definitions[name])
-            con.execute(f"INSERT INTO {DEFAULT_SCHEMA}.{_q(name)} "
-                        f"SELECT * FROM {LEGACY_SCHEMA}.{_q(name)}")
+            con.execute(f"INSERT INTO {DEFAULT_SCHEMA}.{dialect.quoted(name)} "
+                        f"SELECT * FROM {LEGACY_SCHEMA}.{dialect.quoted(name)}")
         for _, sql in indexes:
             con.execute(sql)
         for _, sql in views:
             con.execute(_requalified(sql))
         for name, _ in views:
-            con.execute(f"DROP VIEW {LEGACY_SCHEMA}.{_q(name)}")
+            con.execute(f"DROP VIEW {LEGACY_SCHEMA}.{dialect.quoted(name)}")
         for name in reversed(order):
-            con.execute(f"DROP TABLE {LEGACY_SCHEMA}.{_q(name)}")
+            con.execute(f"DROP TABLE {LEGACY_SCHEMA}.{dialect.quoted(name)}")
         for name, *_ in sequences:
-            con.execute(f"DROP SEQUENCE {LEGACY_SCHEMA}.{_q(name)}")
+            con.execute(f"DROP SEQUENCE {LEGACY_SCHEMA}.{dialect.quoted(name)}")
         con.execute("COMMIT")
     except duckdb.Error:
         con.execute("ROLLBACK")
         raise
     finally:
         con.execute("RESET search_path")
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _referenced_first(tables: list[str], references: list[tuple[str, str]]) -> list[str]:

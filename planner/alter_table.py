@@ -162,8 +162,8 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
     with atomic(con):
         if reading:
             _execute(con, table.rebuild(dropped=reading), table.name, ())
-        _execute(con, [f"ALTER TABLE {table.qualified()} ALTER COLUMN {_quoted(column)} TYPE "
-                       f"{defined.args['kind'].sql(dialect='duckdb')}{using}"], table.name, ())
+        _execute(con, [f"ALTER TABLE {table.qualified()} ALTER COLUMN {dialect.quoted(column)} "
+                       f"TYPE {defined.args['kind'].sql(dialect='duckdb')}{using}"], table.name, ())
         if kept or marks:
             again = _Table.find(con, change.schema, change.table)
             assert again is not None
@@ -280,7 +280,7 @@ class _Table:
 
     def qualified(self, name: str | None = None) -> str:
         """The table's quoted name, database and schema included (or another's beside it)."""
-        return ".".join(_quoted(p) for p in (self.database, self.schema, name or self.name))
+        return ".".join(dialect.quoted(p) for p in (self.database, self.schema, name or self.name))
 
     def refuse_if_referenced(self) -> None:
         """Refuse to rebuild a table other tables' foreign keys reference (DuckDB would refuse
@@ -313,16 +313,16 @@ class _Table:
             body = body.replace(", " + text, "")
         new = "".join(f", {item}" for item in (*added, *checks))
         temporary = "TEMPORARY " if self.database == "temp" else ""
-        stored = ", ".join(_quoted(c) for c in self.stored)
+        stored = ", ".join(dialect.quoted(c) for c in self.stored)
         comments = [f"COMMENT ON TABLE {self.qualified()} IS {_literal(self.comment)}"
                     ] if self.comment is not None else []
-        comments += [f"COMMENT ON COLUMN {self.qualified()}.{_quoted(c)} IS {_literal(text)}"
+        comments += [f"COMMENT ON COLUMN {self.qualified()}.{dialect.quoted(c)} IS {_literal(text)}"
                      for c, text in self.column_comments]
         comments += [f"COMMENT ON INDEX {self.qualified(index)} IS {_literal(text)}"
                      for index, _, text in self.indexes if text is not None]
         return [
             *(f"DROP INDEX {self.qualified(index)}" for index, _, _ in self.indexes),
-            f"ALTER TABLE {self.qualified()} RENAME TO {_quoted(aside)}",
+            f"ALTER TABLE {self.qualified()} RENAME TO {dialect.quoted(aside)}",
             f"CREATE {temporary}TABLE {self.qualified()} {body[:-1]}{new})",
             f"INSERT INTO {self.qualified()} ({stored}) SELECT {stored} "
             f"FROM {self.qualified(aside)}",
@@ -349,10 +349,6 @@ def _definition(column: exp.ColumnDef) -> str:
     defined = column.copy()
     defined.set("exists", False)
     return defined.sql(dialect="duckdb")
-
-
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
 
 def _literal(text: str) -> str:

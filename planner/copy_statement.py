@@ -19,6 +19,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
+from heron.planner import dialect
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState
 
@@ -58,7 +59,7 @@ class CopyCommand:
     @property
     def table_sql(self) -> str:
         """The table's name as SQL, each part quoted."""
-        return ".".join('"' + part.replace('"', '""') + '"' for part in self.table)
+        return ".".join(dialect.quoted(part) for part in self.table)
 
 
 def read_copy(sql: str) -> CopyCommand | None:

@@ -34,7 +34,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
-from heron.planner import pg_semantics, statement
+from heron.planner import dialect, pg_semantics, statement
 from heron.planner.column_origins import Origin
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.pg_types import JSONB, VARCHAR
@@ -103,7 +103,7 @@ def run(con: duckdb.DuckDBPyConnection, create: CreateAs, stmt: statement.Statem
     definitions = [
         pg_semantics.column_definition(exp.ColumnDef(
             this=exp.to_identifier(name, quoted=True), kind=kind)).sql(dialect="duckdb")
-        if kind is not None else f"{_quoted(name)} {duckdb_type}"
+        if kind is not None else f"{dialect.quoted(name)} {duckdb_type}"
         for name, (_, duckdb_type), kind in zip(names, columns, declared, strict=True)]
     head = "CREATE OR REPLACE" if create.replace else "CREATE"
     temporary = " TEMPORARY" if create.temporary else ""
@@ -151,6 +151,3 @@ def _query_text(sql: str) -> str | None:
 def _exists(con: duckdb.DuckDBPyConnection, table: exp.Table) -> bool:
     return _seam.table_kind(con, tuple(part.name for part in table.parts)) != "none"
 
-
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")

@@ -15,9 +15,10 @@ planner (`planner.functions`), so a wrong call is refused with a SQLSTATE, not a
 Any other `AI.name(...)` call, and the other AI functions of the BigQuery and Snowflake families
 (`AI_AGG`, `AI_SENTIMENT`, ...), parse as a plain `AIFunction` that the planner refuses by name;
 other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in this dialect, AI
-calls in their written spelling. `->` is json's operator wherever it stands (PostgreSQL has no
-lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI spellings). Syntax
-errors raise `SqlError` 42601.
+calls in their written spelling; `quoted(name)` is a name as a quoted identifier (PostgreSQL's
+and DuckDB's rule: in double quotes, each inner one doubled). `->` is json's operator wherever it
+stands (PostgreSQL has no lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI
+spellings). Syntax errors raise `SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -172,3 +173,8 @@ def parse(sql: str) -> exp.Expression:
 def sql(tree: exp.Expression) -> str:
     """The tree printed back in Heron's dialect (AI calls in their written spelling)."""
     return tree.sql(dialect=Heron)
+
+
+def quoted(name: str) -> str:
+    """`name` as a quoted identifier, whatever it holds (see the module docstring)."""
+    return '"' + name.replace('"', '""') + '"'

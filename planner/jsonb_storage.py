@@ -44,7 +44,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from heron.planner import pg_jsonb
+from heron.planner import dialect, pg_jsonb
 from heron.planner.errors import SqlError
 from heron.planner.pg_types import JSONB
 
@@ -288,9 +288,9 @@ def normalize_stored(con: duckdb.DuckDBPyConnection) -> int:
     try:
         con.execute("BEGIN TRANSACTION")
         for schema, table, column in columns:
-            c = _quoted(column)
+            c = dialect.quoted(column)
             changed += con.execute(
-                f"UPDATE {_quoted(schema)}.{_quoted(table)} SET {c} = {name}({c}) "
+                f"UPDATE {dialect.quoted(schema)}.{dialect.quoted(table)} SET {c} = {name}({c}) "
                 f"WHERE {c} IS NOT NULL AND {c} <> {name}({c})").fetchall()[0][0]
         con.execute("COMMIT")
     except BaseException:
@@ -307,6 +307,3 @@ def _kept_or_normalized(text: str) -> str:
     except SqlError:  # what PostgreSQL would have refused: kept, never lost
         return text
 
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -48,6 +48,7 @@ from heron.planner import (
     SqlError,
     SqlState,
     Statement,
+    dialect,
     pg_semantics,
     shared_macros,
 )
@@ -701,7 +702,7 @@ class Session:
 
     def copy_target(self, command: CopyCommand) -> tuple[CopyColumn, ...]:
         """The columns a COPY ... FROM STDIN fills: those it names, else all of the table's."""
-        names = ", ".join(_quoted(c) for c in command.columns) if command.columns else "*"
+        names = ", ".join(dialect.quoted(c) for c in command.columns) if command.columns else "*"
         return tuple(CopyColumn(column.name, column.type, duckdb_type) for column, duckdb_type
                      in self.planner.bind_columns(f"SELECT {names} FROM {command.table_sql}"))
 
@@ -739,7 +740,8 @@ class Session:
         if command.query is not None:
             sql = command.query
         else:
-            names = ", ".join(_quoted(c) for c in command.columns) if command.columns else "*"
+            names = (", ".join(dialect.quoted(c) for c in command.columns) if command.columns
+                     else "*")
             sql = f"SELECT {names} FROM {command.table_sql}"
         query = self.prepare(sql)
         if not query.returns_rows:
@@ -784,10 +786,6 @@ class CopyColumn:
     duckdb_type: str
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 _COPY_BATCH = "__heron_copy_batch"
 
 
@@ -813,12 +811,12 @@ def _copy_insert(command: CopyCommand, columns: Sequence[CopyColumn], batch: pa.
     PostgreSQL's text input where the batch holds text."""
     values = []
     for column, source_field in zip(columns, batch.schema, strict=True):
-        source = _quoted(source_field.name)
+        source = dialect.quoted(source_field.name)
         text = pa.types.is_string(source_field.type) and not pa.types.is_string(column.type) and (
             not is_list(column.type))
         values.append(f"{pg_semantics.text_input(source, column.duckdb_type) if text else source}"
-                      f" AS {_quoted(column.name)}")
-    names = ", ".join(_quoted(c.name) for c in columns)
+                      f" AS {dialect.quoted(column.name)}")
+    names = ", ".join(dialect.quoted(c.name) for c in columns)
     select = f"SELECT {', '.join(values)} FROM {_COPY_BATCH}"
     if command.where is not None:
         select = f"SELECT * FROM ({select}) WHERE {command.where}"
