@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 
 import duckdb
@@ -122,7 +122,7 @@ class Privileges:
     generation lasts. Per session, as its cached statements are: a text is judged by the
     relations this session sees, not by another's uncommitted ones."""
 
-    def __init__(self, table_functions: Callable[[], Collection[str]], capacity: int = 1024
+    def __init__(self, table_functions: Callable[[], Set[str]], capacity: int = 1024
                  ) -> None:
         self._table_functions = table_functions
         self._capacity = capacity
@@ -154,7 +154,7 @@ class Privileges:
 
 
 def needs_of(con: duckdb.DuckDBPyConnection, sql: str,
-             functions: Callable[[], Collection[str]]) -> Needs:
+             functions: Callable[[], Set[str]]) -> Needs:
     """What `sql` needs; `functions` gives the names of DuckDB's table functions (asked only
     when the statement calls something)."""
     try:
@@ -191,10 +191,9 @@ def _tokenize(sql: str) -> list[Token]:
 
 
 def requirements(con: duckdb.DuckDBPyConnection, tokens: list[Token],
-                 functions: Callable[[], Collection[str]]) -> list[Requirement]:
-    """The privileges the statement `tokens` spell needs, beyond those of every role."""
-    if not tokens:
-        return []
+                 functions: Callable[[], Set[str]]) -> list[Requirement]:
+    """The privileges the statement `tokens` (not empty) spell needs, beyond those of every
+    role."""
     needed = _statement_requirements(con, tokens)
     needed += _call_requirements(tokens, functions)
     needed += [Requirement(Privilege.READ_SERVER_FILES, f"reading the file {name!r}")
@@ -300,7 +299,7 @@ def _detached_name(tokens: list[Token]) -> str:
 # -- function calls ---------------------------------------------------------------------------
 
 
-def _call_requirements(tokens: list[Token], functions: Callable[[], Collection[str]]
+def _call_requirements(tokens: list[Token], functions: Callable[[], Set[str]]
                        ) -> list[Requirement]:
     called = {t.text.lower() for t, following in zip(tokens, tokens[1:], strict=False)
               if following.token_type == TokenType.L_PAREN and _is_name(t)}
@@ -309,7 +308,7 @@ def _call_requirements(tokens: list[Token], functions: Callable[[], Collection[s
     # A file reader counts even when its extension is not loaded yet: DuckDB may autoload it.
     readers = {n for n in called if _FILE_READER.match(n) and n not in _NOT_FILE_READERS}
     unknown = called - readers - SAFE_TABLE_FUNCTIONS
-    others = unknown & set(functions()) if unknown else set()
+    others = unknown & functions() if unknown else set()
     return [*(Requirement(Privilege.READ_SERVER_FILES, f"{name}()") for name in sorted(readers)),
             *(Requirement(Privilege.SUPERUSER, f"{name}()") for name in sorted(others))]
 
