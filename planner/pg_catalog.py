@@ -44,6 +44,7 @@ from heron.planner import (
     pg_catalog_relations,
     pg_information_schema,
     pg_jsonb,
+    pg_similar,
     pg_to_char,
     pg_viewdef,
     shared_macros,
@@ -184,6 +185,7 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
     con.create_function(pg_to_char.FUNCTION, pg_to_char.to_char_number, ["VARCHAR", "VARCHAR"],
                         "VARCHAR")
     pg_jsonb.register(con)
+    pg_similar.register(con)
 
 
 _STAMP = "heron_snapshot_stamp"  # the fingerprint the registered snapshots were taken at

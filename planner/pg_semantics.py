@@ -39,6 +39,11 @@ Contract:
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
     FROM too);
+  * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
+    and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
+    `?column?`;
+  * a string literal cast to boolean reads every word PostgreSQL's boolin does (`'on'`,
+    `'off'`, `'of'`, `'n'`, ...; DuckDB's cast reads fewer);
   * `round(x)` of a double rounds half to even, as PostgreSQL's (the C library's rint) does
     (DuckDB's rounds half away from zero, as both do for numeric);
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
@@ -92,7 +97,14 @@ import duckdb
 from duckdb import _seam
 from sqlglot import exp
 
-from heron.planner import column_origins, dialect, jsonb_storage, pg_jsonb, pg_to_char
+from heron.planner import (
+    column_origins,
+    dialect,
+    jsonb_storage,
+    pg_jsonb,
+    pg_similar,
+    pg_to_char,
+)
 from heron.planner.errors import SqlError, SqlState
 
 if TYPE_CHECKING:  # a name only: column_origins imports pg_catalog_types, which imports this
@@ -122,7 +134,7 @@ _TRIGGER = re.compile(
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using)"
-    r"\s*\(|\bnatural\b",
+    r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b",
     re.IGNORECASE)
 # jsonb's `?` operators are found outside string literals: most AI prompts hold a `?`, and
 # parsing for nothing costs an AI statement ~0.7 ms. Where backslashes or dollar quotes may
@@ -176,7 +188,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
-    rewritten += (_pg_functions(tree, sql) + _integer_results(tree, sql) + _series(tree, sql)
+    rewritten += (_pg_functions(tree, sql) + _similar_to(tree) + _integer_results(tree, sql)
+                  + _series(tree, sql)
                   + _rounding(tree, sql) + _time_parts(tree, sql)
                   + _using_stars(tree, relations))
     return _printed(tree) if rewritten else sql
@@ -228,6 +241,9 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
     if literal and value.is_string and to.this in (_T.VARBINARY, _T.BINARY, _T.BLOB):
         return exp.Cast(this=exp.Literal.string(_blob_literal(parse_bytea(value.name))),
                         to=exp.DataType.build("BLOB"))
+    if literal and value.is_string and to.this == _T.BOOLEAN and (
+            word := value.name.strip().lower()) in _BOOLEAN_WORDS:
+        return exp.Boolean(this=_BOOLEAN_WORDS[word])  # DuckDB's cast reads fewer words
     if literal and value.is_string and to.this == _T.ARRAY:
         items = parse_array_literal(value.name, lambda text: text)
         return exp.Cast(this=_array_expression(items), to=to)
@@ -240,6 +256,27 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
                                                            exp.Literal.string(" ")])
         return truncated
     return cast
+
+
+def _similar_to(tree: exp.Expression) -> list[exp.Expression]:
+    """Each `x SIMILAR TO p [ESCAPE e]` as regexp_full_match of `p`'s regular expression
+    (`pg_similar`), computed here when `p` and `e` are constants; the nodes changed (an
+    operator's column is PostgreSQL's unnamed one)."""
+    changed = []
+    for similar in list(tree.find_all(exp.SimilarTo)):
+        node: exp.Expression = similar
+        escape: exp.Expression = exp.Literal.string(pg_similar.DEFAULT_ESCAPE)
+        if isinstance(similar.parent, exp.Escape) and similar.arg_key == "this":
+            node, escape = similar.parent, similar.parent.expression
+        pattern = similar.expression
+        if all(isinstance(e, exp.Literal) and e.is_string for e in (pattern, escape)):
+            regex: exp.Expression = exp.Literal.string(pg_similar.regex(pattern.name, escape.name))
+        else:
+            regex = exp.Anonymous(this=pg_similar.FUNCTION, expressions=[pattern, escape])
+        _take_place(node, "?column?").replace(exp.Anonymous(
+            this="regexp_full_match", expressions=[similar.this, regex]))
+        changed.append(node)
+    return changed
 
 
 def _select_into(tree: exp.Expression) -> exp.Expression:

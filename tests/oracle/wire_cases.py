@@ -91,6 +91,17 @@ CASES: tuple[Case, ...] = (
     Case("varchar_column_fits", "INSERT INTO w_short2 VALUES ('abc')",
          setup=_table("w_short2", "v varchar(3)")),
     Case("text_concat", "SELECT 'a' || 'b' AS s, concat('x', NULL, 'y') AS c"),
+    # SIMILAR TO reads SQL's patterns: % and _ are wildcards, . is literal
+    Case("similar_to", "SELECT 'banana' SIMILAR TO '%an%' AS a, 'banana' SIMILAR TO 'b.n%' AS b, "
+         "'a.c' SIMILAR TO 'a.c' AS c, 'abc' SIMILAR TO '(a|x)_c' AS d, "
+         "'abc' NOT SIMILAR TO 'a%' AS e, 'a%c' SIMILAR TO 'a!%c' ESCAPE '!' AS f, "
+         "'a_c' SIMILAR TO 'a\\_c' AS g, 'abbb' SIMILAR TO 'ab{2,3}' AS h, "
+         "NULL SIMILAR TO 'a' AS i, 'x' SIMILAR TO '[a-z]+' AS j"),
+    Case("similar_to_rows", "SELECT name FROM w_people WHERE name SIMILAR TO '(a|c)%' "
+         "ORDER BY id", setup=_PEOPLE),
+    Case("similar_to_parameter", "SELECT name FROM w_people WHERE name SIMILAR TO %s::text "
+         "ORDER BY id", ("_o_",), setup=_PEOPLE),
+    Case("similar_to_bad_escape", "SELECT 'a' SIMILAR TO 'a' ESCAPE 'xy'"),
     # -- dates and times
     Case("infinity_date", "SELECT 'infinity'::date::text AS d, '-infinity'::date::text AS e"),
     Case("infinity_timestamp", "SELECT 'infinity'::timestamp AS t"),
@@ -145,6 +156,9 @@ CASES: tuple[Case, ...] = (
     Case("integer_types", "SELECT 1::int2 AS a, 2::int4 AS b, 3::int8 AS c"),
     Case("float_types", "SELECT 1.5::float4 AS a, 2.5::float8 AS b"),
     Case("boolean", "SELECT true AS t, false AS f, NULL::boolean AS n"),
+    Case("boolean_words", "SELECT 'on'::boolean AS a, 'off'::boolean AS b, ' Yes '::bool AS c, "
+         "'n'::boolean AS d, 'tr'::boolean AS e, '0'::boolean AS f"),
+    Case("boolean_bad_word", "SELECT 'o'::boolean"),
     Case("text_types", "SELECT 'x'::text AS t"),
     # -- parameters without a declared type
     Case("untyped_plus_one", "SELECT %s + 1 AS n", (41,)),
