@@ -1,10 +1,11 @@
 """Where a query's result columns come from: the table column each one reads unchanged, and the
 type the statement declares where DuckDB keeps only the values' type.
 
-Contract: an `Origin` is what PostgreSQL's RowDescription tells of a column besides its name and
-its values' type: the relation (its pg_class OID) and column number (pg_attribute's attnum) it
-reads unchanged — through parentheses, aliases, derived tables, CTEs and joins; a view's own
-column, as PostgreSQL marks it — and the declared type DuckDB does not keep (a varchar(n) table
+Contract: an `Origin` is what PostgreSQL's RowDescription tells of a column besides its values'
+type: the name PostgreSQL gives it where DuckDB's may differ (`result_names`), the relation (its
+pg_class OID) and column number (pg_attribute's attnum) it reads unchanged — through
+parentheses, aliases, derived tables, CTEs and joins; a view's own column, as PostgreSQL marks
+it — and the declared type DuckDB does not keep (a varchar(n) table
 column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 16) | s) + 4;
 0 and -1 where the values' type says it all; `"char"`, OID 18, for a catalog column of that
 type, whose text values are single characters). `NO_ORIGIN` is a computed column's.
@@ -37,6 +38,7 @@ encode, decided here only. Pure over sqlglot trees; only `Relations.load` querie
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from heron.planner import result_names
 from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK, RELATIONS
 from heron.planner.pg_types import (
     BY_OID,
@@ -68,6 +71,9 @@ class Origin:
     attnum: int = 0
     type_oid: int = 0  # the declared type, where it says more than the values' type; 0: none
     typmod: int = -1
+    # the name PostgreSQL gives the result column where DuckDB's may differ (`result_names`);
+    # None: DuckDB's
+    name: str | None = None
 
 
 NO_ORIGIN = Origin()
@@ -81,8 +87,10 @@ Sources = list[tuple[str, Columns | None]]
 _MAX_DEPTH = 16
 # Quick test before parsing: only a FROM clause (or the table RETURNING reads), a cast or a
 # jsonb function gives a column an origin.
-_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b",
-                               re.IGNORECASE)
+# (Or names PostgreSQL gives otherwise than DuckDB: of aliases, calls, CASE, subscripts, `~`
+# and typed constants.)
+_MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b|"
+                               r"\bAS\b|\(|\bCASE\b|\[|~|'", re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 
 
@@ -208,7 +216,11 @@ def origins(sql: str, relations: Relations | Callable[[], Relations],
     if callable(relations) and not _names_user_relations(query):
         relations = Relations({}, ())
     found = _Resolver(relations() if callable(relations) else relations).query(query, {})
-    return None if found is None else tuple(origin for _, origin in found)
+    if found is None:
+        return None
+    named = result_names.names(query, sql, len(found))
+    return tuple(origin if name is None else dataclasses.replace(origin, name=name)
+                 for (_, origin), name in zip(found, named, strict=True))
 
 
 def declared(node: exp.Expression, relations: Relations | Callable[[], Relations]) -> Origin:

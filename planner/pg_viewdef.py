@@ -27,6 +27,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from heron.planner import result_names
 from heron.planner.pg_catalog_functions import KEYWORDS
 
 # Casts PostgreSQL adds to a constant compared or combined with a column of a type.
@@ -169,7 +170,7 @@ class _Printer:
     def target(self, item: exp.Expression, scope: _Scope) -> str:
         value = item.this if isinstance(item, exp.Alias) else item
         text = self.expr(value, scope, top=True)
-        name = item.alias if isinstance(item, exp.Alias) else _output_name(value)
+        name = item.alias if isinstance(item, exp.Alias) else result_names.output_name(value)
         if isinstance(value, exp.Column) and value.name == name:
             return text
         return f"{text} AS {_identifier(name)}"
@@ -370,13 +371,6 @@ _CAST_TYPES = {
     _T.TIMESTAMP: "timestamp without time zone", _T.TIMESTAMPTZ: "timestamp with time zone",
     _T.TIME: "time without time zone", _T.INTERVAL: "interval", _T.UUID: "uuid",
 }
-# ... and pg_type's name of it, which names a cast's result column.
-_CAST_TYPNAMES = {
-    _T.BOOLEAN: "bool", _T.SMALLINT: "int2", _T.INT: "int4", _T.BIGINT: "int8",
-    _T.FLOAT: "float4", _T.DOUBLE: "float8", _T.DECIMAL: "numeric", _T.VARCHAR: "varchar",
-    _T.TEXT: "text", _T.DATE: "date", _T.TIMESTAMP: "timestamp", _T.TIMESTAMPTZ: "timestamptz",
-    _T.TIME: "time", _T.INTERVAL: "interval", _T.UUID: "uuid",
-}
 # Functions of text: a varchar argument is cast to text, as PostgreSQL resolves them.
 _TEXT_FUNCTIONS = {"lower", "upper", "length", "trim", "btrim", "ltrim", "rtrim", "substr",
                    "substring", "replace", "left", "right", "reverse", "initcap"}
@@ -395,29 +389,6 @@ def _constant_cast(literal: exp.Literal, other_type: str) -> str | None:
     if other_type in ("double precision", "real"):
         return other_type
     return None
-
-
-def _output_name(node: exp.Expression) -> str:
-    """PostgreSQL's name of an unnamed result column (FigureColname)."""
-    if isinstance(node, exp.Paren):
-        return _output_name(node.this)
-    if isinstance(node, exp.Column):
-        return node.name
-    if isinstance(node, exp.Count):
-        return "count"
-    if isinstance(node, exp.Cast):  # the operand's name, else the type's
-        inner = _output_name(node.this)
-        to = node.args["to"]
-        typname = _CAST_TYPNAMES.get(to.this) if isinstance(to, exp.DataType) else None
-        return inner if inner != "?column?" or typname is None else typname
-    if isinstance(node, exp.Array):
-        return "array"
-    if isinstance(node, exp.Anonymous | exp.Func) and not isinstance(node, exp.Binary):
-        name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
-        return _RENAMED.get(name, name)
-    if isinstance(node, exp.Case):
-        return "case"
-    return "?column?"
 
 
 def _identifier(name: str) -> str:

@@ -706,7 +706,8 @@ def with_origins(columns: tuple[Column, ...], origins: tuple[Origin, ...] | None
     none, or not as many: the text did not say what DuckDB ran)."""
     if origins is None or len(origins) != len(columns):
         return columns
-    return tuple(Column(c.name, c.type, o) for c, o in zip(columns, origins, strict=True))
+    return tuple(Column(c.name if o.name is None else o.name, c.type, o)
+                 for c, o in zip(columns, origins, strict=True))
 
 
 def columns_of(schema: pa.Schema, sql: str | None = None) -> tuple[Column, ...]:

@@ -78,3 +78,52 @@ def test_result_columns_are_described_as_postgresql_does(servers, query, mode):
     heron, postgres = servers
     sql = QUERIES[query]
     assert _described(heron, sql, mode) == _described(postgres, sql, mode)
+
+
+# Unaliased expressions, named after what they are (FigureColname), and aliases, folded to lower
+# case unless quoted: only the names are compared (some of these types are DuckDB's).
+NAMED = {
+    "aliases": "SELECT id AS Id, title AS \"Title\", price AS PRICE FROM cat_books",
+    "casts": "SELECT 'x'::varchar(3), CAST(1 AS numeric(4, 1)), 1::text, id::text, "
+             "CAST(title AS text), 2::int, true::boolean, '2020-01-01'::date FROM cat_books",
+    "case": "SELECT CASE WHEN id = 1 THEN 'a' END, CASE WHEN id = 1 THEN 'a' ELSE title END, "
+            "CASE id WHEN 1 THEN upper(title) ELSE lower(title) END FROM cat_books",
+    "operators": "SELECT id + 1, -id, title || '!', id = 1, title ~ 'S', title LIKE 'S%', "
+                 "id IS NULL, NOT true, 5 % 2, 1, 'x', NULL FROM cat_books",
+    "functions": "SELECT upper(title), lower(title), length(title), abs(-1), round(price), "
+                 "power(2, 3), mod(5, 2), ceil(1.5), ceiling(1.5), floor(1.5), initcap(title), "
+                 "chr(65), replace(title, 'a', 'b'), concat(title, 'x') FROM cat_books",
+    "special_syntax": "SELECT trim(' a '), trim(leading 'x' from title), substr(title, 1, 2), "
+                      "substring(title from 1 for 2), position('o' in title), "
+                      "coalesce(price, 0), nullif(id, 1), greatest(1, 2), least(1, 2), "
+                      "current_date, extract(year from published), "
+                      "date_part('year', published) FROM cat_books",
+    "aggregates": "SELECT count(*), count(id), sum(id), max(title), string_agg(title, ','), "
+                  "array_agg(id), bool_and(true) FROM cat_books",
+    "windows": "SELECT row_number() OVER (), rank() OVER (ORDER BY id), "
+               "sum(id) OVER () FROM cat_books",
+    "constructors": "SELECT ARRAY[1, 2], (ARRAY[1, 2])[2], tags[1], ROW(1, 2), "
+                    "EXISTS (SELECT 1), (SELECT max(id) FROM cat_authors), "
+                    "(SELECT name AS n FROM cat_authors LIMIT 1) FROM cat_books",
+    "nested": "SELECT CAST(id + 1 AS text), CAST(initcap(title) AS text), (id), "
+              "upper(id::text), (ceil(price))::int, count(DISTINCT id), "
+              "percentile_cont(0.5) WITHIN GROUP (ORDER BY price), "
+              "title COLLATE \"C\", array_length(tags, 1), date_trunc('day', published), "
+              "interval '1 day', min(published) + 1 FROM cat_books "
+              "GROUP BY id, title, tags, published, price",
+    "quoted_call": "SELECT \"upper\"(title), pg_catalog.lower(title) FROM cat_books",
+    "union": "SELECT id + 1, title AS T FROM cat_books UNION SELECT 1, 'x'",
+    "no_from": "SELECT 1, 'a', 1 AS One, now() IS NOT NULL, version() IS NULL, upper('a')",
+}
+
+
+def _names(server, sql: str) -> list[str]:
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        cur = conn.execute(sql)
+        return [column.name for column in cur.description]
+
+
+@pytest.mark.parametrize("query", NAMED)
+def test_result_columns_are_named_as_postgresql_names_them(servers, query):
+    heron, postgres = servers
+    assert _names(heron, NAMED[query]) == _names(postgres, NAMED[query])

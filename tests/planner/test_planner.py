@@ -38,7 +38,7 @@ def test_result_columns_carry_their_origins_when_described_and_run(planner):
     notes = planner.con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = "
                                 "'notes'").fetchall()[0][0]
     stmt = planner.prepare("SELECT body, id + 1 AS next FROM notes")
-    expected = (Origin(notes, 2, VARCHAR.oid, 13), NO_ORIGIN)
+    expected = (Origin(notes, 2, VARCHAR.oid, 13), Origin(name="next"))
     assert tuple(c.origin for c in planner.describe(stmt)) == expected
     assert tuple(c.origin for c in planner.execute(stmt).columns) == expected
 
@@ -46,7 +46,7 @@ def test_result_columns_carry_their_origins_when_described_and_run(planner):
 def test_returning_columns_carry_their_origins_too(planner):
     notes = planner.con.execute("SELECT table_oid FROM duckdb_tables() WHERE table_name = "
                                 "'notes'").fetchall()[0][0]
-    expected = (Origin(notes, 2, VARCHAR.oid, 13), NO_ORIGIN)
+    expected = (Origin(notes, 2, VARCHAR.oid, 13), Origin(name="?column?"))
     for sql in ("INSERT INTO notes VALUES (2, 'hi') RETURNING body, id + 1",
                 "UPDATE notes SET id = id RETURNING body, id * 2",
                 "DELETE FROM notes WHERE id = 2 RETURNING body, -id"):
