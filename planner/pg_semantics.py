@@ -51,6 +51,8 @@ Contract:
     `jsonb_build_object` (DuckDB's json_object), `jsonb_build_array` (json_array), `json_agg` /
     `jsonb_agg` (json_group_array), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
     json_type's answers),
+    `regexp_match` and `regexp_matches` (`pg_regexp`: text[] of the capture groups; DuckDB's
+    regexp_matches is a boolean test),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
@@ -102,6 +104,7 @@ from heron.planner import (
     dialect,
     jsonb_storage,
     pg_jsonb,
+    pg_regexp,
     pg_similar,
     pg_to_char,
 )
@@ -133,7 +136,8 @@ _TRIGGER = re.compile(
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
-    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using)"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|"
+    r"regexp_match(?:es)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b",
     re.IGNORECASE)
 # jsonb's `?` operators are found outside string literals: most AI prompts hold a `?`, and
@@ -348,6 +352,8 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         # aggregate over a window, whose OVER would then follow the call)
         return exp.Anonymous(this=pg_jsonb.NORMALIZE, expressions=[renamed]) if (
             name.startswith("jsonb_") and not isinstance(call.parent, exp.Window)) else renamed
+    if name in pg_regexp.NAMES and not _asks_ai(call):
+        return pg_regexp.call(name, list(call.expressions))
     if type(call) in _EXISTENCE:
         keys = call.expression
         if isinstance(keys, exp.Literal) and keys.is_string and not isinstance(

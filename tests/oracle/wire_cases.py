@@ -102,6 +102,15 @@ CASES: tuple[Case, ...] = (
     Case("similar_to_parameter", "SELECT name FROM w_people WHERE name SIMILAR TO %s::text "
          "ORDER BY id", ("_o_",), setup=_PEOPLE),
     Case("similar_to_bad_escape", "SELECT 'a' SIMILAR TO 'a' ESCAPE 'xy'"),
+    # regexp_match(es) give the capture groups as text[] (DuckDB's regexp_matches is a test)
+    Case("regexp_match", "SELECT regexp_match(name, '(.)(.)$') AS g, "
+         "regexp_match(name, 'n+') AS m, regexp_match(name, 'A', 'i') AS i, "
+         "regexp_match(name, 'a(', 'q') AS q FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("regexp_matches", "SELECT id, regexp_matches(name, '([a-z])(n)') AS m FROM w_people "
+         "ORDER BY id", setup=_PEOPLE),
+    Case("regexp_matches_global", "SELECT regexp_matches('a1b22c333', '[a-z]([0-9]+)', 'g') AS m"),
+    Case("regexp_match_global", "SELECT regexp_match('ab', 'a', 'g')"),
+    Case("regexp_bad_flag", "SELECT regexp_matches('ab', 'a', 'z')"),
     # -- dates and times
     Case("infinity_date", "SELECT 'infinity'::date::text AS d, '-infinity'::date::text AS e"),
     Case("infinity_timestamp", "SELECT 'infinity'::timestamp AS t"),
