@@ -35,6 +35,7 @@ class SqlState(enum.StrEnum):
     NUMERIC_VALUE_OUT_OF_RANGE = "22003"
     INVALID_DATETIME_FORMAT = "22007"
     DATETIME_FIELD_OVERFLOW = "22008"
+    SUBSTRING_ERROR = "22011"
     DIVISION_BY_ZERO = "22012"
     INVALID_ARGUMENT_FOR_LOGARITHM = "2201E"
     INVALID_ARGUMENT_FOR_POWER_FUNCTION = "2201F"
@@ -278,6 +279,13 @@ _WORDINGS: tuple[_Wording, ...] = (
     _W(re.compile(r"Type \S+ with value .* can't be cast because the value is out of range for "
                   r"the destination type (?P<type>[A-Z0-9]+)"), _S.NUMERIC_VALUE_OUT_OF_RANGE,
        "{type} out of range"),
+    _W(re.compile(r"(?:Could not cast value \S+|Casting value \"[^\"]*\"|Could not convert "
+                  r"string \"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\") to (?:type )?"
+                  r"DECIMAL\((?P<precision>\d+),(?P<scale>\d+)\)"), _S.NUMERIC_VALUE_OUT_OF_RANGE,
+       "numeric field overflow", "A field with precision {precision}, scale {scale} must round "
+       "to an absolute value less than {bound}."),
+    _W(re.compile(r"^negative substring length not allowed"), _S.SUBSTRING_ERROR,
+       "negative substring length not allowed"),
     _W(re.compile(r"cannot take square root of a negative number"),
        _S.INVALID_ARGUMENT_FOR_POWER_FUNCTION, "cannot take square root of a negative number"),
     _W(re.compile(r"cannot take logarithm of (?P<what>zero|a negative number)"),
@@ -341,6 +349,9 @@ def _worded(first_line: str, sqlstate: SqlState) -> SqlError | None:
             values["args"] = ", ".join(pg_type_name(a) for a in values["args"].split(", ") if a)
         if "key" in values:
             values["key_columns"], values["key_values"] = _key(values["key"])
+        if "precision" in values:  # numeric(p, s) holds less than 10^(p - s)
+            digits = int(values["precision"]) - int(values["scale"])
+            values["bound"] = f"10^{digits}" if digits > 0 else "1"
         detail = wording.detail.format(**values) if wording.detail else None
         return SqlError(wording.sqlstate, wording.message.format(**values), detail, wording.hint)
     return None

@@ -51,6 +51,8 @@ Contract:
     `jsonb_build_object` (DuckDB's json_object), `jsonb_build_array` (json_array), `json_agg` /
     `jsonb_agg` (json_group_array), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
     json_type's answers),
+    `substring` / `substr` with a start below 1 (PostgreSQL's count positions before the
+    string's first; DuckDB's count from its end) or a negative count (22011),
     `regexp_match` and `regexp_matches` (`pg_regexp`: text[] of the capture groups; DuckDB's
     regexp_matches is a boolean test),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
@@ -137,7 +139,7 @@ _TRIGGER = re.compile(
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|"
-    r"regexp_match(?:es)?)"
+    r"regexp_match(?:es)?|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b",
     re.IGNORECASE)
 # jsonb's `?` operators are found outside string literals: most AI prompts hold a `?`, and
@@ -372,6 +374,8 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     if isinstance(call, exp.Format) and isinstance(call.this, exp.Literal) and (
             call.this.is_string):
         return pg_format(call.this.name, list(call.expressions))
+    if isinstance(call, exp.Substring):
+        return _substring(call)
     if isinstance(call, exp.Encode | exp.Decode):
         return _encoded(call)
     if name == "to_char" and len(call.expressions) == 2 and isinstance(
@@ -387,6 +391,37 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
             isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
     return None
+
+
+def _substring(call: exp.Substring) -> exp.Expression | None:
+    """PostgreSQL's substring(s, start [, count]): the characters at positions start to
+    start + count - 1 that the string has (DuckDB counts a start below 1 from the end), a
+    negative count an error (22011); None where DuckDB's agrees (a start and count it sees
+    are positive constants) or a bound holds an AI call, which would be copied."""
+    start, count = call.args.get("start"), call.args.get("length")
+    if start is None or _asks_ai(start) or (count is not None and _asks_ai(count)) or (
+            _positive_literal(start) and (count is None or _positive_literal(count))):
+        return None
+    first = _at_least(start, 1)
+    if count is None:
+        return exp.Substring(this=call.this, start=first)
+    length = _at_least(exp.Sub(this=exp.Add(this=start.copy(), expression=exp.Paren(
+        this=count.copy())), expression=first.copy()), 0)
+    return exp.Case(ifs=[exp.If(
+        this=exp.LT(this=count.copy(), expression=exp.Literal.number(0)),
+        true=exp.Anonymous(this="error", expressions=[
+            exp.Literal.string("negative substring length not allowed")]))],
+        default=exp.Substring(this=call.this, start=first, length=length))
+
+
+def _at_least(value: exp.Expression, bound: int) -> exp.Expression:
+    """`value`, or `bound` where it is less (NULL stays NULL: DuckDB's greatest skips it)."""
+    return exp.Case(ifs=[exp.If(this=exp.LT(this=value.copy(), expression=exp.Literal.number(
+        bound)), true=exp.Literal.number(bound))], default=value.copy())
+
+
+def _positive_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_int and int(node.name) > 0
 
 
 def _encoded(call: exp.Encode | exp.Decode) -> exp.Expression | None:

@@ -102,6 +102,17 @@ CASES: tuple[Case, ...] = (
     Case("similar_to_parameter", "SELECT name FROM w_people WHERE name SIMILAR TO %s::text "
          "ORDER BY id", ("_o_",), setup=_PEOPLE),
     Case("similar_to_bad_escape", "SELECT 'a' SIMILAR TO 'a' ESCAPE 'xy'"),
+    # substring counts positions before the string's first (DuckDB's count from its end)
+    Case("substring_bounds", "SELECT substring('abc', -1, 2) AS a, substring('abc', 0, 2) AS b, "
+         "substring('abc', -5) AS c, substr('abcdef', -2, 5) AS d, "
+         "substring('abc' from -1 for 3) AS e, substring('abc', NULL, 1) AS f, "
+         "substring('abc', 1, NULL) AS g"),
+    Case("substring_computed", "SELECT substring(name, id - 2, 2) AS s FROM w_people ORDER BY id",
+         setup=_PEOPLE),
+    Case("substring_negative_length", "SELECT substring('abc', 1, -1)"),
+    Case("numeric_field_overflow", "SELECT 99999::numeric(4, 1)"),
+    Case("numeric_insert_overflow", "INSERT INTO w_num VALUES (%s)", (Decimal("12345.5"),),
+         setup=_table("w_num", "x numeric(4, 1)")),
     # regexp_match(es) give the capture groups as text[] (DuckDB's regexp_matches is a test)
     Case("regexp_match", "SELECT regexp_match(name, '(.)(.)$') AS g, "
          "regexp_match(name, 'n+') AS m, regexp_match(name, 'A', 'i') AS i, "
