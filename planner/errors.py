@@ -293,6 +293,9 @@ _WORDINGS: tuple[_Wording, ...] = (
     _W(re.compile(r'Duplicate key "(?P<key>.*)" violates (?:primary key|unique) constraint'),
        _S.UNIQUE_VIOLATION, "duplicate key value violates unique constraint",
        "Key ({key_columns})=({key_values}) already exists."),
+    _W(re.compile(r'PRIMARY KEY or UNIQUE constraint violation: duplicate key "(?P<values>.*)"'),
+       _S.UNIQUE_VIOLATION, "duplicate key value violates unique constraint",
+       "Key ({values}) already exists."),  # (`statement` names the columns)
     _W(re.compile(r"NOT NULL constraint failed: (?P<table>[^.\s]+)\.(?P<column>\S+)"),
        _S.NOT_NULL_VIOLATION,
        'null value in column "{column}" of relation "{table}" violates not-null constraint'),

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import datetime as dt
 import decimal
 import enum
@@ -567,13 +568,55 @@ def run(
             return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
-        raise from_duckdb(exc) from None
+        raise _constraint_named(con, statement.sql, from_duckdb(exc)) from None
     if result.return_type == "query_result" and statement.returns_rows and table is not None:
         columns = columns_of(table.schema, given)
         return Result(_tag(statement, table.num_rows), columns if sql is not None else (
             with_origins(columns, statement.origins)), Rows.of(table))
     changed = result.return_type == "changed_rows" and table is not None and table.num_rows
     return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
+
+
+_KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\(|^Key \((?P<values>.*)\) already exists\.$")
+
+
+def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError) -> SqlError:
+    """A unique violation of the table `sql` writes, naming its constraint as PostgreSQL does
+    (`t_pkey`, DuckDB's `t_v_key` of a UNIQUE column) and the key's columns, where DuckDB's
+    message names neither (`errors`): the constraint over the key's columns, or the table's one
+    unique constraint (of as many columns as the key has values). `error` unchanged otherwise."""
+    detail = _KEY_DETAIL.match(error.detail or "")
+    if error.sqlstate is not SqlState.UNIQUE_VIOLATION or detail is None:
+        return error
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except (SqlglotError, TokenError, ValueError):
+        return error
+    target = tree.this if isinstance(tree, exp.Insert | exp.Update) else None
+    target = target.this if isinstance(target, exp.Schema) else target
+    if not isinstance(target, exp.Table):
+        return error
+    try:  # (on a cursor of its own: the error may have aborted the statement's transaction)
+        with con.cursor() as cursor:
+            rows = cursor.execute(
+                "SELECT CASE constraint_type WHEN 'PRIMARY KEY' THEN table_name || '_pkey' "
+                "ELSE constraint_name END, constraint_column_names FROM duckdb_constraints() "
+                "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND table_name = ? "
+                "AND (? IS NULL OR schema_name = ?)",
+                [target.name, target.db or None, target.db or None]).fetchall()
+    except duckdb.Error:
+        return error
+    if detail["columns"] is not None:
+        rows = [row for row in rows if ", ".join(row[1]) == detail["columns"]]
+    elif len(rows) > 1:  # the constraints of as many columns as the key has values
+        rows = [row for row in rows if len(row[1]) == detail["values"].count(", ") + 1]
+    if len(rows) != 1:
+        return error
+    name, columns = rows[0]
+    found = dataclasses.replace(error, message=f'{error.message} "{name}"')
+    if detail["values"] is not None:
+        found.detail = f"Key ({', '.join(columns)})=({detail['values']}) already exists."
+    return found
 
 
 def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None

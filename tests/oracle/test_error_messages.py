@@ -1,0 +1,59 @@
+"""Errors as PostgreSQL 15 words them: SQLSTATE, message and detail, Heron beside PostgreSQL.
+
+Clients show the message and detail to people, and some read them (ORMs name the violated
+constraint from the message). Each case runs its setup, then one failing statement, on both
+servers (`servers`: the same catalog schema), through psycopg; tables are prefixed `e_`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.catalog_schema import with_expected_failures
+
+psycopg = pytest.importorskip("psycopg")
+
+pytestmark = pytest.mark.timeout(60)
+
+_KEYED = ("DROP TABLE IF EXISTS e_keyed",
+          "CREATE TABLE e_keyed (a int, b int, c text UNIQUE, PRIMARY KEY (a, b))",
+          "INSERT INTO e_keyed VALUES (1, 2, 'x')")
+CASES = {
+    "division_by_zero": ((), "SELECT 1 / 0"),
+    "numeric_field_overflow": ((), "SELECT 123.45::numeric(4, 2)"),
+    "numeric_scale_overflow": ((), "SELECT 1.5::numeric(2, 2)"),
+    "integer_out_of_range": ((), "SELECT 2147483647::int + 1"),
+    "negative_substring_length": ((), "SELECT substring('abc', 1, -1)"),
+    "regexp_match_global": ((), "SELECT regexp_match('a', 'a', 'g')"),
+    "primary_key": (_KEYED, "INSERT INTO e_keyed VALUES (1, 2, 'y')"),
+    "unique_column": (_KEYED, "INSERT INTO e_keyed VALUES (3, 4, 'x')"),
+    "unique_in_one_statement": (_KEYED, "INSERT INTO e_keyed VALUES (5, 6, 'z'), (7, 8, 'z')"),
+    "unique_update": (_KEYED + ("INSERT INTO e_keyed VALUES (3, 4, 'y')",),
+                      "UPDATE e_keyed SET c = 'x' WHERE a = 3"),
+    "not_null": (("DROP TABLE IF EXISTS e_required",
+                  "CREATE TABLE e_required (a int NOT NULL)"),
+                 "INSERT INTO e_required VALUES (NULL)"),
+    "undefined_table": ((), "SELECT * FROM e_nowhere"),
+    "undefined_column": ((), "SELECT nothing FROM cat_books"),
+    "bad_integer": ((), "SELECT 'abc'::int"),
+}
+EXPECTED_FAILURES = {
+    "not_null": "PostgreSQL's detail shows the failing row ('Failing row contains (null).'), "
+                "which DuckDB's error does not carry",
+}
+
+
+def _error(server, setup: tuple[str, ...], sql: str) -> tuple:
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        for statement in setup:
+            conn.execute(statement)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(sql)
+    diag = caught.value.diag
+    return diag.sqlstate, diag.message_primary, diag.message_detail
+
+
+@pytest.mark.parametrize("case", with_expected_failures(CASES, EXPECTED_FAILURES))
+def test_errors_are_worded_as_postgresql_words_them(servers, case):
+    heron, postgres = servers
+    setup, sql = CASES[case]
+    assert _error(heron, setup, sql) == _error(postgres, setup, sql)
