@@ -17,7 +17,9 @@ follow them column by column (a star over a function's rows, or over joins whose
 DuckDB lists otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared type (OID
 3802): a cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a CHECK, as the
 catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the functions returning
-jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg);
+jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg,
+jsonb_extract_path, jsonb_array_elements; in FROM the value columns of jsonb_each and
+jsonb_array_elements);
 its values are JSON, encoded as jsonb. The catalog shim's relations (`pg_catalog_relations`) are
 known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds them
 before the search path: the shim's TEMP views shadow the rest); a catalog table's columns carry its
@@ -106,7 +108,19 @@ _DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
 _JSONB = Origin(type_oid=JSONB.oid)
 # PostgreSQL's functions returning jsonb that DuckDB computes (as `pg_semantics` renames them);
 # sqlglot reads jsonb_object_agg as its own node.
-_JSONB_FUNCTIONS = frozenset({"jsonb_build_object", "jsonb_build_array", "jsonb_agg"})
+_JSONB_FUNCTIONS = frozenset({"jsonb_build_object", "jsonb_build_array", "jsonb_agg",
+                              "jsonb_extract_path", "jsonb_array_elements"})
+# The columns of PostgreSQL's set-returning json functions in FROM (`pg_semantics` computes
+# their rows): jsonb's values are jsonb; json's and text's need no declared type.
+_ROWS = {**{f"{kind}_{name}": columns for kind in ("json", "jsonb") for name, columns in (
+    ("each_text", (("key", NO_ORIGIN), ("value", NO_ORIGIN))),
+    ("array_elements_text", (("value", NO_ORIGIN),)))},
+    "json_each": (("key", NO_ORIGIN), ("value", NO_ORIGIN)),
+    "jsonb_each": (("key", NO_ORIGIN), ("value", _JSONB)),
+    "json_array_elements": (("value", NO_ORIGIN),),
+    "jsonb_array_elements": (("value", _JSONB),),
+    "json_object_keys": (("json_object_keys", NO_ORIGIN),),
+    "jsonb_object_keys": (("jsonb_object_keys", NO_ORIGIN),)}
 
 
 def announced(values_oid: int, origin: Origin) -> tuple[int, int]:
@@ -363,6 +377,11 @@ class _Resolver:
                         None if schema is None else schema.name.lower(), name)
             elif isinstance(item, exp.Subquery):
                 columns = self.query(item.this, ctes)
+            elif isinstance(item, exp.Table) and isinstance(item.this, exp.Anonymous):
+                columns = _ROWS.get(item.this.name.lower())
+                if columns is not None and len(columns) == 1 and alias is not None and not (
+                        alias.args.get("columns")):  # its one column takes the alias's name
+                    columns = ((alias.name.lower(), columns[0][1]),)
             sources.append(((item.alias_or_name or "").lower(), _renamed(columns, alias)))
         return sources
 

@@ -23,6 +23,15 @@ Contract:
 - `exists(value, key)`, `exists_any(value, keys)`, `exists_all(value, keys)` are `?`, `?|`,
   `?&`: the string is a top-level key, or a string element of a top-level array (or the
   top-level string itself); NULL keys are skipped.
+- `path(value, steps)` and `path_text` are `#>` / `#>>` (jsonb_extract_path(_text)): each step
+  a key of an object or an int4 subscript of an array (negative from the end); NULL where a
+  step is NULL or reaches nothing. `array_length`, `object_keys`, `each` (`text`: each_text) and
+  `array_elements` are the functions of those names, the set-returning ones' rows as a list;
+  on a value of the wrong kind they raise PostgreSQL's `SqlError` 22023 (its words for jsonb
+  and for json). `jsonb=False` reads json, keeping its keys' order and numbers' text (jsonb's
+  text is normalized: the json reading serves the operators of both).
+  `VALUE_FUNCTIONS` names them (with the json twins) as PostgreSQL's functions, registered
+  `PREFIX` + name, NULL for a NULL argument, their `SqlError`s `carried`.
 - `FUNCTIONS` names them as PostgreSQL's functions behind the operators, with their DuckDB
   signatures; `register(con)` registers them as Python functions (`pg_catalog.register` calls
   it on the root connection), `@>` and `<@` also as overloads of DuckDB's own operators for
@@ -305,6 +314,175 @@ def _normalized_in_duckdb(text: str) -> str:
         raise carried(exc) from None
 
 
+# -- paths, lengths and the set-returning functions ---------------------------------------------
+
+# json keeps its text: numbers as written, keys in order (a duplicated key's last value).
+_JSON_DECODER = json.JSONDecoder(parse_float=_Numeric, parse_int=_Numeric,
+                                 parse_constant=_constant)
+_MISSING = object()
+_INDEX = re.compile(r"\s*[+-]?\d+")  # what strtol reads whole (PostgreSQL's path subscripts)
+
+
+def _parse(text: str, jsonb: bool) -> Any:
+    """A jsonb value's tree (`_DECODER`'s: jsonb's text is normalized) or a json value's."""
+    return _DECODER.decode(text) if jsonb else _JSON_DECODER.decode(text)
+
+
+def _text(value: Any) -> str:
+    """jsonb_out's text of a parsed value."""
+    parts: list[str] = []
+    _emit(value, parts.append, encode_basestring)
+    return "".join(parts)
+
+
+def _as_text(value: Any) -> str | None:
+    """`->>`'s text of a parsed value: a string unquoted, JSON null as SQL NULL."""
+    if value is None:
+        return None
+    if isinstance(value, str) and type(value) is not _Numeric:
+        return value
+    return _text(value)
+
+
+def _subscript(step: str) -> int | None:
+    """A path element as an array subscript (None: not an int4, so no element)."""
+    if not _INDEX.fullmatch(step):
+        return None
+    index = int(step)
+    return index if -(2 ** 31) <= index < 2 ** 31 else None
+
+
+def _at_path(value: Any, path: list[str | None]) -> Any:
+    """The value `path` reaches, as `#>` walks it: a key of an object, a subscript of an array
+    (negative from the end); `_MISSING` where an element is NULL or reaches nothing."""
+    for step in path:
+        if step is None:
+            return _MISSING
+        if isinstance(value, dict):
+            if step not in value:
+                return _MISSING
+            value = value[step]
+        elif isinstance(value, list):
+            index = _subscript(step)
+            if index is None or not -len(value) <= index < len(value):
+                return _MISSING
+            value = value[index]
+        else:
+            return _MISSING
+    return value
+
+
+def path(value: str, steps: list[str | None], jsonb: bool = True) -> str | None:
+    """`value #> steps` (jsonb_extract_path)."""
+    found = _at_path(_parse(value, jsonb), steps)
+    return None if found is _MISSING else _text(found)
+
+
+def path_text(value: str, steps: list[str | None], jsonb: bool = True) -> str | None:
+    """`value #>> steps` (jsonb_extract_path_text)."""
+    found = _at_path(_parse(value, jsonb), steps)
+    return None if found is _MISSING else _as_text(found)
+
+
+def _kind(value: Any) -> str:
+    return "an object" if isinstance(value, dict) else "an array" if isinstance(
+        value, list) else "a scalar"
+
+
+def _refused(message: str) -> SqlError:
+    return SqlError(SqlState.INVALID_PARAMETER_VALUE, message)
+
+
+def array_length(value: str, jsonb: bool = True) -> int:
+    """jsonb_array_length (json_array_length)."""
+    parsed = _parse(value, jsonb)
+    if isinstance(parsed, list):
+        return len(parsed)
+    raise _refused("cannot get array length of a " + (
+        "non-array" if isinstance(parsed, dict) else "scalar"))
+
+
+def object_keys(value: str, jsonb: bool = True) -> list[str]:
+    """jsonb_object_keys (json_object_keys): the rows, as a list."""
+    parsed = _parse(value, jsonb)
+    if not isinstance(parsed, dict):
+        raise _refused(f"cannot call {'jsonb' if jsonb else 'json'}_object_keys on "
+                       + _kind(parsed))
+    return list(parsed)
+
+
+def each(value: str, jsonb: bool = True, text: bool = False) -> list[dict[str, str | None]]:
+    """jsonb_each (json_each; `text`: jsonb_each_text): the rows (key, value), as a list."""
+    parsed = _parse(value, jsonb)
+    if not isinstance(parsed, dict):
+        if not jsonb:  # json's own words
+            raise _refused("cannot deconstruct " + (
+                "an array as an object" if isinstance(parsed, list) else "a scalar"))
+        raise _refused(f"cannot call jsonb_each{'_text' if text else ''} on a non-object")
+    show = _as_text if text else _text
+    return [{"key": key, "value": show(item)} for key, item in parsed.items()]
+
+
+def array_elements(value: str, jsonb: bool = True, text: bool = False) -> list[str | None]:
+    """jsonb_array_elements (json_array_elements; `text`: jsonb_array_elements_text): the rows,
+    as a list."""
+    parsed = _parse(value, jsonb)
+    if not isinstance(parsed, list):
+        if not jsonb:  # json's own words
+            name = "json_array_elements" + ("_text" if text else "")
+            raise _refused(f"cannot call {name} on a " + (
+                "non-array" if isinstance(parsed, dict) else "scalar"))
+        raise _refused("cannot extract elements from " + _kind(parsed))
+    show = _as_text if text else _text
+    return [show(item) for item in parsed]
+
+
+_EACH = "STRUCT(key VARCHAR, value JSON)[]"
+_EACH_TEXT = "STRUCT(key VARCHAR, value VARCHAR)[]"
+
+
+def _both(name: str, function: Callable[..., Any], parameters: tuple[str, ...], returns: str,
+          json_returns: str | None = None, **options: Any
+          ) -> dict[str, tuple[Callable[..., Any], tuple[str, ...], str]]:
+    """`name`'s jsonb function and its json twin (`name` with json for jsonb)."""
+    return {name: (functools.partial(function, jsonb=True, **options), parameters, returns),
+            name.replace("jsonb", "json"): (functools.partial(function, jsonb=False, **options),
+                                            parameters, json_returns or returns)}
+
+
+# PostgreSQL's function -> (function, DuckDB parameter types, DuckDB result type) of the
+# Python function `pg_semantics.rewrite` calls for it, named `heron_` and PostgreSQL's name; a
+# set-returning function's rows come as a list, which the rewrite unnests.
+VALUE_FUNCTIONS: dict[str, tuple[Callable[..., Any], tuple[str, ...], str]] = {
+    **_both("jsonb_extract_path", path, ("VARCHAR", "VARCHAR[]"), "JSON"),
+    **_both("jsonb_extract_path_text", path_text, ("VARCHAR", "VARCHAR[]"), "VARCHAR"),
+    **_both("jsonb_array_length", array_length, ("VARCHAR",), "INTEGER"),
+    **_both("jsonb_object_keys", object_keys, ("VARCHAR",), "VARCHAR[]"),
+    **_both("jsonb_each", each, ("VARCHAR",), _EACH),
+    **_both("jsonb_each_text", each, ("VARCHAR",), _EACH_TEXT, text=True),
+    **_both("jsonb_array_elements", array_elements, ("VARCHAR",), "JSON[]"),
+    **_both("jsonb_array_elements_text", array_elements, ("VARCHAR",), "VARCHAR[]", text=True),
+}
+PREFIX = "heron_"
+
+
+def _carrying(function: Callable[..., Any], arity: int) -> Callable[..., Any]:
+    """`function` with its `SqlError`s `carried` through DuckDB, taking `arity` parameters
+    (DuckDB counts a Python function's own), NULL for a NULL argument (DuckDB's "special" NULL
+    handling lets a function return NULL, and passes it NULLs)."""
+    def call(*args: Any) -> Any:
+        if any(arg is None for arg in args):  # strict, as PostgreSQL's functions are
+            return None
+        try:
+            return function(*args)
+        except SqlError as exc:
+            raise carried(exc) from None
+
+    if arity == 1:
+        return lambda value: call(value)
+    return lambda value, steps: call(value, steps)
+
+
 def register(con: duckdb.DuckDBPyConnection) -> None:
     """Register `NORMALIZE`, `FUNCTIONS`, and `OPERATORS` as overloads of DuckDB's: an overload
     joins the operator's built-in ones (lists' @>), and the binder picks it for text and JSON
@@ -315,3 +493,6 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         function, parameters = FUNCTIONS[name]
         con.create_function(operator, function, list(parameters), "BOOLEAN")
     con.create_function(NORMALIZE, _normalized_in_duckdb, ["JSON"], "JSON")
+    for name, (function, parameters, returns) in VALUE_FUNCTIONS.items():
+        con.create_function(PREFIX + name, _carrying(function, len(parameters)),
+                            list(parameters), returns, null_handling="special")

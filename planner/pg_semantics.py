@@ -35,6 +35,13 @@ Contract:
   * jsonb's operators `?`, `?|` and `?&` (DuckDB reads `?` as a parameter) call `pg_jsonb`'s
     jsonb_exists, jsonb_exists_any and jsonb_exists_all (a string literal of keys read as a
     text[] literal), named `?column?`; `@>` and `<@` need no rewrite (`pg_jsonb.OPERATORS`);
+  * jsonb's and json's `#>` and `#>>` (a string literal path read as a text[] literal), and
+    jsonb_extract_path(_text), jsonb_array_length, jsonb_object_keys, jsonb_each(_text),
+    jsonb_array_elements(_text) and their json twins call `pg_jsonb.VALUE_FUNCTIONS`; a
+    set-returning one unnests its list in a select list (not jsonb_each: a record), and in
+    FROM is a derived table named and with columns as PostgreSQL's (a one-column function's
+    column takes its alias's name), reading earlier FROM items laterally (not yet WITH
+    ORDINALITY);
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -138,9 +145,11 @@ _TRIGGER = re.compile(
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
+    r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
+    r"jsonb?_array_elements(?:_text)?|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|"
     r"regexp_match(?:es)?|substr(?:ing)?)"
-    r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b",
+    r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
     re.IGNORECASE)
 # jsonb's `?` operators are found outside string literals: most AI prompts hold a `?`, and
 # parsing for nothing costs an AI statement ~0.7 ms. Where backslashes or dollar quotes may
@@ -194,8 +203,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
-    rewritten += (_pg_functions(tree, sql) + _similar_to(tree) + _integer_results(tree, sql)
-                  + _series(tree, sql)
+    rewritten += (_json_rows(tree) + _pg_functions(tree, sql) + _similar_to(tree)
+                  + _integer_results(tree, sql) + _series(tree, sql)
                   + _rounding(tree, sql) + _time_parts(tree, sql)
                   + _using_stars(tree, relations))
     return _printed(tree) if rewritten else sql
@@ -323,6 +332,18 @@ _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_obje
 # jsonb's existence operators, as the functions behind them (`pg_jsonb.FUNCTIONS`).
 _EXISTENCE = {exp.JSONBContainsTopKey: "jsonb_exists", exp.JSONBContainsAnyTopKeys:
               "jsonb_exists_any", exp.JSONBContainsAllTopKeys: "jsonb_exists_all"}
+# jsonb's path operators #> and #>>, as `pg_jsonb`'s functions behind them.
+_PATHS = {exp.JSONBExtract: "json_extract_path", exp.JSONBExtractScalar: "json_extract_path_text"}
+_PATH_FUNCTIONS = frozenset({"jsonb_extract_path", "jsonb_extract_path_text"})
+_JSON_PATH_NAME = re.compile(r"\bjson_extract_path", re.IGNORECASE)
+_JSON_PATHS = {exp.JSONExtract: "json_extract_path",
+               exp.JSONExtractScalar: "json_extract_path_text"}
+# Set-returning functions over json and jsonb (`pg_jsonb.VALUE_FUNCTIONS`, a list of rows) ->
+# their columns; those of records (two columns) only in FROM.
+_ROW_FUNCTIONS = {f"{kind}_{name}": columns for kind in ("json", "jsonb") for name, columns in (
+    ("object_keys", None), ("array_elements", ("value",)), ("array_elements_text", ("value",)),
+    ("each", ("key", "value")), ("each_text", ("key", "value")))}
+_RECORD_ROWS = frozenset(name for name in _ROW_FUNCTIONS if "_each" in name)
 # json_type's answers (DuckDB's type names) as jsonb_typeof's.
 _JSON_TYPES = {"OBJECT": "object", "ARRAY": "array", "VARCHAR": "string", "BOOLEAN": "boolean",
                "NULL": "null", "UBIGINT": "number", "BIGINT": "number", "HUGEINT": "number",
@@ -338,7 +359,12 @@ def _pg_functions(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         if value is None:
             continue
         # an operator's column is PostgreSQL's unnamed one
-        name = "?column?" if type(call) in _EXISTENCE else _call_name(call, sql)
+        if type(call) in _EXISTENCE or type(call) in _PATHS:
+            name = "?column?"
+        elif _json_path_call(call, sql):  # (no spelling kept)
+            name = _JSON_PATHS[type(call)] + "()"
+        else:
+            name = _call_name(call, sql)
         _take_place(call, name).replace(value)
         changed.append(call)
     return changed
@@ -356,6 +382,20 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
             name.startswith("jsonb_") and not isinstance(call.parent, exp.Window)) else renamed
     if name in pg_regexp.NAMES and not _asks_ai(call):
         return pg_regexp.call(name, list(call.expressions))
+    if type(call) in _PATHS and not _asks_ai(call.expression):
+        # jsonb's text is normalized: json's walk (which keeps the text) serves both
+        return _json_call(_PATHS[type(call)], call.this, _path_array(call.expression))
+    if _json_path_call(call, sql) and (steps := _path_steps(call)) is not None:
+        # json_extract_path(_text), which sqlglot reads as DuckDB's json_extract
+        return _json_call(_JSON_PATHS[type(call)], call.this, exp.Array(expressions=steps))
+    if name in _PATH_FUNCTIONS and call.expressions:
+        value, *steps = call.expressions
+        return _json_call(name, value, exp.Array(expressions=steps))
+    if name in ("jsonb_array_length", "json_array_length") and len(call.expressions) == 1:
+        return _json_call(name, *call.expressions)
+    if name in _ROW_FUNCTIONS and name not in _RECORD_ROWS and len(call.expressions) == 1 and (
+            call.find_ancestor(exp.Table) is None):  # in FROM: `_json_rows`
+        return exp.Explode(this=_json_call(name, *call.expressions))
     if type(call) in _EXISTENCE:
         keys = call.expression
         if isinstance(keys, exp.Literal) and keys.is_string and not isinstance(
@@ -422,6 +462,72 @@ def _at_least(value: exp.Expression, bound: int) -> exp.Expression:
 
 def _positive_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_int and int(node.name) > 0
+
+
+def _json_call(name: str, *args: exp.Expression) -> exp.Expression:
+    """A call of `pg_jsonb`'s function for PostgreSQL's `name` (`pg_jsonb.VALUE_FUNCTIONS`)."""
+    return exp.Anonymous(this=pg_jsonb.PREFIX + name, expressions=list(args))
+
+
+def _json_path_call(call: exp.Func, sql: str) -> bool:
+    """Whether `call` is json_extract_path(_text), which sqlglot reads as json_extract (`->`
+    is one too, of JSON types only)."""
+    return isinstance(call, exp.JSONExtract | exp.JSONExtractScalar) and not call.args.get(
+        "only_json_types") and _JSON_PATH_NAME.search(sql) is not None
+
+
+def _path_steps(call: exp.JSONExtract | exp.JSONExtractScalar) -> list[exp.Expression] | None:
+    """The path arguments of json_extract_path(_text) (sqlglot makes a JSON path of constant
+    ones); None for a path of parts no argument gives."""
+    path = call.expression
+    if not isinstance(path, exp.JSONPath):
+        return [path, *call.expressions]
+    steps: list[exp.Expression] = []
+    for part in path.expressions[1:]:
+        if not isinstance(part, exp.JSONPathKey | exp.JSONPathSubscript) or isinstance(
+                part.this, exp.Expression):
+            return None
+        steps.append(exp.Literal.string(str(part.this)))
+    return steps
+
+
+def _path_array(path: exp.Expression) -> exp.Expression:
+    """A path operand of #> or #>> as text[]: a string literal read as PostgreSQL's array
+    literal, anything else cast."""
+    if isinstance(path, exp.Literal) and path.is_string:
+        return _array_expression(parse_array_literal(path.name, lambda text: text))
+    if isinstance(path, exp.Array):
+        return path
+    return exp.cast(path, "VARCHAR[]")
+
+
+def _json_rows(tree: exp.Expression) -> list[exp.Expression]:
+    """Each set-returning json function in FROM (`_ROW_FUNCTIONS`) as the derived table of its
+    rows, named as PostgreSQL names them (the function; its columns, or the function for one
+    of scalars), its arguments free to read the tables before it (DuckDB joins laterally); the
+    tables changed."""
+    changed = []
+    for table in list(tree.find_all(exp.Table)):
+        call = table.this
+        name = call.name.lower() if isinstance(call, exp.Anonymous) else ""
+        if name not in _ROW_FUNCTIONS or len(call.expressions) != 1 or table.args.get(
+                "ordinality"):  # WITH ORDINALITY: not yet (DuckDB then finds no function)
+            continue
+        rows: exp.Expression = exp.Explode(this=_json_call(name, *call.expressions))
+        if name in _RECORD_ROWS:
+            rows.set("expressions", [exp.PropertyEQ(this=exp.to_identifier("recursive"),
+                                                    expression=exp.true())])
+        else:
+            rows = exp.alias_(rows, (_ROW_FUNCTIONS[name] or (name,))[0], quoted=True)
+        alias = table.args.get("alias")
+        if alias is None:
+            alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
+        elif name not in _RECORD_ROWS and not alias.args.get("columns"):
+            # a function of scalars: its one column takes the alias's name, as PostgreSQL's
+            alias = exp.TableAlias(this=alias.this.copy(), columns=[alias.this.copy()])
+        table.replace(exp.Subquery(this=exp.select(rows), alias=alias.copy()))
+        changed.append(table)
+    return changed
 
 
 def _encoded(call: exp.Encode | exp.Decode) -> exp.Expression | None:

@@ -153,6 +153,43 @@ CASES: tuple[Case, ...] = (
          "FROM w_docs ORDER BY id", setup=_DOCS),
     Case("jsonb_where", "SELECT id FROM w_docs WHERE j @> '{\"a\": \"x\"}' OR j ? 'z' "
          "ORDER BY id", setup=_DOCS),
+    Case("jsonb_path_operators", "SELECT id, j #> '{m,b}' AS a, j #>> '{n,-1}' AS b, "
+         "k #> '{n,0}' AS c, k #>> '{a}' AS d, j -> 1 AS e, j ->> -2 AS f, j #> '{}' AS g, "
+         "j #>> array['m', 'a'] AS h, j #> '{n,x}' AS i FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_path_literals", "SELECT '{\"a\": {\"b\": [1, 2]}}'::jsonb #> '{a,b}', "
+         "'{\"a\": {\"b\": [1, 2]}}'::jsonb #>> '{a,b,-2}' AS y, "
+         "'[1, 2, 3]'::jsonb -> -1 AS z, '[1, 2]'::json #>> '{ 1}' AS w"),
+    Case("jsonb_path_parameter", "SELECT '{\"a\": [1, {\"b\": 2}]}'::jsonb #> %s::text[] AS p",
+         (["a", "1", "b"],)),
+    Case("jsonb_extract_path", "SELECT jsonb_extract_path(j, 'm', 'b'), "
+         "jsonb_extract_path_text(j, 'n', '1') AS t, json_extract_path(k, 'n', '1') AS k, "
+         "json_extract_path_text(k, 'a') AS u, jsonb_extract_path(j, 'n', NULL) AS n "
+         "FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_array_length", "SELECT jsonb_array_length(j -> 'n'), json_array_length('[1, 2]') "
+         "AS b FROM w_docs WHERE id = 1", setup=_DOCS),
+    Case("jsonb_array_length_of_object", "SELECT jsonb_array_length('{\"a\": 1}')"),
+    Case("json_array_length_of_scalar", "SELECT json_array_length('1')"),
+    Case("jsonb_object_keys", "SELECT jsonb_object_keys(j) AS k FROM w_docs WHERE id = 1 "
+         "ORDER BY k", setup=_DOCS),
+    Case("json_object_keys_in_order", "SELECT * FROM json_object_keys('{\"b\": 1, \"a\": 2}')"),
+    Case("jsonb_object_keys_of_scalar", "SELECT jsonb_object_keys('1')"),
+    Case("jsonb_each", "SELECT id, e.key, e.value FROM w_docs, jsonb_each(w_docs.j) AS e "
+         "WHERE jsonb_typeof(j) = 'object' ORDER BY id, key", setup=_DOCS),
+    Case("jsonb_each_star", "SELECT * FROM jsonb_each('{\"b\": 1, \"a\": \"x\"}')"),
+    Case("jsonb_each_text_renamed", "SELECT k, v FROM jsonb_each_text("
+         "'{\"b\": 1, \"a\": \"x\", \"c\": null}') AS e(k, v) ORDER BY k"),
+    Case("json_each_in_order", "SELECT * FROM json_each('{\"b\": 1, \"a\": [2]}')"),
+    Case("jsonb_each_of_array", "SELECT * FROM jsonb_each('[1]')"),
+    Case("json_each_of_scalar", "SELECT * FROM json_each_text('1')"),
+    Case("jsonb_array_elements", "SELECT id, v FROM w_docs, jsonb_array_elements(j) AS v "
+         "WHERE jsonb_typeof(j) = 'array' ORDER BY id", setup=_DOCS),
+    Case("jsonb_array_elements_select_list", "SELECT jsonb_array_elements('[1, [2]]'), "
+         "'x' AS t"),
+    Case("jsonb_array_elements_text", "SELECT * FROM jsonb_array_elements_text("
+         "'[1, \"a\", {\"b\": 2}, null]')"),
+    Case("json_array_elements", "SELECT value FROM json_array_elements('[1, {\"b\": 2}]')"),
+    Case("jsonb_array_elements_of_object", "SELECT * FROM jsonb_array_elements('{\"a\": 1}')"),
+    Case("json_array_elements_of_object", "SELECT * FROM json_array_elements('{\"a\": 1}')"),
     Case("jsonb_parameter", "SELECT %s::jsonb AS j", ('{"b": 1, "a": [1.50]}',)),
     Case("jsonb_insert_parameter", "INSERT INTO w_docs2 VALUES (%s, %s)",
          (1, '{"b": 1, "a": 2}'), setup=_table("w_docs2", "id integer, j jsonb")),
