@@ -18,7 +18,9 @@ other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in th
 calls in their written spelling; `quoted(name)` is a name as a quoted identifier (PostgreSQL's
 and DuckDB's rule: in double quotes, each inner one doubled). `->` is json's operator wherever it
 stands (PostgreSQL has no lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI
-spellings). Syntax errors raise `SqlError` 42601.
+spellings). PostgreSQL's to_char, and DuckDB's regexp_extract (in the catalog rewrite's text),
+stay calls as written, for `pg_semantics` to give them PostgreSQL's meaning. Syntax errors raise
+`SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -117,6 +119,11 @@ def _dotted_ai_call(node: exp.Expression | None) -> exp.Expression | None:
     return _builder(spelling)(args)
 
 
+def _kept(name: str) -> Callable[[Sequence[exp.Expression]], exp.Expression]:
+    """A parser of `name`'s calls that keeps them as written."""
+    return lambda args: exp.Anonymous(this=name.lower(), expressions=list(args))
+
+
 class PostgresSql(Postgres):
     """sqlglot's PostgreSQL read as PostgreSQL reads it: it has no `x -> expression` lambdas, so
     within a call's arguments `->` is jsonb's and json's operator, as everywhere else (sqlglot
@@ -134,9 +141,11 @@ class Heron(PostgresSql):
             **{name: _builder(name) for name in (*SPELLINGS, *OTHER_SPELLINGS) if "." not in name},
             "PROMPT": lambda args: Prompt(this=args[0] if args else None,
                                           expressions=list(args[1:])),
-            # Kept as written (sqlglot would translate the template, losing what it cannot
-            # map): `pg_semantics` translates it.
-            "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            # Kept as written: sqlglot would translate to_char's template (losing what it
+            # cannot map), and read regexp_extract's third argument (DuckDB's group, in the
+            # catalog rewrite's text) as a position, so that pg_typeof of an array was 'text'
+            # in a statement `pg_semantics` rewrote.
+            **{name: _kept(name) for name in ("TO_CHAR", "REGEXP_EXTRACT")},
         }
         # DATE_PART kept apart from EXTRACT (sqlglot reads both as one): PostgreSQL's date_part
         # is double precision, its extract numeric (`pg_semantics` types both).

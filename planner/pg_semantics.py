@@ -42,6 +42,12 @@ Contract:
     FROM is a derived table named and with columns as PostgreSQL's (a one-column function's
     column takes its alias's name), reading earlier FROM items laterally (not yet WITH
     ORDINALITY);
+  * `||` of an array and an element is list_append / list_prepend and of two arrays
+    list_concat, as PostgreSQL's anycompatiblearray operators (DuckDB's `||` concatenates lists
+    only, and is NULL where one list is), where one operand is an array by its syntax (a
+    constructor, a cast to an array type, an array function) and the other's kind is known by
+    its syntax too (an untyped NULL is an array); `array_cat` (and `||` of two arrays) is NULL
+    only where both arrays are (DuckDB's list_concat gives []);
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -147,7 +153,7 @@ _TRIGGER = re.compile(
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|"
-    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|array_cat|"
     r"regexp_match(?:es)?|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
     re.IGNORECASE)
@@ -155,10 +161,19 @@ _TRIGGER = re.compile(
 # parsing for nothing costs an AI statement ~0.7 ms. Where backslashes or dollar quotes may
 # make the literals' ends unclear, any `?` counts.
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
+# `||` with an operand `_array_operand` knows as an array: string concatenation, the common
+# `||`, parses only beside one of these words.
+_ARRAY_CONCATENATION = re.compile(r"\|\|")
+_ARRAY_WORDS = re.compile(r"\barray|_to_array\b|regexp_match|\[\s*\]", re.IGNORECASE)
 
 
 # A query that may be SELECT ... INTO.
 _SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNORECASE | re.DOTALL)
+
+
+def _concatenates_arrays(sql: str) -> bool:
+    """Whether `sql` may concatenate an array with `||`."""
+    return _ARRAY_CONCATENATION.search(sql) is not None and _ARRAY_WORDS.search(sql) is not None
 
 
 def _question_operator(sql: str) -> bool:
@@ -182,6 +197,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
     tree = _parsed(sql, _TRIGGER, _question_operator(sql) or _SELECT_INTO.match(sql) is not None
+                   or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
                    or jsonb_storage.may_compare(sql, relations))
     if tree is None:
@@ -203,7 +219,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
-    rewritten += (_json_rows(tree) + _pg_functions(tree, sql) + _similar_to(tree)
+    rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
+                  + _similar_to(tree)
                   + _integer_results(tree, sql) + _series(tree, sql)
                   + _rounding(tree, sql) + _time_parts(tree, sql)
                   + _using_stars(tree, relations))
@@ -292,6 +309,68 @@ def _similar_to(tree: exp.Expression) -> list[exp.Expression]:
             this="regexp_full_match", expressions=[similar.this, regex]))
         changed.append(node)
     return changed
+
+
+# What an operand of `||` is by its syntax alone (`_array_operand`): arrays are made by these
+# nodes, these functions (some already rewritten into DuckDB's list functions) and casts to an
+# array type; elements are constants and casts to other types.
+_ARRAY_NODES = (exp.Array, exp.ArrayConcat, exp.ArrayAppend, exp.ArrayPrepend, exp.ArrayAgg,
+                exp.ArrayRemove, exp.StringToArray)
+_ARRAY_FUNCTIONS = frozenset({"list_concat", "list_append", "list_prepend", "array_replace",
+                              "regexp_split_to_array", "regexp_match"})
+
+
+def _array_operand(node: exp.Expression) -> bool | None:
+    """Whether an operand of `||` is an array (True) or an element (False) by its syntax; None
+    when only its type would tell (a column, a parameter, most calls) or it is a string
+    constant (PostgreSQL reads one beside an array as an array literal)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, _ARRAY_NODES) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in _ARRAY_FUNCTIONS):
+        return True
+    if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+        return node.to.this == _T.ARRAY
+    value = node.this if isinstance(node, exp.Neg) else node
+    if isinstance(value, exp.Boolean) or (isinstance(value, exp.Literal) and not value.is_string):
+        return False
+    return None
+
+
+def _array_concatenations(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """Each `a || b` that concatenates arrays as PostgreSQL does (its anycompatiblearray
+    operators), innermost first: an array and an element are list_append / list_prepend (DuckDB's
+    `||` refuses them), two arrays list_concat (DuckDB's `||` of a NULL array is NULL,
+    PostgreSQL's the other array). An untyped NULL beside an array is an array, as PostgreSQL
+    resolves it. Only where one side is an array by its syntax and the other's kind is known
+    (`_array_operand`); the rest is DuckDB's `||`. array_cat as PostgreSQL's too (`_array_cat`).
+    The operators and calls changed (an operator named `?column?`)."""
+    changed = []
+    for node in reversed(list(tree.find_all(exp.DPipe))):
+        sides = [node.this, node.expression]
+        arrays = [_array_operand(side) for side in sides]
+        if True not in arrays or any(array is None and not isinstance(side, exp.Null)
+                                     for array, side in zip(arrays, sides, strict=True)):
+            continue
+        value = _array_cat(*sides) if False not in arrays else exp.Anonymous(
+            this="list_append" if arrays[0] else "list_prepend", expressions=sides)
+        _take_place(node, "?column?").replace(value)
+        changed.append(node)
+    for call in reversed(list(tree.find_all(exp.ArrayConcat))):
+        if len(args := call_arguments(call)) == 2:
+            _take_place(call, _call_name(call, sql)).replace(_array_cat(*args))
+            changed.append(call)
+    return changed
+
+
+def _array_cat(first: exp.Expression, second: exp.Expression) -> exp.Expression:
+    """PostgreSQL's array_cat (`||` of two arrays): NULL only where both arrays are (DuckDB's
+    list_concat is [] then; a constructor is never NULL, and an AI call is not copied)."""
+    concatenated = exp.Anonymous(this="list_concat", expressions=[first, second])
+    if any(isinstance(side, exp.Array) or _asks_ai(side) for side in (first, second)):
+        return concatenated
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=first.copy(), expression=exp.Null()),
+                                true=second.copy())], default=concatenated)
 
 
 def _select_into(tree: exp.Expression) -> exp.Expression:

@@ -133,6 +133,20 @@ CASES: tuple[Case, ...] = (
     Case("array_text_literal", "SELECT '{\"a b\",NULL,c}'::text[] AS a"),
     Case("array_constructor", "SELECT ARRAY[1,2,3] AS a"),
     Case("array_parameter", "SELECT %s::int[] AS a", ([1, 2, 3],)),
+    # || of an array and an element or another array (DuckDB's concatenates lists only)
+    Case("array_concatenation", "SELECT ARRAY[1,2] || 3, 3 || ARRAY[1,2] AS p, "
+         "ARRAY[1] || ARRAY[2,3] AS c, ARRAY[1] || 2 || 3 AS e, ARRAY['a'] || 'b'::text AS t, "
+         "ARRAY[1,2]::int8[] || 3 AS b, ARRAY[1::int2] || 3 AS s"),
+    Case("array_concatenation_nulls", "SELECT ARRAY[1] || NULL AS a, NULL || ARRAY[1] AS b, "
+         "ARRAY[1] || NULL::int AS c, NULL::int[] || NULL::int[] AS d, "
+         "'{}'::int[] || '{}'::int[] AS e, %s::int[] || ARRAY[2] AS f", (None,)),
+    Case("array_concatenation_where", "SELECT x FROM (VALUES (1), (2)) t(x) "
+         "WHERE ARRAY[x] || 5 = ARRAY[1, 5]"),
+    Case("array_functions", "SELECT array_append(ARRAY[1,2], 3), array_prepend(0, ARRAY[1]), "
+         "array_cat(ARRAY[1], ARRAY[2]), array_append(NULL::int[], NULL::int) AS n, "
+         "array_cat(ARRAY[1], NULL) AS m, array_cat(NULL::int[], NULL::int[]) AS o"),
+    Case("pg_typeof_arrays", "SELECT pg_typeof(ARRAY[1]) AS a, pg_typeof(ARRAY[1,2]::int8[] || 3) "
+         "AS b, length('x') AS c"),
     # -- uuid and json
     Case("uuid_value", "SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS u"),
     Case("uuid_parameter", "SELECT %s::uuid AS u",
