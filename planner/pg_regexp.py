@@ -15,8 +15,8 @@ flags a string constant of `i` (case-insensitive), `c` (case-sensitive, the defa
 pattern is a literal string) and, for regexp_matches, `g`. Other patterns and flags raise
 `SqlError`: 22023 for a flag PostgreSQL does not know (and `g` of regexp_match), 0A000 for one
 it knows that is not carried over, or a pattern that is not a constant. A group that takes no
-part in the match is an empty string (PostgreSQL's is NULL: DuckDB's regexp_extract does not
-tell them apart).
+part in the match is NULL, as PostgreSQL's (regexp_extract_all tells it from an empty group;
+regexp_extract does not).
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ def call(name: str, args: list[exp.Expression]) -> exp.Expression:
 
     numbers = range(1, groups + 1) if groups else (0,)
     if not every:
-        found = exp.Array(expressions=[fn("regexp_extract", exp.Literal.number(i))
-                                       for i in numbers])
+        # a group of the first match: the first of regexp_extract_all's, which is NULL where
+        # the group takes no part in the match (regexp_extract's is '')
+        found = exp.Array(expressions=[exp.Anonymous(this="list_extract", expressions=[
+            fn("regexp_extract_all", exp.Literal.number(i)), exp.Literal.number(1)])
+            if i else fn("regexp_extract", exp.Literal.number(i)) for i in numbers])
         if name == "regexp_match":
             return exp.Case(ifs=[exp.If(this=fn("regexp_matches"), true=found)])
         return _unnest(exp.Case(ifs=[exp.If(this=fn("regexp_matches"), true=exp.Array(

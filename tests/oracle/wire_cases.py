@@ -120,6 +120,11 @@ CASES: tuple[Case, ...] = (
     Case("regexp_matches", "SELECT id, regexp_matches(name, '([a-z])(n)') AS m FROM w_people "
          "ORDER BY id", setup=_PEOPLE),
     Case("regexp_matches_global", "SELECT regexp_matches('a1b22c333', '[a-z]([0-9]+)', 'g') AS m"),
+    Case("regexp_match_unmatched_groups", "SELECT regexp_match('ab', '(a)(x)?(b)') AS a, "
+         "regexp_match('b', '(a)?b') AS b, regexp_match('abc', '(x*)b') AS c, "
+         "regexp_match('AB', '(a)(x)?', 'i') AS d, regexp_match('ab', '(a)|(b)') AS e"),
+    Case("regexp_matches_unmatched_groups", "SELECT regexp_matches('abab', '(a)|(b)', 'g') AS g, "
+         "regexp_matches('ab', '(a)(x)?(b)') AS m"),
     Case("regexp_match_global", "SELECT regexp_match('ab', 'a', 'g')"),
     Case("regexp_bad_flag", "SELECT regexp_matches('ab', 'a', 'z')"),
     # -- dates and times
