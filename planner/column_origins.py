@@ -89,10 +89,10 @@ Sources = list[tuple[str, Columns | None]]
 _MAX_DEPTH = 16
 # Quick test before parsing: only a FROM clause (or the table RETURNING reads), a cast or a
 # jsonb function gives a column an origin.
-# (Or names PostgreSQL gives otherwise than DuckDB: of aliases, calls, CASE, subscripts, `~`
+# (Or names PostgreSQL gives otherwise than DuckDB: of aliases, calls, CASE, subscripts, `~`, `#`
 # and typed constants.)
 _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b|"
-                               r"\bAS\b|\(|\bCASE\b|\[|~|'", re.IGNORECASE)
+                               r"\bAS\b|\(|\bCASE\b|\[|~|#|'", re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 
 

@@ -1,7 +1,8 @@
 """PostgreSQL's catalog functions as DuckDB macros.
 
 Contract: `SESSION_MACROS` are the macros that read no catalog view (version, current_setting,
-current_user, quote_ident, pg_size_pretty, ...): they depend on no session — what differs between
+current_user, quote_ident, pg_size_pretty, ..., and PostgreSQL's div, justify_hours, justify_days
+and justify_interval, which DuckDB lacks): they depend on no session — what differs between
 sessions (the role, the server's version, the settings) they read from the session variable
 `SETTINGS_VARIABLE` (`pg_catalog.publish_settings`) — so every session shares one definition of
 them (`heron.planner.shared_macros`). `CATALOG_MACROS` are those answered from the catalog views
@@ -123,6 +124,56 @@ def _session_value(name: str) -> str:
     return f"getvariable('{SETTINGS_VARIABLE}')[{literal(name)}]"
 
 
+# An interval's microseconds in a day, and days in a month, as PostgreSQL's justify_* count them.
+_DAY = 86_400_000_000
+_MONTH = 30
+
+
+def _interval_parts(body: str) -> str:
+    """`body` with `v.m`, `v.d` and `v.t` bound to the months, days and microseconds of the
+    interval `interval_arg` (DuckDB keeps the three apart, as PostgreSQL does)."""
+    parts = let({"m": "datepart('year', v.i) * 12 + datepart('month', v.i)",
+                 "d": "datepart('day', v.i)",
+                 "t": "datepart('hour', v.i) * 3600000000 + datepart('minute', v.i) * 60000000 "
+                      "+ datepart('microseconds', v.i)"}, body)
+    return let({"i": "interval_arg::INTERVAL"}, parts)  # (an untyped NULL too)
+
+
+def _interval_macros() -> Macros:
+    """PostgreSQL's justify_hours, justify_days and justify_interval (interval_justify_*):
+    whole days of the time moved into the days, whole months (30 days) of the days into the
+    months, truncating toward zero, then a part whose sign differs from the one above it
+    borrows one unit of that. `//` and `%` truncate toward zero, whatever the session's `/`."""
+    interval = "to_months(m_arg) + to_days(d_arg) + to_microseconds(t_arg)"
+    # the days and time with one sign (`heron_day_time`), the months and days with one sign,
+    # a zero day counting the time's sign for justify_interval (`heron_month_day`)
+    day_time = (f"CASE WHEN d_arg > 0 AND t_arg < 0 THEN heron_interval(m_arg, d_arg - 1, "
+                f"t_arg + {_DAY}) WHEN d_arg < 0 AND t_arg > 0 THEN heron_interval(m_arg, "
+                f"d_arg + 1, t_arg - {_DAY}) ELSE heron_interval(m_arg, d_arg, t_arg) END")
+
+    def month_day(then: str, time: bool) -> str:
+        below = "(d_arg < 0 OR (d_arg = 0 AND t_arg < 0))" if time else "d_arg < 0"
+        above = "(d_arg > 0 OR (d_arg = 0 AND t_arg > 0))" if time else "d_arg > 0"
+        return (f"CASE WHEN m_arg > 0 AND {below} THEN {then}(m_arg - 1, d_arg + {_MONTH}, "
+                f"t_arg) WHEN m_arg < 0 AND {above} THEN {then}(m_arg + 1, d_arg - {_MONTH}, "
+                f"t_arg) ELSE {then}(m_arg, d_arg, t_arg) END")
+
+    parts = "m_arg, d_arg, t_arg"
+    days = f"(v.d + v.t // {_DAY})"  # the time's whole days moved into the days
+    return {
+        "heron_interval": ((parts, interval),),
+        "heron_day_time": ((parts, day_time),),
+        "heron_month_day": ((parts, month_day("heron_interval", time=False)),),
+        "heron_justified": ((parts, month_day("heron_day_time", time=True)),),
+        "justify_hours": (("interval_arg", _interval_parts(
+            f"heron_day_time(v.m, {days}, v.t % {_DAY})")),),
+        "justify_days": (("interval_arg", _interval_parts(
+            f"heron_month_day(v.m + v.d // {_MONTH}, v.d % {_MONTH}, v.t)")),),
+        "justify_interval": (("interval_arg", _interval_parts(
+            f"heron_justified(v.m + {days} // {_MONTH}, {days} % {_MONTH}, v.t % {_DAY})")),),
+    }
+
+
 def _session_macros() -> Macros:
     settings = f"getvariable('{SETTINGS_VARIABLE}')[lower(name_arg)]"
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
@@ -194,6 +245,13 @@ def _session_macros() -> Macros:
                         "has_type_privilege", "has_tablespace_privilege")},
         "has_column_privilege": (("table_arg, column_arg, privilege_arg", "true"),
                                  ("role_arg, table_arg, column_arg, privilege_arg", "true")),
+        # PostgreSQL's div(numeric, numeric): the quotient truncated toward zero, numeric of
+        # scale 0. The dividend less its remainder (DuckDB's % is exact on decimals, and
+        # truncating) is a multiple of the divisor: their quotient, computed in double
+        # precision, rounds to the exact integer below 2^52.
+        "div": (("a_arg, b_arg", let({"a": "a_arg", "b": "b_arg"},
+                                     "round((v.a - v.a % v.b) / v.b)::DECIMAL(38, 0)")),),
+        **_interval_macros(),
     }
 
 

@@ -48,6 +48,7 @@ Contract:
     constructor, a cast to an array type, an array function) and the other's kind is known by
     its syntax too (an untyped NULL is an array); `array_cat` (and `||` of two arrays) is NULL
     only where both arrays are (DuckDB's list_concat gives []);
+  * `#` of integers (bitwise xor; DuckDB's grammar has no `#`) is DuckDB's xor;
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -157,9 +158,9 @@ _TRIGGER = re.compile(
     r"regexp_match(?:es)?|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
     re.IGNORECASE)
-# jsonb's `?` operators are found outside string literals: most AI prompts hold a `?`, and
-# parsing for nothing costs an AI statement ~0.7 ms. Where backslashes or dollar quotes may
-# make the literals' ends unclear, any `?` counts.
+# jsonb's `?` operators and the integers' `#` are found outside string literals: most AI
+# prompts hold a `?`, and parsing for nothing costs an AI statement ~0.7 ms. Where backslashes
+# or dollar quotes may make the literals' ends unclear, any `?` (or `#`) counts.
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
 # `||` with an operand `_array_operand` knows as an array: string concatenation, the common
 # `||`, parses only beside one of these words.
@@ -176,13 +177,14 @@ def _concatenates_arrays(sql: str) -> bool:
     return _ARRAY_CONCATENATION.search(sql) is not None and _ARRAY_WORDS.search(sql) is not None
 
 
-def _question_operator(sql: str) -> bool:
-    """Whether `sql` may use one of jsonb's `?` operators."""
-    if "?" not in sql:
+def _operator(sql: str, character: str) -> bool:
+    """Whether `sql` may use an operator spelled with `character` (`?` for jsonb's, `#` for
+    the integers' xor): it stands outside the string literals."""
+    if character not in sql:
         return False
     if "\\" in sql or "$" in sql:
         return True
-    return "?" in _STRING_LITERAL.sub("", sql)
+    return character in _STRING_LITERAL.sub("", sql)
 
 
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -196,7 +198,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _question_operator(sql) or _SELECT_INTO.match(sql) is not None
+    tree = _parsed(sql, _TRIGGER, _operator(sql, "?") or _operator(sql, "#")
+                   or _SELECT_INTO.match(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
                    or jsonb_storage.may_compare(sql, relations))
@@ -223,6 +226,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _similar_to(tree)
                   + _integer_results(tree, sql) + _series(tree, sql)
                   + _rounding(tree, sql) + _time_parts(tree, sql)
+                  + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations))
     return _printed(tree) if rewritten else sql
 

@@ -52,6 +52,7 @@ _SPECIAL = {
     exp.SessionUser: "session_user", exp.CurrentSchema: "current_schema",
     exp.Exists: "exists", exp.Array: "array", exp.Tuple: "row", exp.Interval: "interval",
     exp.Boolean: "bool",
+    exp.IntDiv: "div",  # sqlglot reads div(a, b) as a cast of a // b
 }
 # Operators sqlglot reads as functions.
 _OPERATORS = (exp.RegexpLike, exp.RegexpILike)

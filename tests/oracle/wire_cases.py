@@ -287,5 +287,31 @@ CASES: tuple[Case, ...] = (
     Case("to_char_numbers", "SELECT to_char(1234.5, '9999.99') AS a, "
          "to_char(1234567.891, 'FM999,999,990.00') AS b, to_char(42, '000') AS c, "
          "to_char(-3.5, 'S999.9') AS d, to_char(7, 'FM9999') AS e"),
+    # functions and operators DuckDB lacks
+    Case("integer_xor", "SELECT 5 # 3, 5::int8 # 3 AS b, 5::int2 # 3::int2 AS c, -1 # 1 AS d, "
+         "NULL::int # 1 AS e, '#' AS f"),
+    Case("integer_xor_column", "SELECT id # 1 FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("numeric_xor", "SELECT 1.5 # 1"),
+    Case("div", "SELECT div(7, 2), div(-7.5, 2) AS b, div(0.3, 0.1) AS c, div(9, -4) AS d, "
+         "div(NULL, 1) AS e, div(score, 2) AS f FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("div_by_zero", "SELECT div(1.5, 0)"),
+    Case("justify_hours", "SELECT justify_hours(interval '27 hours'), "
+         "justify_hours(interval '-27 hours') AS b, justify_hours(interval '1 mon 49 hours') AS c, "
+         "justify_hours(interval '-3 days 50 hours') AS d, "
+         "justify_hours(interval '-1.5 seconds -30 hours') AS e, justify_hours(NULL) AS f"),
+    Case("justify_days", "SELECT justify_days(interval '35 days'), "
+         "justify_days(interval '-35 days') AS b, justify_days(interval '1 mon -1 day') AS c, "
+         "justify_days(interval '-1 mon 1 day') AS d, "
+         "justify_days(interval '65 days 27 hours') AS e"),
+    Case("justify_interval", "SELECT justify_interval(interval '1 mon -1 hour'), "
+         "justify_interval(interval '-1 mon 1 hour') AS b, "
+         "justify_interval(interval '29 days 25 hours') AS c, "
+         "justify_interval(interval '1 mon -30 days -1 hour') AS d, "
+         "justify_interval(interval '1 year 2 mons -3 days 4:05:06.789') AS e"),
+    # (drivers read a month as 30 days: the parts tell months from days)
+    Case("justified_parts", "SELECT extract(month FROM justify_days(interval '65 days')) AS a, "
+         "extract(day FROM justify_days(interval '65 days')) AS b, "
+         "extract(month FROM justify_interval(interval '-1 mon 40 days -1 hour')) AS c, "
+         "extract(day FROM justify_interval(interval '-1 mon 40 days -1 hour')) AS d"),
     Case("average_of_integers", "SELECT avg(x) AS a FROM (VALUES (1), (2), (4)) t(x)"),
 )
