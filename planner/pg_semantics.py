@@ -68,7 +68,8 @@ Contract:
     `substring` / `substr` with a start below 1 (PostgreSQL's count positions before the
     string's first; DuckDB's count from its end) or a negative count (22011),
     `regexp_match` and `regexp_matches` (`pg_regexp`: text[] of the capture groups; DuckDB's
-    regexp_matches is a boolean test),
+    regexp_matches is a boolean test, which a regexp_matches where only a boolean can stand
+    stays: the catalog rewrite's text writes `~` so),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
@@ -463,7 +464,7 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         # aggregate over a window, whose OVER would then follow the call)
         return exp.Anonymous(this=pg_jsonb.NORMALIZE, expressions=[renamed]) if (
             name.startswith("jsonb_") and not isinstance(call.parent, exp.Window)) else renamed
-    if name in pg_regexp.NAMES and not _asks_ai(call):
+    if name in pg_regexp.NAMES and not _asks_ai(call) and not _condition(call):
         return pg_regexp.call(name, list(call.expressions))
     if type(call) in _PATHS and not _asks_ai(call.expression):
         # jsonb's text is normalized: json's walk (which keeps the text) serves both
@@ -514,6 +515,18 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
             isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
     return None
+
+
+def _condition(node: exp.Expression) -> bool:
+    """Whether `node` stands where PostgreSQL takes a boolean only and no set-returning function:
+    in WHERE or HAVING, or as an operand of NOT, AND or OR, or a CASE's test. There a
+    regexp_matches is DuckDB's boolean test (the catalog rewrite writes `~` so), not
+    PostgreSQL's."""
+    parent = node.parent
+    if isinstance(parent, exp.Not | exp.And | exp.Or) or (
+            isinstance(parent, exp.If) and node.arg_key == "this"):
+        return True
+    return isinstance(node.find_ancestor(exp.Where, exp.Having, exp.Select), exp.Where | exp.Having)
 
 
 def _substring(call: exp.Substring) -> exp.Expression | None:
