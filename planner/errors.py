@@ -288,6 +288,9 @@ _WORDINGS: tuple[_Wording, ...] = (
        "negative substring length not allowed"),
     _W(re.compile(r"cannot take square root of a negative number"),
        _S.INVALID_ARGUMENT_FOR_POWER_FUNCTION, "cannot take square root of a negative number"),
+    _W(re.compile(r"(?P<what>zero raised to a negative power is undefined|a negative number "
+                  r"raised to a non-integer power yields a complex result)"),
+       _S.INVALID_ARGUMENT_FOR_POWER_FUNCTION, "{what}"),
     _W(re.compile(r"cannot take logarithm of (?P<what>zero|a negative number)"),
        _S.INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of {what}"),
     _W(re.compile(r'Duplicate key "(?P<key>.*)" violates (?:primary key|unique) constraint'),

@@ -58,6 +58,8 @@ Contract:
     `?column?`;
   * a string literal cast to boolean reads every word PostgreSQL's boolin does (`'on'`,
     `'off'`, `'of'`, `'n'`, ...; DuckDB's cast reads fewer);
+  * `power(x, y)` and `x ^ y` of a negative x and a y that is not an integer fail (2201F) as
+    PostgreSQL's do (DuckDB's give NaN);
   * `round(x)` of a double rounds half to even, as PostgreSQL's (the C library's rint) does
     (DuckDB's rounds half away from zero, as both do for numeric);
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
@@ -155,14 +157,16 @@ _TRIGGER = re.compile(
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|"
-    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|array_cat|"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|array_cat|pow|power|"
     r"regexp_match(?:es)?|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
     re.IGNORECASE)
-# jsonb's `?` operators and the integers' `#` are found outside string literals: most AI
-# prompts hold a `?`, and parsing for nothing costs an AI statement ~0.7 ms. Where backslashes
-# or dollar quotes may make the literals' ends unclear, any `?` (or `#`) counts.
+# jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
+# most AI prompts hold a `?` (and catalog queries a `^` in their patterns), and parsing for
+# nothing costs an AI statement ~0.7 ms. Where an escape string's backslash or a dollar quote
+# may make the literals' ends unclear, any `?` (`#`, `^`) counts.
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
+_UNCLEAR_LITERALS = re.compile(r"\b[eE]'[^']*\\|\$(?:[A-Za-z_]\w*)?\$")
 # `||` with an operand `_array_operand` knows as an array: string concatenation, the common
 # `||`, parses only beside one of these words.
 _ARRAY_CONCATENATION = re.compile(r"\|\|")
@@ -180,10 +184,10 @@ def _concatenates_arrays(sql: str) -> bool:
 
 def _operator(sql: str, character: str) -> bool:
     """Whether `sql` may use an operator spelled with `character` (`?` for jsonb's, `#` for
-    the integers' xor): it stands outside the string literals."""
+    the integers' xor, `^`): it stands outside the string literals."""
     if character not in sql:
         return False
-    if "\\" in sql or "$" in sql:
+    if _UNCLEAR_LITERALS.search(sql):
         return True
     return character in _STRING_LITERAL.sub("", sql)
 
@@ -199,7 +203,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _operator(sql, "?") or _operator(sql, "#")
+    tree = _parsed(sql, _TRIGGER, _operator(sql, "?") or _operator(sql, "#") or _operator(sql, "^")
                    or _SELECT_INTO.match(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
@@ -226,7 +230,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
                   + _similar_to(tree)
                   + _integer_results(tree, sql) + _series(tree, sql)
-                  + _rounding(tree, sql) + _time_parts(tree, sql)
+                  + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations))
     return _printed(tree) if rewritten else sql
@@ -776,6 +780,31 @@ def _rounding(tree: exp.Expression, sql: str) -> list[exp.Expression]:
                            ifs=[exp.If(this=exp.Literal.string("DOUBLE"), true=even)],
                            default=exp.Round(this=value.copy()))
         _take_place(call, _call_name(call, sql)).replace(rounded)
+    return calls
+
+
+_COMPLEX_POWER = "a negative number raised to a non-integer power yields a complex result"
+
+
+def _powers(tree: exp.Expression, sql: str) -> list[exp.Expression]:
+    """`power(x, y)` / `x ^ y` failing as PostgreSQL's where x is negative and y not an integer
+    (2201F; DuckDB's is NaN; `errors` words it), unless y is an integer or x a non-negative
+    constant; the calls changed."""
+    calls = [node for node in tree.find_all(exp.Pow) if not _asks_ai(node) and not (
+        isinstance(node.expression, exp.Literal) and node.expression.is_int) and not (
+        isinstance(node.this, exp.Literal) and not node.this.is_string)]
+    for call in reversed(calls):  # the innermost first
+        base, exponent = call.this, call.expression
+        # (as doubles: an untyped constant too)
+        fractional = exp.NEQ(this=exp.cast(exponent.copy(), "DOUBLE"), expression=exp.Anonymous(
+            this="trunc", expressions=[exp.cast(exponent.copy(), "DOUBLE")]))
+        negative = exp.LT(this=exp.cast(base.copy(), "DOUBLE"), expression=exp.Literal.number(0))
+        checked = exp.Case(ifs=[exp.If(
+            this=exp.and_(negative, fractional),
+            true=exp.Anonymous(this="error", expressions=[exp.Literal.string(_COMPLEX_POWER)]))],
+            default=exp.Pow(this=base.copy(), expression=exponent.copy()))
+        spelled = isinstance(call.meta.get("start"), int)  # power(x, y), not x ^ y
+        _take_place(call, _call_name(call, sql) if spelled else "?column?").replace(checked)
     return calls
 
 

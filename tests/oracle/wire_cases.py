@@ -313,5 +313,13 @@ CASES: tuple[Case, ...] = (
          "extract(day FROM justify_days(interval '65 days')) AS b, "
          "extract(month FROM justify_interval(interval '-1 mon 40 days -1 hour')) AS c, "
          "extract(day FROM justify_interval(interval '-1 mon 40 days -1 hour')) AS d"),
+    # power's domain errors (DuckDB's power of a negative number is NaN)
+    Case("power_negative_base", "SELECT power(-1, 0.5)"),
+    Case("power_operator_negative_base", "SELECT (-1) ^ 0.5::float8"),
+    Case("power_negative_column", "SELECT x ^ y FROM (VALUES (-8::float8, 1/3::float8)) t(x, y)"),
+    Case("power_zero_negative", "SELECT 0 ^ -1"),
+    Case("power_zero_negative_numeric", "SELECT power(0.0, -1)"),
+    Case("power_values", "SELECT power(-2, 2), (-2) ^ 3 AS b, 2::float8 ^ 0.5::float8 AS c, "
+         "power(-8::float8, '2') AS d, x ^ 2 AS e FROM (VALUES (-1.5::float8)) t(x)"),
     Case("average_of_integers", "SELECT avg(x) AS a FROM (VALUES (1), (2), (4)) t(x)"),
 )
