@@ -20,12 +20,14 @@ catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the fun
 jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg,
 jsonb_extract_path, jsonb_array_elements; in FROM the value columns of jsonb_each and
 jsonb_array_elements);
-its values are JSON, encoded as jsonb. The catalog shim's relations (`pg_catalog_relations`) are
-known without reading DuckDB, as PostgreSQL declares their columns (an unqualified name finds them
-before the search path: the shim's TEMP views shadow the rest); a catalog table's columns carry its
-fixed OID. A star over joins that merge columns (USING, NATURAL, chains of them) lists each join's
-merged columns first, as PostgreSQL's does; `moved_columns(select, relations)` names those
-`pg_semantics.rewrite` moves before DuckDB's star so that it lists the same, decided here once for
+its values are JSON, encoded as jsonb. current_user, session_user, current_role, user,
+current_catalog, current_schema and current_database() are `name` (OID 19), text encoded alike. The
+catalog shim's relations (`pg_catalog_relations`) are known without reading DuckDB, as PostgreSQL
+declares their columns (an unqualified name finds them before the search path: the shim's TEMP
+views shadow the rest); a catalog table's columns carry its fixed OID. A star over joins that merge
+columns (USING, NATURAL, chains of them) lists each join's merged columns first, as PostgreSQL's
+does; `moved_columns(select, relations)` names those `pg_semantics.rewrite` moves before DuckDB's
+star so that it lists the same, decided here once for
 both. A set operation's columns are computed, of the first branch's declared type (`"char"` only
 where every branch's is).
 A RETURNING clause's columns are those of `returning_query(dml)`, the query over the target
@@ -59,6 +61,7 @@ from heron.planner.pg_types import (
     CHAR,
     JSON,
     JSONB,
+    NAME,
     NUMERIC,
     TEXT,
     VARCHAR,
@@ -90,9 +93,10 @@ _MAX_DEPTH = 16
 # Quick test before parsing: only a FROM clause (or the table RETURNING reads), a cast or a
 # jsonb function gives a column an origin.
 # (Or names PostgreSQL gives otherwise than DuckDB: of aliases, calls, CASE, subscripts, `~`, `#`
-# and typed constants.)
+# and typed constants; or the SQL value functions typed `name`.)
 _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b|"
-                               r"\bAS\b|\(|\bCASE\b|\[|~|#|'", re.IGNORECASE)
+                               r"\bAS\b|\(|\bCASE\b|\[|~|#|'|\bcurrent_|\b(?:session_)?user\b",
+                               re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 
 
@@ -103,9 +107,15 @@ _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 # type), sent normalized as jsonb.
 _DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
                          (NUMERIC.oid, NUMERIC.oid), (TEXT.oid, CHAR.oid),
-                         (JSON.oid, JSONB.oid)})
+                         (JSON.oid, JSONB.oid), (TEXT.oid, NAME.oid)})
 # jsonb's own origin: a value of type jsonb, computed.
 _JSONB = Origin(type_oid=JSONB.oid)
+# The SQL value functions and calls PostgreSQL types `name` (DuckDB's text); current_role and
+# user are keywords, which sqlglot reads as columns.
+_NAME = Origin(type_oid=NAME.oid)
+_NAME_VALUES = (exp.CurrentUser, exp.SessionUser, exp.CurrentCatalog, exp.CurrentSchema,
+                exp.CurrentDatabase)
+_NAME_KEYWORDS = frozenset({"current_role", "user"})
 # PostgreSQL's functions returning jsonb that DuckDB computes (as `pg_semantics` renames them);
 # sqlglot reads jsonb_object_agg as its own node.
 _JSONB_FUNCTIONS = frozenset({"jsonb_build_object", "jsonb_build_array", "jsonb_agg",
@@ -530,6 +540,11 @@ def _origin(node: exp.Expression, sources: Sources, order: StarOrder) -> Origin:
     if isinstance(node, exp.JSONBObjectAgg) or (
             isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_FUNCTIONS):
         return _JSONB
+    if isinstance(node, _NAME_VALUES) or (
+            isinstance(node, exp.Column) and not node.table and isinstance(
+                node.this, exp.Identifier) and not node.this.quoted
+            and node.name.lower() in _NAME_KEYWORDS):
+        return _NAME
     if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
         return NO_ORIGIN
     name, table = node.name.lower(), node.table.lower()

@@ -321,5 +321,8 @@ CASES: tuple[Case, ...] = (
     Case("power_zero_negative_numeric", "SELECT power(0.0, -1)"),
     Case("power_values", "SELECT power(-2, 2), (-2) ^ 3 AS b, 2::float8 ^ 0.5::float8 AS c, "
          "power(-8::float8, '2') AS d, x ^ 2 AS e FROM (VALUES (-1.5::float8)) t(x)"),
+    # -- the SQL value functions of PostgreSQL's type name
+    Case("name_typed_functions", "SELECT current_user, session_user, current_role, user, "
+         "current_catalog, current_schema, current_database(), upper(current_user) AS u"),
     Case("average_of_integers", "SELECT avg(x) AS a FROM (VALUES (1), (2), (4)) t(x)"),
 )
