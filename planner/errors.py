@@ -9,7 +9,8 @@ sends for the same mistake, and the common ones (undefined relation, column or f
 input syntax, division by zero, overflow, constraint violations, write conflicts, ...) into
 PostgreSQL's own wording; the others keep DuckDB's message without its class prefix and caret
 diagram. A Python function DuckDB calls raises its `SqlError` as `carried(error)`, which
-`from_duckdb` reads back whole (DuckDB keeps only an exception's message).
+`from_duckdb` reads back whole (DuckDB keeps only an exception's message); `carrying(function,
+arity)` is such a function, strict as PostgreSQL's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -376,6 +379,23 @@ def carried(error: SqlError) -> ValueError:
     return ValueError(_CARRIED_MARK + json.dumps(
         {"sqlstate": str(error.sqlstate), "message": error.message, "detail": error.detail,
          "hint": error.hint}))
+
+
+def carrying(function: Callable[..., Any], arity: int) -> Callable[..., Any]:
+    """`function` as a Python function for DuckDB: its `SqlError`s `carried`, taking `arity`
+    (1 or 2) parameters (DuckDB counts a Python function's own), NULL for a NULL argument
+    (DuckDB's "special" NULL handling lets a function return NULL, and passes it NULLs)."""
+    def call(*args: Any) -> Any:
+        if any(arg is None for arg in args):  # strict, as PostgreSQL's functions are
+            return None
+        try:
+            return function(*args)
+        except SqlError as exc:
+            raise carried(exc) from None
+
+    if arity == 1:
+        return lambda value: call(value)
+    return lambda first, second: call(first, second)
 
 
 def from_duckdb(exc: BaseException) -> SqlError:

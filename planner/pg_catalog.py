@@ -4,7 +4,8 @@ Contract: `register(con, roles)` registers, on a connection that outlives the se
 directory's root connection), the Python functions the catalog calls: the roles it lists
 (pg_roles, pg_user, pg_auth_members, pg_get_userbyid, ::regrole; `roles()` is asked at each
 statement), PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`) and to_char of a
-number (`heron.planner.pg_to_char`, which `pg_semantics` rewrites calls to), jsonb's
+number (`heron.planner.pg_to_char`) and to_date (`heron.planner.pg_to_date`), which
+`pg_semantics` rewrites calls to, jsonb's
 containment and existence functions and its `@>` / `<@` (`heron.planner.pg_jsonb`), and attaches
 the macros every session shares (`heron.planner.shared_macros`).
 `Catalog(con, user)` serves one DuckDB connection: at once the session's functions (version(),
@@ -46,9 +47,11 @@ from heron.planner import (
     pg_jsonb,
     pg_similar,
     pg_to_char,
+    pg_to_date,
     pg_viewdef,
     shared_macros,
 )
+from heron.planner.errors import carrying
 from heron.planner.pg_catalog_functions import CATALOG_MACROS, SETTINGS_VARIABLE, create_macro
 from heron.planner.pg_catalog_relations import (
     BOOTSTRAP_SUPERUSER,
@@ -184,6 +187,8 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
                         "VARCHAR", null_handling="special")
     con.create_function(pg_to_char.FUNCTION, pg_to_char.to_char_number, ["VARCHAR", "VARCHAR"],
                         "VARCHAR")
+    con.create_function(pg_to_date.FUNCTION, carrying(pg_to_date.to_date, 2),
+                        ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
     pg_jsonb.register(con)
     pg_similar.register(con)
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import duckdb
 
-from heron.planner.errors import SqlError, SqlState, carried
+from heron.planner.errors import SqlError, SqlState, carried, carrying
 
 
 class _Numeric(str):
@@ -466,23 +466,6 @@ VALUE_FUNCTIONS: dict[str, tuple[Callable[..., Any], tuple[str, ...], str]] = {
 PREFIX = "heron_"
 
 
-def _carrying(function: Callable[..., Any], arity: int) -> Callable[..., Any]:
-    """`function` with its `SqlError`s `carried` through DuckDB, taking `arity` parameters
-    (DuckDB counts a Python function's own), NULL for a NULL argument (DuckDB's "special" NULL
-    handling lets a function return NULL, and passes it NULLs)."""
-    def call(*args: Any) -> Any:
-        if any(arg is None for arg in args):  # strict, as PostgreSQL's functions are
-            return None
-        try:
-            return function(*args)
-        except SqlError as exc:
-            raise carried(exc) from None
-
-    if arity == 1:
-        return lambda value: call(value)
-    return lambda value, steps: call(value, steps)
-
-
 def register(con: duckdb.DuckDBPyConnection) -> None:
     """Register `NORMALIZE`, `FUNCTIONS`, and `OPERATORS` as overloads of DuckDB's: an overload
     joins the operator's built-in ones (lists' @>), and the binder picks it for text and JSON
@@ -494,5 +477,5 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         con.create_function(operator, function, list(parameters), "BOOLEAN")
     con.create_function(NORMALIZE, _normalized_in_duckdb, ["JSON"], "JSON")
     for name, (function, parameters, returns) in VALUE_FUNCTIONS.items():
-        con.create_function(PREFIX + name, _carrying(function, len(parameters)),
+        con.create_function(PREFIX + name, carrying(function, len(parameters)),
                             list(parameters), returns, null_handling="special")

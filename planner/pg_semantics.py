@@ -76,7 +76,7 @@ Contract:
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
     `to_char(number, constant template)` (`pg_to_char`, a Python function the catalog
-    registers), and
+    registers), `to_date(text, template)` (`pg_to_date`, likewise), and
     `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
     function;
   * `*` over joins that merge columns (USING, NATURAL; chains of them) lists the columns as
@@ -126,6 +126,7 @@ from heron.planner import (
     pg_regexp,
     pg_similar,
     pg_to_char,
+    pg_to_date,
 )
 from heron.planner.errors import SqlError, SqlState
 
@@ -157,7 +158,8 @@ _TRIGGER = re.compile(
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|"
-    r"every|to_hex|initcap|btrim|encode|decode|to_char|extract|date_part|using|array_cat|pow|power|"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|extract|date_part|using|array_cat|"
+    r"pow|power|"
     r"regexp_match(?:es)?|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
     re.IGNORECASE)
@@ -513,6 +515,9 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
             return exp.Anonymous(this=pg_to_char.FUNCTION, expressions=[
                 exp.cast(value.copy(), "VARCHAR"), template.copy()])
         return _to_char(value, template.name)
+    if name == "to_date" and len(call.expressions) == 2:
+        return exp.cast(exp.Anonymous(this=pg_to_date.FUNCTION, expressions=[
+            exp.cast(argument, "VARCHAR") for argument in call.expressions]), "DATE")
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.Initcap) or (

@@ -313,6 +313,22 @@ CASES: tuple[Case, ...] = (
          "extract(day FROM justify_days(interval '65 days')) AS b, "
          "extract(month FROM justify_interval(interval '-1 mon 40 days -1 hour')) AS c, "
          "extract(day FROM justify_interval(interval '-1 mon 40 days -1 hour')) AS d"),
+    Case("to_date", "SELECT to_date('2020-03-05', 'YYYY-MM-DD'), to_date('20200305', 'YYYYMMDD') "
+         "AS b, to_date('5.3.2020', 'DD.MM.YYYY') AS c, to_date('2020 Mar 5', 'YYYY Mon DD') AS d, "
+         "to_date('05 march 2020', 'DD month YYYY') AS e, to_date('2020-060', 'YYYY-DDD') AS f, "
+         "to_date('12/31/99', 'MM/DD/YY') AS g, to_date('2020-1-1', 'FMYYYY-FMMM-FMDD') AS h, "
+         "to_date(' 2020 03 05junk', 'YYYY-MM-DD') AS i, to_date('2020-07', 'YYYY-MM-DD') AS j, "
+         "to_date('Thu 2020-03-05 11:22 PM', 'Dy YYYY-MM-DD HH12:MI AM') AS k, "
+         "to_date('2020-03-05T10', 'YYYY-MM-DD\"T\"HH24') AS l, to_date('2020 03', 'YYYYMM') AS m, "
+         "to_date(NULL, 'YYYY') AS n"),
+    Case("to_date_column", "SELECT to_date(s, 'DD/MM/YYYY') FROM (VALUES ('01/02/2003'), "
+         "('31/12/1999'), (NULL)) t(s)"),
+    Case("to_date_not_a_number", "SELECT to_date('2020-03-xx', 'YYYY-MM-DD')"),
+    Case("to_date_no_such_month", "SELECT to_date('2020 Foo 05', 'YYYY Mon DD')"),
+    Case("to_date_month_out_of_range", "SELECT to_date('2020-13-05', 'YYYY-MM-DD')"),
+    Case("to_date_day_out_of_range", "SELECT to_date('2020-02-30', 'YYYY-MM-DD')"),
+    Case("to_date_hour_out_of_range", "SELECT to_date('2020-03-05 25', 'YYYY-MM-DD HH24')"),
+    Case("to_date_too_short", "SELECT to_date('202', 'YYYYMM')"),
     # power's domain errors (DuckDB's power of a negative number is NaN)
     Case("power_negative_base", "SELECT power(-1, 0.5)"),
     Case("power_operator_negative_base", "SELECT (-1) ^ 0.5::float8"),
