@@ -18,9 +18,9 @@ other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in th
 calls in their written spelling; `quoted(name)` is a name as a quoted identifier (PostgreSQL's
 and DuckDB's rule: in double quotes, each inner one doubled). `->` is json's operator wherever it
 stands (PostgreSQL has no lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI
-spellings). PostgreSQL's to_char, to_date and div, and DuckDB's regexp_extract (in the catalog
-rewrite's text), stay calls as written, for `pg_semantics` and the shared macros to give them
-PostgreSQL's meaning. Syntax errors raise `SqlError` 42601.
+spellings). PostgreSQL's to_char, to_date, div and array_remove, and DuckDB's regexp_extract (in
+the catalog rewrite's text), stay calls as written, for `pg_semantics` and the shared macros to
+give them PostgreSQL's meaning. Syntax errors raise `SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -143,10 +143,12 @@ class Heron(PostgresSql):
                                           expressions=list(args[1:])),
             # Kept as written: sqlglot would translate to_char's and to_date's templates
             # (losing what they cannot map), read div as DuckDB's `//` (a double's division
-            # for decimals) and regexp_extract's third argument (DuckDB's group, in the catalog
-            # rewrite's text) as a position, so that pg_typeof of an array was 'text' in a
-            # statement `pg_semantics` rewrote.
-            **{name: _kept(name) for name in ("TO_CHAR", "TO_DATE", "DIV", "REGEXP_EXTRACT")},
+            # for decimals), array_remove as a filter with `<>` (which removes nothing but
+            # every element when the one to remove is NULL), and regexp_extract's third
+            # argument (DuckDB's group, in the catalog rewrite's text) as a position, so that
+            # pg_typeof of an array was 'text' in a statement `pg_semantics` rewrote.
+            **{name: _kept(name) for name in ("TO_CHAR", "TO_DATE", "DIV", "ARRAY_REMOVE",
+                                              "REGEXP_EXTRACT")},
         }
         # DATE_PART kept apart from EXTRACT (sqlglot reads both as one): PostgreSQL's date_part
         # is double precision, its extract numeric (`pg_semantics` types both).

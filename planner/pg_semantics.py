@@ -326,9 +326,9 @@ def _similar_to(tree: exp.Expression) -> list[exp.Expression]:
 # nodes, these functions (some already rewritten into DuckDB's list functions) and casts to an
 # array type; elements are constants and casts to other types.
 _ARRAY_NODES = (exp.Array, exp.ArrayConcat, exp.ArrayAppend, exp.ArrayPrepend, exp.ArrayAgg,
-                exp.ArrayRemove, exp.StringToArray)
-_ARRAY_FUNCTIONS = frozenset({"list_concat", "list_append", "list_prepend", "array_replace",
-                              "regexp_split_to_array", "regexp_match"})
+                exp.StringToArray)
+_ARRAY_FUNCTIONS = frozenset({"list_concat", "list_append", "list_prepend", "array_remove",
+                              "array_replace", "regexp_split_to_array", "regexp_match"})
 
 
 def _array_operand(node: exp.Expression) -> bool | None:

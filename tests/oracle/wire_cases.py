@@ -150,6 +150,8 @@ CASES: tuple[Case, ...] = (
     Case("array_functions", "SELECT array_append(ARRAY[1,2], 3), array_prepend(0, ARRAY[1]), "
          "array_cat(ARRAY[1], ARRAY[2]), array_append(NULL::int[], NULL::int) AS n, "
          "array_cat(ARRAY[1], NULL) AS m, array_cat(NULL::int[], NULL::int[]) AS o"),
+    Case("array_remove", "SELECT array_remove(ARRAY[1, NULL, 2], NULL), "
+         "array_remove(ARRAY[1, 2, 1], 1) AS b, length('x') AS c"),
     Case("pg_typeof_arrays", "SELECT pg_typeof(ARRAY[1]) AS a, pg_typeof(ARRAY[1,2]::int8[] || 3) "
          "AS b, length('x') AS c"),
     # -- uuid and json
