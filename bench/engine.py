@@ -264,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from heron.engine import open_engine
     from heron.engine.config import EngineConfig
     from heron.engine.prompts import filter_prompt
-    from heron.planner import Planner
+    from heron.server.session import CatalogGeneration
 
     work = Path(tempfile.mkdtemp(prefix="heron-bench-"))
     outcomes: list[Outcome] = []
@@ -297,7 +297,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           attention=args.attention,
                                           prefix_block_tokens=args.prefix_block_tokens))
         print(f"engine ready in {time.perf_counter() - started:.1f} s: {engine.info}", flush=True)
-        planner = Planner(database.connect(), engine)
+        # Statements are planned as a session plans them: what is read of the catalog serves
+        # until DDL changes it (without a generation every statement reads it again, ~10 ms).
+        catalog = CatalogGeneration()
+        planner = session_planner(database, engine, catalog)
         planner.execute(planner.prepare(  # warm-up: CUDA context, cuBLAS, Triton compiles
             "SELECT count(*) FROM warmup WHERE AI.IF(('Is this a warm-up? ', body))"))
         # This process holds torch and transformers for the baseline (heron serve's does not:
@@ -315,13 +318,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcomes.append(timed(planner, "(c) second question, same documents",
                               "SELECT count(*) FROM docs WHERE "
                               "AI.IF(('Is this text about a harbor? ', body))"))
-        outcomes += concurrent(database, engine)
+        outcomes += concurrent(database, engine, catalog)
         traces = [trace(rng, 10, 120) for _ in range(max(2, arch.docs // 50))]
         setup = database.connect()
         setup.execute("CREATE TABLE traces (id INTEGER, body VARCHAR)")
         setup.executemany("INSERT INTO traces VALUES (?, ?)",
                           list(enumerate(s for t in traces for s in t)))
         setup.close()
+        catalog.advance()
         nested = timed(planner, "(e) nested documents (agent traces)",
                        "SELECT count(*) FROM traces WHERE "
                        "AI.IF(('Did the agent finish the task? ', body))")
@@ -432,12 +436,18 @@ def determinism(engine: Any, documents: Sequence[str]) -> Outcome:
                    note=f"{same} of {total} scores bit-identical")
 
 
-def concurrent(database: Any, engine: Any) -> list[Outcome]:
-    """(d): a big filter, and a 3-row filter sent from another session while it runs."""
+def session_planner(database: Any, engine: Any, catalog: Any) -> Any:
+    """A planner as a session makes one: on its own connection, reading the catalog once per
+    generation of ``catalog`` (``server.session.CatalogGeneration``)."""
     from heron.planner import Planner
 
-    big_planner = Planner(database.connect(), engine)
-    small_planner = Planner(database.connect(), engine)
+    return Planner(database.connect(), engine, generation=lambda: catalog.value)
+
+
+def concurrent(database: Any, engine: Any, catalog: Any) -> list[Outcome]:
+    """(d): a big filter, and a 3-row filter sent from another session while it runs."""
+    big_planner = session_planner(database, engine, catalog)
+    small_planner = session_planner(database, engine, catalog)
     outcomes: dict[str, Outcome] = {}
 
     def big() -> None:
