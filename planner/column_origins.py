@@ -11,15 +11,17 @@ column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 1
 type, whose text values are single characters). `NO_ORIGIN` is a computed column's.
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs, columns,
 declared types as the catalog shim's pg_attribute tells them; a view's declared types follow its
-definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a query's (or a
-RETURNING clause's) result columns (PostgreSQL text as the client sent it); None when it cannot
-follow them column by column (a star over a function's rows, or over joins whose merged columns
-DuckDB lists otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared type (OID
-3802): a cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a CHECK, as the
-catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the functions returning
-jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg,
-jsonb_extract_path, jsonb_array_elements; in FROM the value columns of jsonb_each and
-jsonb_array_elements);
+definition; `temporal`, those with an interval, timestamp or time column) in three scans of
+DuckDB's catalog; `Relations.named(sql, keys)` tells whether a statement names one of them.
+`origins(sql, relations)` resolves a query's (or a RETURNING clause's) result columns
+(PostgreSQL text as the client sent it, read as `dialect.PostgresSql` reads it); None when it
+cannot follow them column by column (a star over a function's rows, or over joins whose merged
+columns DuckDB lists otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared
+type (OID 3802): a cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a
+CHECK, as the catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the
+functions returning jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg,
+jsonb_object_agg, jsonb_extract_path, jsonb_array_elements; in FROM the value columns of
+jsonb_each and jsonb_array_elements);
 its values are JSON, encoded as jsonb. current_user, session_user, current_role, user,
 current_catalog, current_schema and current_database() are `name` (OID 19), text encoded alike. The
 catalog shim's relations (`pg_catalog_relations`) are known without reading DuckDB, as PostgreSQL
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
@@ -52,9 +54,11 @@ import duckdb
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from heron.planner import result_names
+from heron.planner.dialect import PostgresSql
 from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK, RELATIONS
 from heron.planner.pg_types import (
     BY_OID,
@@ -98,6 +102,8 @@ _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETUR
                                r"\bAS\b|\(|\bCASE\b|\[|~|#|'|\bcurrent_|\b(?:session_)?user\b",
                                re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
+# DuckDB's types of the values that are, or subtract to, intervals.
+_TEMPORAL = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)")  # TIMESTAMP_NS, TIME WITH ...
 
 
 # (values' type, declared type): the declared types a column may be announced as, its values
@@ -170,12 +176,22 @@ class Relations:
 
     by_name: dict[tuple[str, str], Columns]
     path: tuple[str, ...]
+    # Those with a column whose values are, or subtract to, an interval (interval, timestamp,
+    # time): a cast to text over them may print an interval (`pg_semantics`).
+    temporal: set[tuple[str, str]] = dataclasses.field(default_factory=set)
 
     def key_of(self, schema: str | None, name: str) -> tuple[str, str] | None:
         """The relation a (schema-qualified or plain) name names, if any."""
         if schema is not None:
             return (schema, name) if (schema, name) in self.by_name else None
         return next(((s, name) for s in self.path if (s, name) in self.by_name), None)
+
+    def named(self, sql: str, keys: Collection[tuple[str, str]]) -> bool:
+        """Whether `sql` holds the name of one of the relations `keys` as a word."""
+        if not keys:
+            return False
+        words = set(re.findall(r"\w+", sql.lower()))
+        return any(name in words for _, name in keys)
 
     def find(self, schema: str | None, name: str) -> Columns | None:
         if schema in (None, "pg_catalog") and name in CATALOG:
@@ -210,6 +226,8 @@ class Relations:
         for oid, temporary, schema, name, column, attnum, data_type in (
                 con.execute(_COLUMNS).fetchall()):
             key = ("" if temporary else schema.lower(), name.lower())
+            if _TEMPORAL.match(data_type):
+                relations.temporal.add(key)
             if oid in view_sql:
                 views.setdefault(key, (oid, [], view_sql[oid]))[1].append(column.lower())
             else:
@@ -225,7 +243,7 @@ class Relations:
 
 
 def origins(sql: str, relations: Relations | Callable[[], Relations],
-            dialect: str = "postgres") -> tuple[Origin, ...] | None:
+            dialect: str | type[Dialect] = PostgresSql) -> tuple[Origin, ...] | None:
     """Per result column of the query `sql`, where it comes from; None when not known column
     by column. `relations` may be given as a function, called only if the query names one."""
     if _MAY_HAVE_ORIGINS.search(sql) is None:

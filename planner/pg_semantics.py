@@ -88,6 +88,12 @@ Contract:
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
     only BLOB and BIT: on text, or on an unknown literal, it fails to bind).
+  * what turns an interval into text prints it as PostgreSQL's interval_out does
+    (`pg_interval.TEXT_MACRO`; DuckDB's cast prints `-1 day`, `2 months`): a cast to text or
+    varchar of anything but a constant, each argument of concat and concat_ws, and an operand
+    of `||` that is an interval by its syntax; only in a statement that turns something into
+    text and names an interval (or a timestamp or time, which subtract to one) or a relation
+    with such a column (`Relations.temporal`).
   A rewrite never copies an AI call (each copy would be asked). Statements with AI functions are
   printed back in Heron's dialect for the AI planner; the others in DuckDB's.
 - `pg_format(template, args)`: PostgreSQL's format() with a constant template, as the
@@ -122,6 +128,7 @@ from heron.planner import (
     column_origins,
     dialect,
     jsonb_storage,
+    pg_interval,
     pg_jsonb,
     pg_regexp,
     pg_similar,
@@ -175,6 +182,15 @@ _ARRAY_CONCATENATION = re.compile(r"\|\|")
 _ARRAY_WORDS = re.compile(r"\barray|_to_array\b|regexp_match|\[\s*\]", re.IGNORECASE)
 
 
+# What turns a value into text (a cast, concat, format, `||`), and the words of what may be an
+# interval where no relation's column is one (`Relations.temporal`): only with both may a
+# statement print an interval as text (`_interval_texts`).
+_TO_TEXT = re.compile(r"::\s*(?:text|varchar|character\s+varying)\b|"
+                      r"\bAS\s+(?:text|varchar|character\s+varying)\s*[()]|"
+                      r"\b(?:concat(?:_ws)?|format)\s*\(|\|\|", re.IGNORECASE)
+_INTERVAL_WORDS = re.compile(r"\binterval\b|\bage\s*\(|justify_|timestamp|\bnow\s*\(|"
+                             r"\b(?:current_|local)?time(?:tz)?\b", re.IGNORECASE)
+
 # A query that may be SELECT ... INTO.
 _SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNORECASE | re.DOTALL)
 
@@ -182,6 +198,18 @@ _SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNOR
 def _concatenates_arrays(sql: str) -> bool:
     """Whether `sql` may concatenate an array with `||`."""
     return _ARRAY_CONCATENATION.search(sql) is not None and _ARRAY_WORDS.search(sql) is not None
+
+
+def _may_print_intervals(sql: str,
+                         relations: Relations | Callable[[], Relations] | None) -> bool:
+    """Whether `sql` may turn an interval into text: it turns something into text, and names an
+    interval (or what subtracts to one) or a relation with such a column."""
+    if _TO_TEXT.search(sql) is None:
+        return False
+    if _INTERVAL_WORDS.search(sql) is not None:
+        return True
+    found = relations() if callable(relations) else relations
+    return found is not None and found.named(sql, found.temporal)
 
 
 def _operator(sql: str, character: str) -> bool:
@@ -205,7 +233,9 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _operator(sql, "?") or _operator(sql, "#") or _operator(sql, "^")
+    intervals = _may_print_intervals(sql, relations)
+    tree = _parsed(sql, _TRIGGER, intervals or _operator(sql, "?") or _operator(sql, "#")
+                   or _operator(sql, "^")
                    or _SELECT_INTO.match(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
@@ -235,6 +265,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations))
+    if intervals:  # last: the casts to text the rewrites above made are seen too
+        rewritten += _interval_texts(tree)
     return _printed(tree) if rewritten else sql
 
 
@@ -299,6 +331,56 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
                                                            exp.Literal.string(" ")])
         return truncated
     return cast
+
+
+# What a cast to text of which is never an interval's.
+_NOT_INTERVALS = (exp.Literal, exp.Null, exp.Placeholder, exp.Parameter, exp.Boolean)
+
+
+# Functions returning an interval (`_interval_operand`).
+_INTERVAL_FUNCTIONS = frozenset({"age", "justify_hours", "justify_days", "justify_interval",
+                                 "make_interval"})
+
+
+def _interval_operand(node: exp.Expression) -> bool:
+    """Whether `node` is an interval by its syntax: a literal, a cast, a function of intervals."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Interval):
+        return True
+    if isinstance(node, exp.Cast):
+        return node.to.this == _T.INTERVAL
+    return isinstance(node, exp.Func) and (
+        node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower() in (
+        _INTERVAL_FUNCTIONS)
+
+
+def _interval_texts(tree: exp.Expression) -> list[exp.Expression]:
+    """What turns an interval into text, as `pg_interval.TEXT_MACRO` of it: DuckDB's cast
+    prints intervals otherwise than PostgreSQL (`-1 day`, `2 months`). That is each cast to text
+    (or varchar) of what may be an interval, each argument of concat and concat_ws (which cast
+    theirs to text), and each operand of `||` that is an interval by its syntax (only its type
+    would tell of a column, and `||` of lists must stay theirs). The operands changed."""
+    operands = [cast.this for cast in tree.find_all(exp.Cast)
+                if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES | {_T.TEXT}
+                and not cast.to.expressions]
+    for call in tree.find_all(exp.Concat, exp.ConcatWs):
+        operands += call.expressions
+    operands += [side for pipe in tree.find_all(exp.DPipe)
+                 for side in (pipe.this, pipe.expression) if _interval_operand(side)]
+    changed = []
+    for operand in operands:
+        if isinstance(operand, _NOT_INTERVALS):
+            continue
+        cast = operand.parent
+        if isinstance(cast, exp.Cast) and cast.this is operand:
+            cast.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
+        else:  # the holder first: `operand` moves into the call taking its place
+            holder = exp.null()
+            operand.replace(holder)
+            holder.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
+        changed.append(operand)
+    return changed
 
 
 def _similar_to(tree: exp.Expression) -> list[exp.Expression]:

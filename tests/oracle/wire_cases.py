@@ -133,6 +133,31 @@ CASES: tuple[Case, ...] = (
     Case("date_value", "SELECT DATE '2024-02-29' AS d"),
     Case("timestamp_value", "SELECT TIMESTAMP '2024-02-29 01:02:03.5' AS t"),
     Case("interval_value", "SELECT INTERVAL '1 day 2 hours' AS i"),
+    # intervals as interval_out prints them (a unit is plural unless exactly 1; `+` after a
+    # negative field), sent and cast to text
+    Case("interval_shapes", "SELECT n, x, x::text AS t FROM (VALUES "
+         "(1, interval '-1 day -3 hours'), (2, interval '1 year 2 mons -1 days 00:00:01.5'), "
+         "(3, interval '-1 year -1 mon'), (4, interval '0'), (5, interval '1 day'), "
+         "(6, interval '-1 mon 1 day -00:00:00.000001'), (7, interval '-0.5 seconds'), "
+         "(8, interval '100 hours'), (9, interval '1 mon -1 day 2 hours'), "
+         "(10, interval '-2 days 1 hour'), (11, interval '1 year'), (12, interval '-1 year'), "
+         "(13, interval '1 mon'), (14, interval '-1 mon'), (15, interval '13 mons'), "
+         "(16, interval '-13 mons'), (17, interval '-1 days'), (18, interval '2 days -1 mon'), "
+         "(19, interval '1 day 1 microsecond'), (20, interval '-1 year 1 day'), (21, NULL)) "
+         "v(n, x) ORDER BY n"),
+    Case("interval_column_text", "SELECT id, d::text, cast(d AS varchar) AS v, (t1 - t0)::text AS "
+         "diff, t1 - t0 AS raw, d::varchar(4) AS short FROM w_iv ORDER BY id",
+         setup=_table("w_iv", "id integer, d interval, t0 timestamp, t1 timestamp",
+                      "(1, '-1 day -03:00:00', '2020-01-01', '2020-01-02 01:00')",
+                      "(2, '1 year 2 mons', '2020-01-03', '2020-01-01')", "(3, NULL, NULL, NULL)")),
+    Case("interval_text_aggregate", "SELECT string_agg(x::text, ';' ORDER BY n) AS s FROM "
+         "(VALUES (1, interval '-1 day'), (2, interval '1 mon -2 days 3 hours')) v(n, x)"),
+    Case("interval_concatenation", "SELECT interval '-1 day' || 'x' AS a, 'y' || x::interval AS b, "
+         "concat(x, '|', 1, interval '-1 mon') AS c, concat_ws(',', x, x) AS d, "
+         "format('%s %s', x, 1) AS e, x::text::varchar AS f FROM (VALUES ('-1 day')) t(x)"),
+    # a word after an interval that is not one of its fields is an alias
+    Case("interval_aliases", "SELECT interval '3' d, '1 day'::interval c, interval '2' day AS e, "
+         "interval '1 mon' AS f"),
     # -- arrays
     Case("array_literal", "SELECT '{1,2}'::int[] AS a"),
     Case("array_text_literal", "SELECT '{\"a b\",NULL,c}'::text[] AS a"),
