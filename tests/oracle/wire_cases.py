@@ -367,5 +367,13 @@ CASES: tuple[Case, ...] = (
     # -- the SQL value functions of PostgreSQL's type name
     Case("name_typed_functions", "SELECT current_user, session_user, current_role, user, "
          "current_catalog, current_schema, current_database(), upper(current_user) AS u"),
+    Case("name_typed_functions_pg_typeof", "SELECT pg_typeof(current_user) AS a, "
+         "pg_typeof(session_user) AS b, pg_typeof(current_role) AS c, pg_typeof(user) AS d, "
+         "pg_typeof(current_schema) AS e, pg_typeof(current_catalog) AS f, "
+         "pg_typeof(current_database()) AS g, pg_typeof(current_schema()) AS h, "
+         "pg_typeof(current_user::text) AS i, pg_typeof(upper(current_user)) AS j, "
+         "pg_typeof(current_user || 'x') AS k"),
+    Case("name_typed_function_in_subquery", "SELECT pg_typeof(u), u FROM "
+         "(SELECT current_user AS u) s WHERE u = current_user"),
     Case("average_of_integers", "SELECT avg(x) AS a FROM (VALUES (1), (2), (4)) t(x)"),
 )
