@@ -59,8 +59,14 @@ from sqlglot.errors import SqlglotError
 
 from heron.planner import result_names
 from heron.planner.dialect import PostgresSql
-from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK, RELATIONS
+from heron.planner.pg_catalog_relations import (
+    BPCHAR_CHECK,
+    JSONB_CHECK,
+    LENGTH_CHECK,
+    RELATIONS,
+)
 from heron.planner.pg_types import (
+    BPCHAR,
     BY_OID,
     CHAR,
     JSON,
@@ -70,6 +76,7 @@ from heron.planner.pg_types import (
     TEXT,
     VARCHAR,
     PgType,
+    blank_padded,
     for_arrow,
 )
 
@@ -101,6 +108,8 @@ _MAX_DEPTH = 16
 _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b|"
                                r"\bAS\b|\(|\bCASE\b|\[|~|#|'|\bcurrent_|\b(?:session_)?user\b",
                                re.IGNORECASE)
+_BLANK_PADDED = frozenset({exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR,
+                           exp.DataType.Type.BPCHAR})
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 # DuckDB's types of the values that are, or subtract to, intervals.
 _TEMPORAL = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)")  # TIMESTAMP_NS, TIME WITH ...
@@ -108,10 +117,12 @@ _TEMPORAL = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)")  # TIMESTAMP_NS, TIME WI
 
 # (values' type, declared type): the declared types a column may be announced as, its values
 # encoded as the values' type's are (a varchar's text and binary forms are text's).
-# Two are encoded as the declared type: a `"char"` column's values are text of one character
+# Three are encoded as the declared type: a `"char"` column's values are text of one character
 # (the catalog shim's), sent as "char"; a jsonb column's are DuckDB's JSON (DuckDB has one JSON
-# type), sent normalized as jsonb.
+# type), sent normalized as jsonb; a character(n) column's are text without the trailing blanks
+# (insignificant to PostgreSQL's comparisons, length, `||`), sent blank-padded to n.
 _DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
+                         (TEXT.oid, BPCHAR.oid), (BPCHAR.oid, BPCHAR.oid),
                          (NUMERIC.oid, NUMERIC.oid), (TEXT.oid, CHAR.oid),
                          (JSON.oid, JSONB.oid), (TEXT.oid, NAME.oid)})
 # jsonb's own origin: a value of type jsonb, computed.
@@ -155,12 +166,19 @@ def wire_type(values: pa.DataType, origin: Origin) -> tuple[PgType, int]:
     if not origin.type_oid:
         return sent, -1
     oid, typmod = announced(sent.oid, origin)
+    if oid == BPCHAR.oid and typmod > 4:  # its values are sent blank-padded to their length
+        return blank_padded(typmod - 4), typmod
     return (sent if oid == sent.oid else BY_OID[oid]), typmod
 
 
 def varchar(length: int | None) -> Origin:
     """A computed varchar(length) (no length: varchar)."""
     return Origin(type_oid=VARCHAR.oid, typmod=-1 if length is None else length + 4)
+
+
+def bpchar(length: int | None) -> Origin:
+    """A computed character(length) (no length: bpchar)."""
+    return Origin(type_oid=BPCHAR.oid, typmod=-1 if length is None else length + 4)
 
 
 def numeric(precision: int, scale: int = 0) -> Origin:
@@ -216,11 +234,14 @@ class Relations:
         # 4 in a session whose catalog shim is installed).
         view_sql = dict(con.execute(_VIEWS).fetchall())
         lengths: dict[tuple[int, str], int] = {}
+        padded: dict[tuple[int, str], int] = {}  # char(n)'s
         jsonb: set[tuple[int, str]] = set()
         for oid, column, check in con.execute(_CHECKS).fetchall():
             if (m := re.match(LENGTH_CHECK, check)) is not None:
                 length = int(m[1])
                 lengths[oid, column] = min(length, lengths.get((oid, column), length))
+            elif (m := re.match(BPCHAR_CHECK, check)) is not None:
+                padded[oid, column] = int(m[1])
             elif re.match(JSONB_CHECK, check):
                 jsonb.add((oid, column))
         for oid, temporary, schema, name, column, attnum, data_type in (
@@ -233,7 +254,7 @@ class Relations:
             else:
                 tables.setdefault(key, []).append((column.lower(), _table_column(
                     oid, attnum, data_type, lengths.get((oid, column)),
-                    (oid, column) in jsonb)))
+                    (oid, column) in jsonb, padded.get((oid, column)))))
         relations.by_name.update((key, tuple(columns)) for key, columns in tables.items())
         relations.by_name.update((key, ()) for key in views)  # names resolve while views do
         pending = dict(views)
@@ -608,6 +629,8 @@ def _declared(to: exp.DataType) -> Origin:
         return NO_ORIGIN
     if to.this is exp.DataType.Type.VARCHAR and len(sizes) <= 1:
         return varchar(sizes[0] if sizes else None)
+    if to.this in _BLANK_PADDED and len(sizes) <= 1:  # char is char(1), bpchar has no length
+        return bpchar(sizes[0] if sizes else None if to.this is exp.DataType.Type.BPCHAR else 1)
     if to.this is exp.DataType.Type.DECIMAL and len(sizes) in (1, 2):
         return numeric(*sizes)
     if to.this is exp.DataType.Type.JSONB and not sizes:
@@ -642,9 +665,12 @@ def _names_user_relations(tree: exp.Expression) -> bool:
 
 
 def _table_column(oid: int, attnum: int, data_type: str, length: int | None,
-                  jsonb: bool = False) -> Origin:
+                  jsonb: bool = False, padded: int | None = None) -> Origin:
     """A table column's origin, declared as the catalog shim's pg_attribute declares it (`jsonb`:
-    a JSON column carrying `JSONB_CHECK`)."""
+    a JSON column carrying `JSONB_CHECK`; `padded`: the length of a char(n) column's
+    `BPCHAR_CHECK`)."""
+    if padded is not None:
+        return Origin(oid, attnum, BPCHAR.oid, padded + 4)
     if length is not None:
         return Origin(oid, attnum, VARCHAR.oid, length + 4)
     if jsonb and data_type == "JSON":

@@ -18,8 +18,13 @@ Contract:
   * `SELECT ... INTO t` is `CREATE TABLE t AS SELECT ...`, as PostgreSQL reads it (DuckDB has no
     SELECT INTO);
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
-    enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
-    and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
+    enforces its length (an overflow is 22001, `value too long for type character varying(n)`,
+    `character(n)`; char(n)'s CHECK, `n >= length(rtrim(col, ' '))`, lets trailing blanks
+    beyond n through and marks the column character(n); `char` is char(1)), and a cast to
+    `varchar(n)` truncates, as PostgreSQL's explicit casts do; a cast to `char(n)` truncates
+    and drops the trailing blanks, insignificant to PostgreSQL's comparisons, length, `||` and
+    casts to text (`column_origins` announces it character(n), and its values go out
+    blank-padded to n); `length_casts(tree)` makes these casts so in another rewrite's tree;
   * jsonb is stored normalized (`jsonb_storage`): a cast to jsonb, the values an INSERT,
     UPDATE or ON CONFLICT puts in a jsonb column (of `relations`), a jsonb column's literal
     DEFAULT, a string literal compared with a jsonb value, and jsonb_build_object,
@@ -161,6 +166,7 @@ def configure(con: duckdb.DuckDBPyConnection) -> None:
 _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
+    r"::\s*(?:char|bpchar|character(?!\s+varying))\b|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
@@ -227,6 +233,7 @@ _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
 _INTEGER_RESULT_NAMES = frozenset({"octet_length", "cardinality"})
 _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
+_BLANK_PADDED = {_T.CHAR, _T.NCHAR, _T.BPCHAR}  # char(n), character(n), bpchar(n)
 
 
 def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = None) -> str:
@@ -322,13 +329,15 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
     if literal and value.is_string and to.this == _T.ARRAY:
         items = parse_array_literal(value.name, lambda text: text)
         return exp.Cast(this=_array_expression(items), to=to)
-    if to.this in _TEXT_TYPES and to.expressions:
-        length = to.expressions[0]
+    length = to.expressions[0] if to.expressions else (
+        exp.Literal.number(1) if to.this in (_T.CHAR, _T.NCHAR) else None)  # char is char(1)
+    if to.this in _TEXT_TYPES and length is not None:
         text = exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
         truncated = exp.Left(this=text, expression=length.copy())
-        if to.this in (_T.CHAR, _T.NCHAR, _T.BPCHAR):  # char(n) pads with spaces
-            return exp.Anonymous(this="rpad", expressions=[truncated, length.copy(),
-                                                           exp.Literal.string(" ")])
+        if to.this in _BLANK_PADDED:
+            # char(n) without its trailing blanks, which are insignificant to length, `||`,
+            # casts to text and comparisons; they are sent (`column_origins`: bpchar(n)).
+            return exp.Anonymous(this="rtrim", expressions=[truncated, exp.Literal.string(" ")])
         return truncated
     return cast
 
@@ -381,6 +390,15 @@ def _interval_texts(tree: exp.Expression) -> list[exp.Expression]:
             holder.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
         changed.append(operand)
     return changed
+
+
+def length_casts(tree: exp.Expression) -> None:
+    """Make each cast to varchar(n) or char(n) in `tree` (in place) what `rewrite` makes it,
+    for a rewrite that prints its tree for DuckDB, whose text keeps no length of a type."""
+    for cast in list(tree.find_all(exp.Cast)):
+        if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES and (
+                new := _rewrite_cast(cast)) is not cast:
+            cast.replace(new)
 
 
 def _similar_to(tree: exp.Expression) -> list[exp.Expression]:
@@ -1195,23 +1213,31 @@ def _declared_alter_type(dtype: exp.DataType) -> exp.DataType:
     JSONB, both as written (sqlglot would print TEXT and JSON)."""
     if dtype.this in _TEXT_TYPES and len(dtype.expressions) == 1 and (
             dtype.expressions[0].name.isdigit()):
-        return exp.DataType(this=_T.USERDEFINED, kind=f"VARCHAR({dtype.expressions[0].name})")
+        name = "BPCHAR" if dtype.this in _BLANK_PADDED else "VARCHAR"
+        return exp.DataType(this=_T.USERDEFINED, kind=f"{name}({dtype.expressions[0].name})")
     if dtype.this == _T.JSONB:
         return exp.DataType(this=_T.USERDEFINED, kind="JSONB")
     return dtype
 
 
 def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
-    """A varchar(n)/char(n) column with a CHECK enforcing its length."""
+    """A varchar(n)/char(n) column with a CHECK enforcing its length: `length(col) <= n` for
+    varchar(n); `n >= length(rtrim(col, ' '))` for char(n) (char is char(1)), whose trailing
+    blanks PostgreSQL cuts off a value too long, and which marks the column character(n)
+    (`pg_catalog_relations.BPCHAR_CHECK`)."""
     kind = column.args.get("kind")
-    if not isinstance(kind, exp.DataType) or kind.this not in _TEXT_TYPES or not kind.expressions:
+    if not isinstance(kind, exp.DataType) or kind.this not in _TEXT_TYPES:
         return column
-    limit = kind.expressions[0]
+    blank_padded = kind.this in _BLANK_PADDED
+    limit = kind.expressions[0] if kind.expressions else (
+        exp.Literal.number(1) if blank_padded and kind.this != _T.BPCHAR else None)
     if not isinstance(limit, exp.DataTypeParam | exp.Literal) or not limit.name.isdigit():
         return column
     name = exp.column(column.this.copy())
-    check = exp.CheckColumnConstraint(this=exp.LTE(
-        this=exp.Length(this=name), expression=exp.Literal.number(int(limit.name))))
+    length = exp.Literal.number(int(limit.name))
+    check = exp.CheckColumnConstraint(this=exp.GTE(this=length, expression=exp.Length(
+        this=exp.Anonymous(this="rtrim", expressions=[name, exp.Literal.string(" ")])))
+        if blank_padded else exp.LTE(this=exp.Length(this=name), expression=length))
     checked = column.copy()
     checked.set("kind", exp.DataType.build("VARCHAR"))
     checked.append("constraints", exp.ColumnConstraint(kind=check))
@@ -1225,7 +1251,19 @@ def length_limit(check: exp.CheckColumnConstraint) -> int | None:
             and isinstance(test.this.this, exp.Column) and isinstance(test.expression, exp.Literal)
             and test.expression.is_int):
         return int(test.expression.name)
+    if (isinstance(test, exp.GTE) and isinstance(test.expression, exp.Length)
+            and isinstance(test.this, exp.Literal) and test.this.is_int
+            and _trimmed_column(test.expression.this)):
+        return int(test.this.name)
     return None
+
+
+def _trimmed_column(node: exp.Expression) -> bool:
+    """Whether `node` is `rtrim(col, ' ')`, as a char(n) column's CHECK reads it."""
+    trim = isinstance(node, exp.Trim) and node.args.get("position") == "TRAILING"
+    call = isinstance(node, exp.Anonymous) and node.name.lower() == "rtrim"
+    return (trim or call) and isinstance(node.this if trim else (
+        node.expressions[0] if node.expressions else None), exp.Column)
 
 
 def declares_type(check: exp.CheckColumnConstraint) -> bool:

@@ -113,6 +113,8 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
     column's `wire_type`; by default its values' type's)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if wire is not None and wire.pad:
+        array = _blank_padded(array, wire.pad)
     if wire is CHAR and fmt in (0, 1):
         return _chars(array, fmt)
     if wire is JSONB and fmt in (0, 1):
@@ -122,6 +124,12 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
     if fmt == 1:
         return _binary(array)
     raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+
+
+def _blank_padded(a: pa.Array, length: int) -> pa.Array:
+    """character(length) values as PostgreSQL keeps them: blank-padded to `length` characters
+    (a value may carry more trailing blanks than that: they go)."""
+    return pc.utf8_rpad(pc.utf8_rtrim(a.cast(pa.string()), " "), length, " ")
 
 
 def _chars(a: pa.Array, fmt: int) -> Wire:
@@ -582,6 +590,8 @@ def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if fmt not in (0, 1):
         raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+    if wire is not None and wire.pad:
+        array = _blank_padded(array, wire.pad)
     if wire is CHAR:
         return _chars_at_once(array, fmt)
     if wire is JSONB:

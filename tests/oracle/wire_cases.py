@@ -35,6 +35,9 @@ _DOCS = _table("w_docs", "id integer, j jsonb, k json",
                "'{\"n\" : [1,2]}')",
                "(2, '[\"z\", 3.0]', NULL)", "(3, NULL, '[]')")
 
+_CHARS = _table("w_chars", "id integer, c char(4), d character(2), e char",
+                 "(1, 'ab', 'x', 'y')", "(2, 'abcd', NULL, NULL)", "(3, NULL, 'xy', ' ')")
+
 CASES: tuple[Case, ...] = (
     # -- arithmetic as PostgreSQL does it
     Case("integer_division", "SELECT 5/2 AS a, -7/2 AS b, 7 % 3 AS c, -7 % 3 AS d"),
@@ -90,6 +93,34 @@ CASES: tuple[Case, ...] = (
          setup=_table("w_short", "v varchar(3)")),
     Case("varchar_column_fits", "INSERT INTO w_short2 VALUES ('abc')",
          setup=_table("w_short2", "v varchar(3)")),
+    # character(n): announced bpchar (1042, typmod n + 4), sent blank-padded to n; its trailing
+    # blanks are insignificant to comparisons, length, || and casts to text
+    Case("char_casts", "SELECT 'ab'::char(4) AS a, 'abcdef'::char(3) AS b, 'xyz'::char AS c, "
+         "'ab'::character(3) AS d, 'a'::bpchar AS e, ' a'::char(3) AS f, NULL::char(2) AS g"),
+    Case("char_cast_semantics", "SELECT 'ab'::char(4) || '|' AS a, length('ab  '::char(4)) AS b, "
+         "'ab'::char(4) = 'ab' AS c, ('ab'::char(4))::text AS d, upper('ab'::char(4)) AS e, "
+         "pg_typeof('a'::char(3)) AS f, pg_typeof('a'::char) AS g"),
+    Case("char_columns", "SELECT id, c, d, e, c || '|' AS cat, length(c) AS l, c = 'ab' AS eq, "
+         "c::text AS t, pg_typeof(c) AS p FROM w_chars ORDER BY id", setup=_CHARS),
+    Case("char_column_in_subquery", "SELECT s.c FROM (SELECT c FROM w_chars2 WHERE id = 1) s",
+         setup=_table("w_chars2", "id integer, c char(5)", "(1, 'ab')")),
+    Case("char_column_parameter", "SELECT id FROM w_chars3 WHERE c = %s", ("ab",),
+         setup=_table("w_chars3", "id integer, c char(4)", "(1, 'ab')", "(2, 'abc')")),
+    Case("char_column_enforced", "INSERT INTO w_chars4 VALUES ('abcde')",
+         setup=_table("w_chars4", "c char(4)")),
+    Case("char_column_trailing_blanks_fit", "INSERT INTO w_chars5 VALUES ('abcd   ')",
+         setup=_table("w_chars5", "c char(4)")),
+    Case("char_catalog", "SELECT a.attname::text AS n, a.atttypid::int AS t, a.atttypmod, "
+         "format_type(a.atttypid, a.atttypmod) AS f, c.data_type::text AS d, "
+         "c.character_maximum_length, c.udt_name::text AS u FROM pg_attribute a "
+         "JOIN information_schema.columns c ON c.table_name = 'w_chars6' "
+         "AND c.column_name = a.attname WHERE a.attrelid = 'w_chars6'::regclass "
+         "AND a.attnum > 0 ORDER BY a.attnum",
+         setup=_table("w_chars6", "c char(4), d character(2), e char, v varchar(3)")),
+    Case("char_create_table_as", "SELECT c, format_type(atttypid, atttypmod) AS f FROM w_chars8, "
+         "pg_attribute WHERE attrelid = 'w_chars8'::regclass AND attname = 'c'",
+         setup=(*_table("w_chars7", "c char(3)", "('ab')"), "DROP TABLE IF EXISTS w_chars8",
+                "CREATE TABLE w_chars8 AS SELECT c FROM w_chars7")),
     Case("text_concat", "SELECT 'a' || 'b' AS s, concat('x', NULL, 'y') AS c"),
     # SIMILAR TO reads SQL's patterns: % and _ are wildcards, . is literal
     Case("similar_to", "SELECT 'banana' SIMILAR TO '%an%' AS a, 'banana' SIMILAR TO 'b.n%' AS b, "
