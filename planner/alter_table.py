@@ -46,7 +46,7 @@ from sqlglot.errors import SqlglotError
 
 from heron.planner import column_origins, dialect, pg_semantics, statement
 from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
-from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK
+from heron.planner.pg_catalog_relations import BPCHAR_CHECK, JSONB_CHECK, LENGTH_CHECK
 from heron.planner.statement import Result, atomic
 
 # Cheap tests before parsing: an ALTER TABLE adding a column with a CHECK, or changing a type.
@@ -157,7 +157,8 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
     table.refuse_if_referenced()
     # the client's CHECKs on the column are checked again; the old type's marks go
     kept = [text for text, expression, names in table.checks if text in reading
-            and not re.match(LENGTH_CHECK, expression) and not re.match(JSONB_CHECK, expression)]
+            and not any(re.match(mark, expression)
+                        for mark in (LENGTH_CHECK, BPCHAR_CHECK, JSONB_CHECK))]
     using = "" if change.using is None else f" USING {change.using.sql(dialect='duckdb')}"
     with atomic(con):
         if reading:

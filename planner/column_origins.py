@@ -11,15 +11,17 @@ column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 1
 type, whose text values are single characters). `NO_ORIGIN` is a computed column's.
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs, columns,
 declared types as the catalog shim's pg_attribute tells them; a view's declared types follow its
-definition) in three scans of DuckDB's catalog. `origins(sql, relations)` resolves a query's (or a
-RETURNING clause's) result columns (PostgreSQL text as the client sent it); None when it cannot
-follow them column by column (a star over a function's rows, or over joins whose merged columns
-DuckDB lists otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared type (OID
-3802): a cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a CHECK, as the
-catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the functions returning
-jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg, jsonb_object_agg,
-jsonb_extract_path, jsonb_array_elements; in FROM the value columns of jsonb_each and
-jsonb_array_elements);
+definition; `temporal`, those with an interval, timestamp or time column) in three scans of
+DuckDB's catalog; `Relations.named(sql, keys)` tells whether a statement names one of them.
+`origins(sql, relations)` resolves a query's (or a RETURNING clause's) result columns
+(PostgreSQL text as the client sent it, read as `dialect.PostgresSql` reads it); None when it
+cannot follow them column by column (a star over a function's rows, or over joins whose merged
+columns DuckDB lists otherwise than PostgreSQL). jsonb, which DuckDB keeps as JSON, is a declared
+type (OID 3802): a cast to jsonb, a table column declared jsonb (Heron's DDL marks it with a
+CHECK, as the catalog shim's pg_attribute reads it), `->` / `#>` of a jsonb value, and the
+functions returning jsonb that DuckDB computes (jsonb_build_object, jsonb_build_array, jsonb_agg,
+jsonb_object_agg, jsonb_extract_path, jsonb_array_elements; in FROM the value columns of
+jsonb_each and jsonb_array_elements);
 its values are JSON, encoded as jsonb. current_user, session_user, current_role, user,
 current_catalog, current_schema and current_database() are `name` (OID 19), text encoded alike. The
 catalog shim's relations (`pg_catalog_relations`) are known without reading DuckDB, as PostgreSQL
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
@@ -52,11 +54,19 @@ import duckdb
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from heron.planner import result_names
-from heron.planner.pg_catalog_relations import JSONB_CHECK, LENGTH_CHECK, RELATIONS
+from heron.planner.dialect import PostgresSql
+from heron.planner.pg_catalog_relations import (
+    BPCHAR_CHECK,
+    JSONB_CHECK,
+    LENGTH_CHECK,
+    RELATIONS,
+)
 from heron.planner.pg_types import (
+    BPCHAR,
     BY_OID,
     CHAR,
     JSON,
@@ -66,6 +76,7 @@ from heron.planner.pg_types import (
     TEXT,
     VARCHAR,
     PgType,
+    blank_padded,
     for_arrow,
 )
 
@@ -97,15 +108,21 @@ _MAX_DEPTH = 16
 _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b|"
                                r"\bAS\b|\(|\bCASE\b|\[|~|#|'|\bcurrent_|\b(?:session_)?user\b",
                                re.IGNORECASE)
+_BLANK_PADDED = frozenset({exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR,
+                           exp.DataType.Type.BPCHAR})
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
+# DuckDB's types of the values that are, or subtract to, intervals.
+_TEMPORAL = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)")  # TIMESTAMP_NS, TIME WITH ...
 
 
 # (values' type, declared type): the declared types a column may be announced as, its values
 # encoded as the values' type's are (a varchar's text and binary forms are text's).
-# Two are encoded as the declared type: a `"char"` column's values are text of one character
+# Three are encoded as the declared type: a `"char"` column's values are text of one character
 # (the catalog shim's), sent as "char"; a jsonb column's are DuckDB's JSON (DuckDB has one JSON
-# type), sent normalized as jsonb.
+# type), sent normalized as jsonb; a character(n) column's are text without the trailing blanks
+# (insignificant to PostgreSQL's comparisons, length, `||`), sent blank-padded to n.
 _DECLARABLE = frozenset({(TEXT.oid, VARCHAR.oid), (VARCHAR.oid, VARCHAR.oid),
+                         (TEXT.oid, BPCHAR.oid), (BPCHAR.oid, BPCHAR.oid),
                          (NUMERIC.oid, NUMERIC.oid), (TEXT.oid, CHAR.oid),
                          (JSON.oid, JSONB.oid), (TEXT.oid, NAME.oid)})
 # jsonb's own origin: a value of type jsonb, computed.
@@ -149,12 +166,19 @@ def wire_type(values: pa.DataType, origin: Origin) -> tuple[PgType, int]:
     if not origin.type_oid:
         return sent, -1
     oid, typmod = announced(sent.oid, origin)
+    if oid == BPCHAR.oid and typmod > 4:  # its values are sent blank-padded to their length
+        return blank_padded(typmod - 4), typmod
     return (sent if oid == sent.oid else BY_OID[oid]), typmod
 
 
 def varchar(length: int | None) -> Origin:
     """A computed varchar(length) (no length: varchar)."""
     return Origin(type_oid=VARCHAR.oid, typmod=-1 if length is None else length + 4)
+
+
+def bpchar(length: int | None) -> Origin:
+    """A computed character(length) (no length: bpchar)."""
+    return Origin(type_oid=BPCHAR.oid, typmod=-1 if length is None else length + 4)
 
 
 def numeric(precision: int, scale: int = 0) -> Origin:
@@ -170,12 +194,22 @@ class Relations:
 
     by_name: dict[tuple[str, str], Columns]
     path: tuple[str, ...]
+    # Those with a column whose values are, or subtract to, an interval (interval, timestamp,
+    # time): a cast to text over them may print an interval (`pg_semantics`).
+    temporal: set[tuple[str, str]] = dataclasses.field(default_factory=set)
 
     def key_of(self, schema: str | None, name: str) -> tuple[str, str] | None:
         """The relation a (schema-qualified or plain) name names, if any."""
         if schema is not None:
             return (schema, name) if (schema, name) in self.by_name else None
         return next(((s, name) for s in self.path if (s, name) in self.by_name), None)
+
+    def named(self, sql: str, keys: Collection[tuple[str, str]]) -> bool:
+        """Whether `sql` holds the name of one of the relations `keys` as a word."""
+        if not keys:
+            return False
+        words = set(re.findall(r"\w+", sql.lower()))
+        return any(name in words for _, name in keys)
 
     def find(self, schema: str | None, name: str) -> Columns | None:
         if schema in (None, "pg_catalog") and name in CATALOG:
@@ -200,22 +234,27 @@ class Relations:
         # 4 in a session whose catalog shim is installed).
         view_sql = dict(con.execute(_VIEWS).fetchall())
         lengths: dict[tuple[int, str], int] = {}
+        padded: dict[tuple[int, str], int] = {}  # char(n)'s
         jsonb: set[tuple[int, str]] = set()
         for oid, column, check in con.execute(_CHECKS).fetchall():
             if (m := re.match(LENGTH_CHECK, check)) is not None:
                 length = int(m[1])
                 lengths[oid, column] = min(length, lengths.get((oid, column), length))
+            elif (m := re.match(BPCHAR_CHECK, check)) is not None:
+                padded[oid, column] = int(m[1])
             elif re.match(JSONB_CHECK, check):
                 jsonb.add((oid, column))
         for oid, temporary, schema, name, column, attnum, data_type in (
                 con.execute(_COLUMNS).fetchall()):
             key = ("" if temporary else schema.lower(), name.lower())
+            if _TEMPORAL.match(data_type):
+                relations.temporal.add(key)
             if oid in view_sql:
                 views.setdefault(key, (oid, [], view_sql[oid]))[1].append(column.lower())
             else:
                 tables.setdefault(key, []).append((column.lower(), _table_column(
                     oid, attnum, data_type, lengths.get((oid, column)),
-                    (oid, column) in jsonb)))
+                    (oid, column) in jsonb, padded.get((oid, column)))))
         relations.by_name.update((key, tuple(columns)) for key, columns in tables.items())
         relations.by_name.update((key, ()) for key in views)  # names resolve while views do
         pending = dict(views)
@@ -225,7 +264,7 @@ class Relations:
 
 
 def origins(sql: str, relations: Relations | Callable[[], Relations],
-            dialect: str = "postgres") -> tuple[Origin, ...] | None:
+            dialect: str | type[Dialect] = PostgresSql) -> tuple[Origin, ...] | None:
     """Per result column of the query `sql`, where it comes from; None when not known column
     by column. `relations` may be given as a function, called only if the query names one."""
     if _MAY_HAVE_ORIGINS.search(sql) is None:
@@ -590,6 +629,8 @@ def _declared(to: exp.DataType) -> Origin:
         return NO_ORIGIN
     if to.this is exp.DataType.Type.VARCHAR and len(sizes) <= 1:
         return varchar(sizes[0] if sizes else None)
+    if to.this in _BLANK_PADDED and len(sizes) <= 1:  # char is char(1), bpchar has no length
+        return bpchar(sizes[0] if sizes else None if to.this is exp.DataType.Type.BPCHAR else 1)
     if to.this is exp.DataType.Type.DECIMAL and len(sizes) in (1, 2):
         return numeric(*sizes)
     if to.this is exp.DataType.Type.JSONB and not sizes:
@@ -624,9 +665,12 @@ def _names_user_relations(tree: exp.Expression) -> bool:
 
 
 def _table_column(oid: int, attnum: int, data_type: str, length: int | None,
-                  jsonb: bool = False) -> Origin:
+                  jsonb: bool = False, padded: int | None = None) -> Origin:
     """A table column's origin, declared as the catalog shim's pg_attribute declares it (`jsonb`:
-    a JSON column carrying `JSONB_CHECK`)."""
+    a JSON column carrying `JSONB_CHECK`; `padded`: the length of a char(n) column's
+    `BPCHAR_CHECK`)."""
+    if padded is not None:
+        return Origin(oid, attnum, BPCHAR.oid, padded + 4)
     if length is not None:
         return Origin(oid, attnum, VARCHAR.oid, length + 4)
     if jsonb and data_type == "JSON":

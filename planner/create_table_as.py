@@ -2,12 +2,12 @@
 columns keep the types their query's columns declare.
 
 PostgreSQL gives a CREATE TABLE AS column the type of its query's column, typmod included: one
-read unchanged from a varchar(3) column (or cast to varchar(3)) is varchar(3), a jsonb value
-jsonb. DuckDB's own CREATE TABLE AS types a column by its values only (VARCHAR, JSON), so Heron
-creates such a table itself: with the columns DuckDB's binder gives the query, those whose
-origin (`column_origins`, from the client's text) declares varchar(n) or jsonb defined as
-`pg_semantics.column_definition` defines them in CREATE TABLE (the length CHECK, the jsonb
-mark), then fills it with the query's rows.
+read unchanged from a varchar(3) column (or cast to varchar(3)) is varchar(3), from a char(3)
+one character(3), a jsonb value jsonb. DuckDB's own CREATE TABLE AS types a column by its values
+only (VARCHAR, JSON), so Heron creates such a table itself: with the columns DuckDB's binder
+gives the query, those whose origin (`column_origins`, from the client's text) declares
+varchar(n), char(n) or jsonb defined as `pg_semantics.column_definition` defines them in CREATE
+TABLE (the length CHECK, the jsonb mark), then fills it with the query's rows.
 
 Contract:
 - `parse(sql)`: a CREATE TABLE ... AS query (DuckDB's text, as `pg_semantics.rewrite` prints
@@ -37,7 +37,7 @@ from sqlglot.tokens import TokenType
 from heron.planner import dialect, pg_semantics, statement
 from heron.planner.column_origins import Origin
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.pg_types import JSONB, VARCHAR
+from heron.planner.pg_types import BPCHAR, JSONB, VARCHAR
 from heron.planner.statement import Result
 
 # Cheap test before parsing.
@@ -121,10 +121,12 @@ def run(con: duckdb.DuckDBPyConnection, create: CreateAs, stmt: statement.Statem
 
 def _declared(duckdb_type: str, origin: Origin) -> exp.DataType | None:
     """The PostgreSQL type a column of `duckdb_type` values is created as when its origin
-    declares more (varchar(n) over text, jsonb over JSON); None when the values' type says it
-    all."""
+    declares more (varchar(n) or char(n) over text, jsonb over JSON); None when the values'
+    type says it all."""
     if origin.type_oid == VARCHAR.oid and origin.typmod >= 4 and duckdb_type == "VARCHAR":
         return exp.DataType.build(f"VARCHAR({origin.typmod - 4})")
+    if origin.type_oid == BPCHAR.oid and origin.typmod >= 4 and duckdb_type == "VARCHAR":
+        return exp.DataType.build(f"CHAR({origin.typmod - 4})")
     if origin.type_oid == JSONB.oid and duckdb_type == "JSON":
         return exp.DataType.build("JSONB")
     return None

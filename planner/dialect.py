@@ -18,9 +18,11 @@ other `AI_*` names stay ordinary functions. `sql(tree)` prints a tree back in th
 calls in their written spelling; `quoted(name)` is a name as a quoted identifier (PostgreSQL's
 and DuckDB's rule: in double quotes, each inner one doubled). `->` is json's operator wherever it
 stands (PostgreSQL has no lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI
-spellings). PostgreSQL's to_char, to_date, div and array_remove, and DuckDB's regexp_extract (in
-the catalog rewrite's text), stay calls as written, for `pg_semantics` and the shared macros to
-give them PostgreSQL's meaning. Syntax errors raise `SqlError` 42601.
+spellings), and only PostgreSQL's `INTERVAL_FIELDS` qualify an interval (another word after
+`interval '3'` or `::interval` is an alias), a literal of one field kept as written.
+PostgreSQL's to_char, to_date, div and array_remove, and DuckDB's regexp_extract (in the catalog
+rewrite's text), stay calls as written, for `pg_semantics` and the shared macros to give them
+PostgreSQL's meaning. Syntax errors raise `SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -34,7 +36,7 @@ from typing import ClassVar
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from heron.planner.errors import SqlError, SqlState
 
@@ -124,14 +126,39 @@ def _kept(name: str) -> Callable[[Sequence[exp.Expression]], exp.Expression]:
     return lambda args: exp.Anonymous(this=name.lower(), expressions=list(args))
 
 
+# The words PostgreSQL reads after an interval literal or the type interval (its
+# opt_interval); another word there is an alias (sqlglot reads date_part's abbreviations too:
+# `interval '3' d` and `x::interval d` lost their alias `d`).
+INTERVAL_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"})
+_END = Token(TokenType.SEMICOLON, ";")
+
+
 class PostgresSql(Postgres):
     """sqlglot's PostgreSQL read as PostgreSQL reads it: it has no `x -> expression` lambdas, so
     within a call's arguments `->` is jsonb's and json's operator, as everywhere else (sqlglot
-    would read `f(j -> 'a')` as a lambda)."""
+    would read `f(j -> 'a')` as a lambda); an interval's qualifier is one of `INTERVAL_FIELDS`."""
 
     class Parser(Postgres.Parser):
         LAMBDAS: ClassVar = {token: parser for token, parser in Postgres.Parser.LAMBDAS.items()
                              if token is not TokenType.ARROW}
+
+        def _parse_interval_span(self, this: exp.Expr, parse_function_unit: bool = True
+                                 ) -> exp.Interval:
+            current = self._curr
+            if current is None or current.text.upper() in INTERVAL_FIELDS:
+                interval = super()._parse_interval_span(this, parse_function_unit)
+            else:  # not a qualifier: sqlglot's parse as if the literal ended an expression
+                self._curr = _END
+                try:
+                    interval = super()._parse_interval_span(this, parse_function_unit)
+                finally:
+                    self._curr = current
+            if this.is_string and interval.this is not this and interval.this.name != this.name:
+                # sqlglot split a literal of one field into number and unit (`'-1 mon'` into
+                # '-1' MON), which DuckDB reads only for some units: the literal as written.
+                interval.set("this", this)
+                interval.set("unit", None)
+            return interval
 
 
 class Heron(PostgresSql):
@@ -165,6 +192,10 @@ class Heron(PostgresSql):
                for cls in {AIFunction, *SPELLINGS.values()}},
             Prompt: lambda self, e: self.func("PROMPT", e.this, *e.expressions),
         }
+
+
+# After the classes: sqlglot's dialect metaclass adds date_part's names to each class's set.
+PostgresSql.VALID_INTERVAL_UNITS = Heron.VALID_INTERVAL_UNITS = set(INTERVAL_FIELDS)
 
 
 def parse(sql: str) -> exp.Expression:

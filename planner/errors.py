@@ -131,6 +131,7 @@ def query_canceled(reason: str = "user request") -> SqlError:
 
 # A value longer than a varchar(n)'s length (PostgreSQL's assignment cast refuses it).
 _TOO_LONG = "value too long for type character varying({limit})"
+_TOO_LONG_BLANK_PADDED = "value too long for type character({limit})"  # char(n)'s
 
 
 def value_too_long(limit: int) -> SqlError:
@@ -308,6 +309,9 @@ _WORDINGS: tuple[_Wording, ...] = (
     _W(re.compile(r"CHECK constraint failed on table \"?(?P<table>[^\"\s]+)\"? with expression "
                   r"CHECK\(\(length\(\"?(?P<column>[^\")]+)\"?\) <= (?P<limit>\d+)\)\)"),
        _S.STRING_DATA_RIGHT_TRUNCATION, _TOO_LONG),
+    _W(re.compile(r"CHECK constraint failed on table \"?(?P<table>[^\"\s]+)\"? with expression "
+                  r"CHECK\(\((?P<limit>\d+) >= length\(rtrim\("),
+       _S.STRING_DATA_RIGHT_TRUNCATION, _TOO_LONG_BLANK_PADDED),
     _W(re.compile(r"CHECK constraint failed on table \"?(?P<table>[^\"\s]+)\"?"),
        _S.CHECK_VIOLATION, 'new row for relation "{table}" violates check constraint'),
     _W(re.compile(r'Violates foreign key constraint because key "(?P<key>.*)" does not exist'),

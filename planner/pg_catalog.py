@@ -4,8 +4,8 @@ Contract: `register(con, roles)` registers, on a connection that outlives the se
 directory's root connection), the Python functions the catalog calls: the roles it lists
 (pg_roles, pg_user, pg_auth_members, pg_get_userbyid, ::regrole; `roles()` is asked at each
 statement), PostgreSQL's text of a view's query (`heron.planner.pg_viewdef`) and to_char of a
-number (`heron.planner.pg_to_char`) and to_date (`heron.planner.pg_to_date`), which
-`pg_semantics` rewrites calls to, jsonb's
+number (`heron.planner.pg_to_char`), to_date (`heron.planner.pg_to_date`) and an interval's
+text (`heron.planner.pg_interval`), which `pg_semantics` rewrites calls and casts to, jsonb's
 containment and existence functions and its `@>` / `<@` (`heron.planner.pg_jsonb`), and attaches
 the macros every session shares (`heron.planner.shared_macros`).
 `Catalog(con, user)` serves one DuckDB connection: at once the session's functions (version(),
@@ -44,6 +44,7 @@ from heron.planner import (
     pg_activity,
     pg_catalog_relations,
     pg_information_schema,
+    pg_interval,
     pg_jsonb,
     pg_similar,
     pg_to_char,
@@ -189,6 +190,7 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
                         "VARCHAR")
     con.create_function(pg_to_date.FUNCTION, carrying(pg_to_date.to_date, 2),
                         ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
+    pg_interval.register(con)
     pg_jsonb.register(con)
     pg_similar.register(con)
 

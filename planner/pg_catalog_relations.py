@@ -22,8 +22,9 @@ What the relations show, and where it comes from:
 - Columns: the type OID a column's values are sent with (`pg_catalog_types.wire_oid_sql`),
   numeric's typmod from DECIMAL(p,s), defaults as PostgreSQL prints them. Some columns are
   described as more than their DuckDB type: a VARCHAR column carrying a length CHECK
-  (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), and a JSON column carrying
-  `json_valid(col)` (how Heron keeps `jsonb`) is jsonb, those CHECKs not listed as
+  (`length(col) <= n`, how Heron keeps `varchar(n)`) is varchar(n), one carrying
+  `n >= length(rtrim(col, ' '))` (how it keeps `char(n)`) is character(n), and a JSON column
+  carrying `json_valid(col)` (how Heron keeps `jsonb`) is jsonb, those CHECKs not listed as
   constraints; an enum column has its enum type; a view's column has the type its definition
   declares (`heron.planner.pg_catalog` types them after `heron.planner.column_origins`).
 - Constraints: primary keys, unique, foreign keys and CHECKs under PostgreSQL's names (DuckDB
@@ -49,7 +50,7 @@ from heron.planner.pg_catalog_types import (
     values,
     wire_oid_sql,
 )
-from heron.planner.pg_types import JSONB
+from heron.planner.pg_types import BPCHAR, JSONB
 
 VIEWDEF_FUNCTION = "heron_viewdef"  # a Python function: PostgreSQL's text of a view's query
 BOOTSTRAP_SUPERUSER = 10
@@ -148,18 +149,29 @@ _NAMESPACES = f"""
 LENGTH_CHECK = r"^\(length\(.+\) <= (\d+)\)$"
 
 
-def _is_length_check(c: str) -> str:
+# char(n) kept as a CHECK (n >= length(rtrim(col, ' '))) by Heron's DDL rewrite: its trailing
+# blanks are insignificant, as PostgreSQL's (which cuts them off a value too long for n).
+BPCHAR_CHECK = r"^\((\d+) >= length\(rtrim\(.+\)\)\)$"
+
+
+def _is_length_check(c: str, check: str = LENGTH_CHECK) -> str:
     return (f"({c}.constraint_type = 'CHECK' AND len({c}.constraint_column_names) = 1 "
-            f"AND regexp_matches({c}.expression, '{LENGTH_CHECK}'))")
+            f"AND regexp_matches({c}.expression, '{check}'))")
 
 
-# Each varchar(n) column's length (table_oid, column_name, length): Heron's DDL keeps it as a
-# CHECK, which the catalog reads back as the column's type (`planner.column_origins` reads
-# `LENGTH_CHECK` too).
-VARCHAR_LENGTHS = f"""(
+def _lengths(check: str) -> str:
+    """Each column's length (table_oid, column_name, length) that a CHECK matching `check`
+    (`LENGTH_CHECK`, `BPCHAR_CHECK`) keeps."""
+    return f"""(
     SELECT k.table_oid, k.constraint_column_names[1] AS column_name,
-           min(regexp_extract(k.expression, '{LENGTH_CHECK}', 1)::INTEGER) AS length
-    FROM duckdb_constraints() k WHERE {_is_length_check('k')} GROUP BY ALL)"""
+           min(regexp_extract(k.expression, '{check}', 1)::INTEGER) AS length
+    FROM duckdb_constraints() k WHERE {_is_length_check('k', check)} GROUP BY ALL)"""
+
+
+# Each varchar(n) and char(n) column's length: Heron's DDL keeps it as a CHECK, which the catalog
+# reads back as the column's type (`planner.column_origins` reads the CHECKs too).
+VARCHAR_LENGTHS = _lengths(LENGTH_CHECK)
+BPCHAR_LENGTHS = _lengths(BPCHAR_CHECK)
 
 # jsonb kept as a CHECK (json_valid(col)) on a JSON column by Heron's DDL rewrite: DuckDB has one
 # JSON type, and its JSON values are valid, so the CHECK never refuses a row; it marks the
@@ -220,6 +232,7 @@ _CONSTRAINTS = f"""
     LEFT JOIN {_COLUMN_NAMES} rc ON rc.table_oid = r.table_oid
     WHERE c.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
        OR (c.constraint_type = 'CHECK' AND NOT {_is_length_check('c')}
+           AND NOT {_is_length_check('c', BPCHAR_CHECK)}
            AND NOT {_is_jsonb_mark('c')})"""
 
 # Indexes: those PostgreSQL makes for primary keys and unique constraints (DuckDB keeps them
@@ -297,10 +310,12 @@ _TABLE_COLUMNS = f"""
     SELECT t.* REPLACE ({_DEFAULT} AS column_default) FROM (
     SELECT c.table_oid::UINTEGER AS attrelid, c.column_name AS attname,
            c.column_index::SMALLINT AS attnum,
-           CASE WHEN k.length IS NOT NULL THEN 1043 WHEN e.type_oid IS NOT NULL THEN e.type_oid
+           CASE WHEN b.length IS NOT NULL THEN {BPCHAR.oid}
+                WHEN k.length IS NOT NULL THEN 1043 WHEN e.type_oid IS NOT NULL THEN e.type_oid
                 WHEN j.table_oid IS NOT NULL THEN {JSONB.oid}
                 ELSE {wire_oid_sql('c.data_type')} END::UINTEGER AS atttypid,
-           CASE WHEN k.length IS NOT NULL THEN k.length + 4
+           CASE WHEN b.length IS NOT NULL THEN b.length + 4
+                WHEN k.length IS NOT NULL THEN k.length + 4
                 WHEN c.data_type LIKE 'DECIMAL(%' THEN
                   ((c.numeric_precision << 16) | c.numeric_scale) + 4
                 ELSE -1 END AS atttypmod,
@@ -309,6 +324,7 @@ _TABLE_COLUMNS = f"""
     FROM duckdb_columns() c
     JOIN heron_relations r ON r.oid = c.table_oid AND r.relkind IN ('r', 'v')
     LEFT JOIN {VARCHAR_LENGTHS} k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
+    LEFT JOIN {BPCHAR_LENGTHS} b ON b.table_oid = c.table_oid AND b.column_name = c.column_name
     LEFT JOIN {JSONB_COLUMNS} j ON j.table_oid = c.table_oid AND j.column_name = c.column_name
     LEFT JOIN duckdb_types() e ON e.logical_type = 'ENUM' AND NOT e.internal
          AND c.data_type = 'ENUM(' || array_to_string(

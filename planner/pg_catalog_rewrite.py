@@ -13,7 +13,8 @@ a catalog table made its OID, `pg_partition_ancestors(rel)` a relation's only an
 has no partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it (the
 type `x` declares, given the `relations` it may read: a jsonb or varchar(n) column's is jsonb or
 character varying; else the type its values are sent as),
-keywords used as column labels quoted — and printed for DuckDB. The
+keywords used as column labels quoted — and printed for DuckDB (casts to varchar(n) and char(n)
+first made what `pg_semantics` makes them: DuckDB's text keeps no length). The
 statement's own result columns keep PostgreSQL's text form: int2vector/oidvector values as
 space-separated numbers, a name cast to regnamespace, regrole or regproc as the object's name, a
 regclass or regtype value as its OID and name (sent as regclass / regtype, binary the OID);
@@ -152,6 +153,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                 node.replace(new)
     if _returned_as_text(tree):
         changed = True
+    if changed:  # DuckDB's text keeps no length of a cast's type: char(3) prints as TEXT(3)
+        pg_semantics.length_casts(tree)
     return tree.sql(dialect="duckdb") if changed else sql
 
 

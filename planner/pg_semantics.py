@@ -18,8 +18,13 @@ Contract:
   * `SELECT ... INTO t` is `CREATE TABLE t AS SELECT ...`, as PostgreSQL reads it (DuckDB has no
     SELECT INTO);
   * a `varchar(n)` / `char(n)` column of CREATE TABLE or ALTER TABLE ADD COLUMN gets a CHECK that
-    enforces its length (an overflow is 22001, `value too long for type character varying(n)`),
-    and a cast to `varchar(n)` truncates, as PostgreSQL's explicit casts do (`char(n)` also pads);
+    enforces its length (an overflow is 22001, `value too long for type character varying(n)`,
+    `character(n)`; char(n)'s CHECK, `n >= length(rtrim(col, ' '))`, lets trailing blanks
+    beyond n through and marks the column character(n); `char` is char(1)), and a cast to
+    `varchar(n)` truncates, as PostgreSQL's explicit casts do; a cast to `char(n)` truncates
+    and drops the trailing blanks, insignificant to PostgreSQL's comparisons, length, `||` and
+    casts to text (`column_origins` announces it character(n), and its values go out
+    blank-padded to n); `length_casts(tree)` makes these casts so in another rewrite's tree;
   * jsonb is stored normalized (`jsonb_storage`): a cast to jsonb, the values an INSERT,
     UPDATE or ON CONFLICT puts in a jsonb column (of `relations`), a jsonb column's literal
     DEFAULT, a string literal compared with a jsonb value, and jsonb_build_object,
@@ -88,6 +93,12 @@ Contract:
     `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
     (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
     only BLOB and BIT: on text, or on an unknown literal, it fails to bind).
+  * what turns an interval into text prints it as PostgreSQL's interval_out does
+    (`pg_interval.TEXT_MACRO`; DuckDB's cast prints `-1 day`, `2 months`): a cast to text or
+    varchar of anything but a constant, each argument of concat and concat_ws, and an operand
+    of `||` that is an interval by its syntax; only in a statement that turns something into
+    text and names an interval (or a timestamp or time, which subtract to one) or a relation
+    with such a column (`Relations.temporal`).
   A rewrite never copies an AI call (each copy would be asked). Statements with AI functions are
   printed back in Heron's dialect for the AI planner; the others in DuckDB's.
 - `pg_format(template, args)`: PostgreSQL's format() with a constant template, as the
@@ -122,6 +133,7 @@ from heron.planner import (
     column_origins,
     dialect,
     jsonb_storage,
+    pg_interval,
     pg_jsonb,
     pg_regexp,
     pg_similar,
@@ -154,6 +166,7 @@ def configure(con: duckdb.DuckDBPyConnection) -> None:
 _TRIGGER = re.compile(
     r"\b(?:bytea|blob|jsonb)\b|\b(?:numeric|decimal)\b(?!\s*\()|"
     r"\b(?:varchar|character\s+varying|char|character|bpchar)\s*\(|\[\s*\]|"
+    r"::\s*(?:char|bpchar|character(?!\s+varying))\b|"
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
@@ -175,6 +188,15 @@ _ARRAY_CONCATENATION = re.compile(r"\|\|")
 _ARRAY_WORDS = re.compile(r"\barray|_to_array\b|regexp_match|\[\s*\]", re.IGNORECASE)
 
 
+# What turns a value into text (a cast, concat, format, `||`), and the words of what may be an
+# interval where no relation's column is one (`Relations.temporal`): only with both may a
+# statement print an interval as text (`_interval_texts`).
+_TO_TEXT = re.compile(r"::\s*(?:text|varchar|character\s+varying)\b|"
+                      r"\bAS\s+(?:text|varchar|character\s+varying)\s*[()]|"
+                      r"\b(?:concat(?:_ws)?|format)\s*\(|\|\|", re.IGNORECASE)
+_INTERVAL_WORDS = re.compile(r"\binterval\b|\bage\s*\(|justify_|timestamp|\bnow\s*\(|"
+                             r"\b(?:current_|local)?time(?:tz)?\b", re.IGNORECASE)
+
 # A query that may be SELECT ... INTO.
 _SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNORECASE | re.DOTALL)
 
@@ -182,6 +204,18 @@ _SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNOR
 def _concatenates_arrays(sql: str) -> bool:
     """Whether `sql` may concatenate an array with `||`."""
     return _ARRAY_CONCATENATION.search(sql) is not None and _ARRAY_WORDS.search(sql) is not None
+
+
+def _may_print_intervals(sql: str,
+                         relations: Relations | Callable[[], Relations] | None) -> bool:
+    """Whether `sql` may turn an interval into text: it turns something into text, and names an
+    interval (or what subtracts to one) or a relation with such a column."""
+    if _TO_TEXT.search(sql) is None:
+        return False
+    if _INTERVAL_WORDS.search(sql) is not None:
+        return True
+    found = relations() if callable(relations) else relations
+    return found is not None and found.named(sql, found.temporal)
 
 
 def _operator(sql: str, character: str) -> bool:
@@ -199,13 +233,16 @@ _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
 _INTEGER_RESULT_NAMES = frozenset({"octet_length", "cardinality"})
 _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
+_BLANK_PADDED = {_T.CHAR, _T.NCHAR, _T.BPCHAR}  # char(n), character(n), bpchar(n)
 
 
 def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = None) -> str:
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    tree = _parsed(sql, _TRIGGER, _operator(sql, "?") or _operator(sql, "#") or _operator(sql, "^")
+    intervals = _may_print_intervals(sql, relations)
+    tree = _parsed(sql, _TRIGGER, intervals or _operator(sql, "?") or _operator(sql, "#")
+                   or _operator(sql, "^")
                    or _SELECT_INTO.match(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
@@ -235,6 +272,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations))
+    if intervals:  # last: the casts to text the rewrites above made are seen too
+        rewritten += _interval_texts(tree)
     return _printed(tree) if rewritten else sql
 
 
@@ -290,15 +329,76 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
     if literal and value.is_string and to.this == _T.ARRAY:
         items = parse_array_literal(value.name, lambda text: text)
         return exp.Cast(this=_array_expression(items), to=to)
-    if to.this in _TEXT_TYPES and to.expressions:
-        length = to.expressions[0]
+    length = to.expressions[0] if to.expressions else (
+        exp.Literal.number(1) if to.this in (_T.CHAR, _T.NCHAR) else None)  # char is char(1)
+    if to.this in _TEXT_TYPES and length is not None:
         text = exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
         truncated = exp.Left(this=text, expression=length.copy())
-        if to.this in (_T.CHAR, _T.NCHAR, _T.BPCHAR):  # char(n) pads with spaces
-            return exp.Anonymous(this="rpad", expressions=[truncated, length.copy(),
-                                                           exp.Literal.string(" ")])
+        if to.this in _BLANK_PADDED:
+            # char(n) without its trailing blanks, which are insignificant to length, `||`,
+            # casts to text and comparisons; they are sent (`column_origins`: bpchar(n)).
+            return exp.Anonymous(this="rtrim", expressions=[truncated, exp.Literal.string(" ")])
         return truncated
     return cast
+
+
+# What a cast to text of which is never an interval's.
+_NOT_INTERVALS = (exp.Literal, exp.Null, exp.Placeholder, exp.Parameter, exp.Boolean)
+
+
+# Functions returning an interval (`_interval_operand`).
+_INTERVAL_FUNCTIONS = frozenset({"age", "justify_hours", "justify_days", "justify_interval",
+                                 "make_interval"})
+
+
+def _interval_operand(node: exp.Expression) -> bool:
+    """Whether `node` is an interval by its syntax: a literal, a cast, a function of intervals."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Interval):
+        return True
+    if isinstance(node, exp.Cast):
+        return node.to.this == _T.INTERVAL
+    return isinstance(node, exp.Func) and (
+        node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower() in (
+        _INTERVAL_FUNCTIONS)
+
+
+def _interval_texts(tree: exp.Expression) -> list[exp.Expression]:
+    """What turns an interval into text, as `pg_interval.TEXT_MACRO` of it: DuckDB's cast
+    prints intervals otherwise than PostgreSQL (`-1 day`, `2 months`). That is each cast to text
+    (or varchar) of what may be an interval, each argument of concat and concat_ws (which cast
+    theirs to text), and each operand of `||` that is an interval by its syntax (only its type
+    would tell of a column, and `||` of lists must stay theirs). The operands changed."""
+    operands = [cast.this for cast in tree.find_all(exp.Cast)
+                if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES | {_T.TEXT}
+                and not cast.to.expressions]
+    for call in tree.find_all(exp.Concat, exp.ConcatWs):
+        operands += call.expressions
+    operands += [side for pipe in tree.find_all(exp.DPipe)
+                 for side in (pipe.this, pipe.expression) if _interval_operand(side)]
+    changed = []
+    for operand in operands:
+        if isinstance(operand, _NOT_INTERVALS):
+            continue
+        cast = operand.parent
+        if isinstance(cast, exp.Cast) and cast.this is operand:
+            cast.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
+        else:  # the holder first: `operand` moves into the call taking its place
+            holder = exp.null()
+            operand.replace(holder)
+            holder.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
+        changed.append(operand)
+    return changed
+
+
+def length_casts(tree: exp.Expression) -> None:
+    """Make each cast to varchar(n) or char(n) in `tree` (in place) what `rewrite` makes it,
+    for a rewrite that prints its tree for DuckDB, whose text keeps no length of a type."""
+    for cast in list(tree.find_all(exp.Cast)):
+        if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES and (
+                new := _rewrite_cast(cast)) is not cast:
+            cast.replace(new)
 
 
 def _similar_to(tree: exp.Expression) -> list[exp.Expression]:
@@ -1113,23 +1213,31 @@ def _declared_alter_type(dtype: exp.DataType) -> exp.DataType:
     JSONB, both as written (sqlglot would print TEXT and JSON)."""
     if dtype.this in _TEXT_TYPES and len(dtype.expressions) == 1 and (
             dtype.expressions[0].name.isdigit()):
-        return exp.DataType(this=_T.USERDEFINED, kind=f"VARCHAR({dtype.expressions[0].name})")
+        name = "BPCHAR" if dtype.this in _BLANK_PADDED else "VARCHAR"
+        return exp.DataType(this=_T.USERDEFINED, kind=f"{name}({dtype.expressions[0].name})")
     if dtype.this == _T.JSONB:
         return exp.DataType(this=_T.USERDEFINED, kind="JSONB")
     return dtype
 
 
 def _length_checked(column: exp.ColumnDef) -> exp.ColumnDef:
-    """A varchar(n)/char(n) column with a CHECK enforcing its length."""
+    """A varchar(n)/char(n) column with a CHECK enforcing its length: `length(col) <= n` for
+    varchar(n); `n >= length(rtrim(col, ' '))` for char(n) (char is char(1)), whose trailing
+    blanks PostgreSQL cuts off a value too long, and which marks the column character(n)
+    (`pg_catalog_relations.BPCHAR_CHECK`)."""
     kind = column.args.get("kind")
-    if not isinstance(kind, exp.DataType) or kind.this not in _TEXT_TYPES or not kind.expressions:
+    if not isinstance(kind, exp.DataType) or kind.this not in _TEXT_TYPES:
         return column
-    limit = kind.expressions[0]
+    blank_padded = kind.this in _BLANK_PADDED
+    limit = kind.expressions[0] if kind.expressions else (
+        exp.Literal.number(1) if blank_padded and kind.this != _T.BPCHAR else None)
     if not isinstance(limit, exp.DataTypeParam | exp.Literal) or not limit.name.isdigit():
         return column
     name = exp.column(column.this.copy())
-    check = exp.CheckColumnConstraint(this=exp.LTE(
-        this=exp.Length(this=name), expression=exp.Literal.number(int(limit.name))))
+    length = exp.Literal.number(int(limit.name))
+    check = exp.CheckColumnConstraint(this=exp.GTE(this=length, expression=exp.Length(
+        this=exp.Anonymous(this="rtrim", expressions=[name, exp.Literal.string(" ")])))
+        if blank_padded else exp.LTE(this=exp.Length(this=name), expression=length))
     checked = column.copy()
     checked.set("kind", exp.DataType.build("VARCHAR"))
     checked.append("constraints", exp.ColumnConstraint(kind=check))
@@ -1143,7 +1251,19 @@ def length_limit(check: exp.CheckColumnConstraint) -> int | None:
             and isinstance(test.this.this, exp.Column) and isinstance(test.expression, exp.Literal)
             and test.expression.is_int):
         return int(test.expression.name)
+    if (isinstance(test, exp.GTE) and isinstance(test.expression, exp.Length)
+            and isinstance(test.this, exp.Literal) and test.this.is_int
+            and _trimmed_column(test.expression.this)):
+        return int(test.this.name)
     return None
+
+
+def _trimmed_column(node: exp.Expression) -> bool:
+    """Whether `node` is `rtrim(col, ' ')`, as a char(n) column's CHECK reads it."""
+    trim = isinstance(node, exp.Trim) and node.args.get("position") == "TRAILING"
+    call = isinstance(node, exp.Anonymous) and node.name.lower() == "rtrim"
+    return (trim or call) and isinstance(node.this if trim else (
+        node.expressions[0] if node.expressions else None), exp.Column)
 
 
 def declares_type(check: exp.CheckColumnConstraint) -> bool:

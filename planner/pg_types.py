@@ -25,6 +25,7 @@ class PgType:
     typlen: int  # bytes; -1 variable length, -2 C string
     array_oid: int = 0
     sql_name: str = ""  # what format_type() prints; typname when empty
+    pad: int = 0  # character(n)'s n: its values are sent blank-padded to n characters
 
     @property
     def display_name(self) -> str:
@@ -58,6 +59,12 @@ REGCLASS = PgType(2205, "regclass", 4, 2210)
 REGTYPE = PgType(2206, "regtype", 4, 2211)
 UUID = PgType(2950, "uuid", 16, 2951)
 JSONB = PgType(3802, "jsonb", -1, 3807)
+
+def blank_padded(length: int) -> PgType:
+    """character(length): bpchar, its values sent blank-padded to `length` characters."""
+    return PgType(BPCHAR.oid, BPCHAR.name, BPCHAR.typlen, BPCHAR.array_oid, BPCHAR.sql_name,
+                  pad=length)
+
 
 ALL = (BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR,
        VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, TIMETZ, BIT, NUMERIC, REGCLASS,

@@ -1,8 +1,9 @@
 """The macros no session owns: created once per process, attached read-only by every database.
 
 Contract: `MACROS` — PostgreSQL's session functions (`pg_catalog_functions.SESSION_MACROS`:
-version(), current_user, current_setting(), quote_ident(), ...) and the stand-ins of AI calls in
-stored views (`views.MACROS`) — depend on no session: what differs between sessions they read
+version(), current_user, current_setting(), quote_ident(), ...), the stand-ins of AI calls in
+stored views (`views.MACROS`) and the cast to text that prints intervals as PostgreSQL does
+(`pg_interval.MACROS`) — depend on no session: what differs between sessions they read
 from the session variable that `pg_catalog.publish_settings` sets. So they are created once per
 process, in a DuckDB file that `attach(con)` attaches READ_ONLY to `con`'s database as
 `SHARED_DATABASE` (once per database; `attached` tells), and `use(con)` puts its schema last on a
@@ -35,7 +36,7 @@ from pathlib import Path
 import duckdb
 from duckdb import _seam
 
-from heron.planner import views
+from heron.planner import pg_interval, views
 from heron.planner.pg_catalog_functions import (
     SESSION_MACROS,
     SHARED_DATABASE,
@@ -43,7 +44,7 @@ from heron.planner.pg_catalog_functions import (
     create_macro,
 )
 
-MACROS: Macros = {**SESSION_MACROS, **views.MACROS}
+MACROS: Macros = {**SESSION_MACROS, **views.MACROS, **pg_interval.MACROS}
 # Not `main`: a qualified `main.x` must keep naming the user's database's `main` (see above).
 MACRO_SCHEMA = "heron_macros"
 SHARED_SCHEMA = f"{SHARED_DATABASE}.{MACRO_SCHEMA}"

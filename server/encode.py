@@ -6,7 +6,8 @@ Contract:
   `column_origins.wire_type`; `pg_types.for_arrow`'s when not given), byte-for-byte as
   PostgreSQL 16 sends them (text: floats shortest round-trip as with extra_float_digits >= 1,
   booleans t/f, timestamps trimmed to significant microseconds, timestamptz in the session time
-  zone with +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres, infinite dates and
+  zone with +HH[:MM] offsets, bytea hex, intervals in IntervalStyle postgres
+  (`pg_interval.text`), infinite dates and
   timestamps as infinity/-infinity; `"char"` as charout prints its one byte, binary that byte;
   jsonb (JSON values announced as jsonb) as jsonb_out prints it (`pg_jsonb.normalize`), binary
   version 1 then that text, while json keeps its text as written; regclass and regtype,
@@ -44,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from heron.planner import pg_jsonb, pg_types
+from heron.planner import pg_interval, pg_jsonb, pg_types
 from heron.planner.column_origins import wire_type
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
@@ -112,6 +113,8 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
     column's `wire_type`; by default its values' type's)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if wire is not None and wire.pad:
+        array = _blank_padded(array, wire.pad)
     if wire is CHAR and fmt in (0, 1):
         return _chars(array, fmt)
     if wire is JSONB and fmt in (0, 1):
@@ -121,6 +124,12 @@ def encode_column(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
     if fmt == 1:
         return _binary(array)
     raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+
+
+def _blank_padded(a: pa.Array, length: int) -> pa.Array:
+    """character(length) values as PostgreSQL keeps them: blank-padded to `length` characters
+    (a value may carry more trailing blanks than that: they go)."""
+    return pc.utf8_rpad(pc.utf8_rtrim(a.cast(pa.string()), " "), length, " ")
 
 
 def _chars(a: pa.Array, fmt: int) -> Wire:
@@ -220,9 +229,9 @@ def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         return [None if m is None else _time_text(m) for m in micros]
     if pa.types.is_duration(t):
         micros = pc.cast(a, pa.duration("us"), safe=False).cast(pa.int64()).to_pylist()
-        return [None if m is None else _interval_text(0, 0, m) for m in micros]
+        return [None if m is None else pg_interval.text(0, 0, m) for m in micros]
     if pa.types.is_interval(t):
-        return [None if v is None else _interval_text(v.months, v.days, v.nanoseconds // 1000)
+        return [None if v is None else pg_interval.text(v.months, v.days, v.nanoseconds // 1000)
                 for v in a.to_pylist()]
     if is_list(t):
         return _lists_text(a, tz)
@@ -321,8 +330,8 @@ def _float_text(x: float, shortest: str, max_exponent: int) -> str:
     return "-" + text if sign else text
 
 
-def _fraction(micros: int) -> str:
-    return f".{micros:06d}".rstrip("0") if micros else ""
+# Fractional seconds as PostgreSQL prints them (shared with DuckDB's interval casts).
+_fraction = pg_interval.fraction
 
 
 def _time_text(micros: int) -> str:
@@ -368,25 +377,6 @@ def _timestamps_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         text = (f"{value.year:04d}-{value:%m-%d %H:%M:%S}{_fraction(value.microsecond)}")
         out.append(text + _offset_text(value.utcoffset()) if with_tz else text)
     return out
-
-
-def _interval_text(months: int, days: int, micros: int) -> str:
-    """IntervalStyle postgres: '1 year 2 mons 3 days 04:05:06.5', '-1 days +02:00:00'."""
-    parts: list[str] = []
-    negative_before = False
-    years, mons = int(months / 12), months - int(months / 12) * 12  # truncate toward zero
-    for value, unit in ((years, "year"), (mons, "mon"), (days, "day")):
-        if value:
-            plus = "+" if negative_before and value > 0 else ""
-            parts.append(f"{plus}{value} {unit}{'' if value == 1 else 's'}")
-            negative_before = value < 0
-    if micros or not parts:
-        sign = "-" if micros < 0 else ("+" if negative_before else "")
-        magnitude = abs(micros)
-        seconds, frac = divmod(magnitude, 1_000_000)
-        parts.append(f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-                     f"{_fraction(frac)}")
-    return " ".join(parts)
 
 
 def _array_element_text(text: str | None) -> str:
@@ -600,6 +590,8 @@ def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if fmt not in (0, 1):
         raise SqlError(SqlState.INVALID_PARAMETER_VALUE, f"unsupported format code: {fmt}")
+    if wire is not None and wire.pad:
+        array = _blank_padded(array, wire.pad)
     if wire is CHAR:
         return _chars_at_once(array, fmt)
     if wire is JSONB:

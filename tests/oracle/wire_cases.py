@@ -35,6 +35,9 @@ _DOCS = _table("w_docs", "id integer, j jsonb, k json",
                "'{\"n\" : [1,2]}')",
                "(2, '[\"z\", 3.0]', NULL)", "(3, NULL, '[]')")
 
+_CHARS = _table("w_chars", "id integer, c char(4), d character(2), e char",
+                 "(1, 'ab', 'x', 'y')", "(2, 'abcd', NULL, NULL)", "(3, NULL, 'xy', ' ')")
+
 CASES: tuple[Case, ...] = (
     # -- arithmetic as PostgreSQL does it
     Case("integer_division", "SELECT 5/2 AS a, -7/2 AS b, 7 % 3 AS c, -7 % 3 AS d"),
@@ -90,6 +93,34 @@ CASES: tuple[Case, ...] = (
          setup=_table("w_short", "v varchar(3)")),
     Case("varchar_column_fits", "INSERT INTO w_short2 VALUES ('abc')",
          setup=_table("w_short2", "v varchar(3)")),
+    # character(n): announced bpchar (1042, typmod n + 4), sent blank-padded to n; its trailing
+    # blanks are insignificant to comparisons, length, || and casts to text
+    Case("char_casts", "SELECT 'ab'::char(4) AS a, 'abcdef'::char(3) AS b, 'xyz'::char AS c, "
+         "'ab'::character(3) AS d, 'a'::bpchar AS e, ' a'::char(3) AS f, NULL::char(2) AS g"),
+    Case("char_cast_semantics", "SELECT 'ab'::char(4) || '|' AS a, length('ab  '::char(4)) AS b, "
+         "'ab'::char(4) = 'ab' AS c, ('ab'::char(4))::text AS d, upper('ab'::char(4)) AS e, "
+         "pg_typeof('a'::char(3)) AS f, pg_typeof('a'::char) AS g"),
+    Case("char_columns", "SELECT id, c, d, e, c || '|' AS cat, length(c) AS l, c = 'ab' AS eq, "
+         "c::text AS t, pg_typeof(c) AS p FROM w_chars ORDER BY id", setup=_CHARS),
+    Case("char_column_in_subquery", "SELECT s.c FROM (SELECT c FROM w_chars2 WHERE id = 1) s",
+         setup=_table("w_chars2", "id integer, c char(5)", "(1, 'ab')")),
+    Case("char_column_parameter", "SELECT id FROM w_chars3 WHERE c = %s", ("ab",),
+         setup=_table("w_chars3", "id integer, c char(4)", "(1, 'ab')", "(2, 'abc')")),
+    Case("char_column_enforced", "INSERT INTO w_chars4 VALUES ('abcde')",
+         setup=_table("w_chars4", "c char(4)")),
+    Case("char_column_trailing_blanks_fit", "INSERT INTO w_chars5 VALUES ('abcd   ')",
+         setup=_table("w_chars5", "c char(4)")),
+    Case("char_catalog", "SELECT a.attname::text AS n, a.atttypid::int AS t, a.atttypmod, "
+         "format_type(a.atttypid, a.atttypmod) AS f, c.data_type::text AS d, "
+         "c.character_maximum_length, c.udt_name::text AS u FROM pg_attribute a "
+         "JOIN information_schema.columns c ON c.table_name = 'w_chars6' "
+         "AND c.column_name = a.attname WHERE a.attrelid = 'w_chars6'::regclass "
+         "AND a.attnum > 0 ORDER BY a.attnum",
+         setup=_table("w_chars6", "c char(4), d character(2), e char, v varchar(3)")),
+    Case("char_create_table_as", "SELECT c, format_type(atttypid, atttypmod) AS f FROM w_chars8, "
+         "pg_attribute WHERE attrelid = 'w_chars8'::regclass AND attname = 'c'",
+         setup=(*_table("w_chars7", "c char(3)", "('ab')"), "DROP TABLE IF EXISTS w_chars8",
+                "CREATE TABLE w_chars8 AS SELECT c FROM w_chars7")),
     Case("text_concat", "SELECT 'a' || 'b' AS s, concat('x', NULL, 'y') AS c"),
     # SIMILAR TO reads SQL's patterns: % and _ are wildcards, . is literal
     Case("similar_to", "SELECT 'banana' SIMILAR TO '%an%' AS a, 'banana' SIMILAR TO 'b.n%' AS b, "
@@ -133,6 +164,31 @@ CASES: tuple[Case, ...] = (
     Case("date_value", "SELECT DATE '2024-02-29' AS d"),
     Case("timestamp_value", "SELECT TIMESTAMP '2024-02-29 01:02:03.5' AS t"),
     Case("interval_value", "SELECT INTERVAL '1 day 2 hours' AS i"),
+    # intervals as interval_out prints them (a unit is plural unless exactly 1; `+` after a
+    # negative field), sent and cast to text
+    Case("interval_shapes", "SELECT n, x, x::text AS t FROM (VALUES "
+         "(1, interval '-1 day -3 hours'), (2, interval '1 year 2 mons -1 days 00:00:01.5'), "
+         "(3, interval '-1 year -1 mon'), (4, interval '0'), (5, interval '1 day'), "
+         "(6, interval '-1 mon 1 day -00:00:00.000001'), (7, interval '-0.5 seconds'), "
+         "(8, interval '100 hours'), (9, interval '1 mon -1 day 2 hours'), "
+         "(10, interval '-2 days 1 hour'), (11, interval '1 year'), (12, interval '-1 year'), "
+         "(13, interval '1 mon'), (14, interval '-1 mon'), (15, interval '13 mons'), "
+         "(16, interval '-13 mons'), (17, interval '-1 days'), (18, interval '2 days -1 mon'), "
+         "(19, interval '1 day 1 microsecond'), (20, interval '-1 year 1 day'), (21, NULL)) "
+         "v(n, x) ORDER BY n"),
+    Case("interval_column_text", "SELECT id, d::text, cast(d AS varchar) AS v, (t1 - t0)::text AS "
+         "diff, t1 - t0 AS raw, d::varchar(4) AS short FROM w_iv ORDER BY id",
+         setup=_table("w_iv", "id integer, d interval, t0 timestamp, t1 timestamp",
+                      "(1, '-1 day -03:00:00', '2020-01-01', '2020-01-02 01:00')",
+                      "(2, '1 year 2 mons', '2020-01-03', '2020-01-01')", "(3, NULL, NULL, NULL)")),
+    Case("interval_text_aggregate", "SELECT string_agg(x::text, ';' ORDER BY n) AS s FROM "
+         "(VALUES (1, interval '-1 day'), (2, interval '1 mon -2 days 3 hours')) v(n, x)"),
+    Case("interval_concatenation", "SELECT interval '-1 day' || 'x' AS a, 'y' || x::interval AS b, "
+         "concat(x, '|', 1, interval '-1 mon') AS c, concat_ws(',', x, x) AS d, "
+         "format('%s %s', x, 1) AS e, x::text::varchar AS f FROM (VALUES ('-1 day')) t(x)"),
+    # a word after an interval that is not one of its fields is an alias
+    Case("interval_aliases", "SELECT interval '3' d, '1 day'::interval c, interval '2' day AS e, "
+         "interval '1 mon' AS f"),
     # -- arrays
     Case("array_literal", "SELECT '{1,2}'::int[] AS a"),
     Case("array_text_literal", "SELECT '{\"a b\",NULL,c}'::text[] AS a"),
@@ -342,5 +398,13 @@ CASES: tuple[Case, ...] = (
     # -- the SQL value functions of PostgreSQL's type name
     Case("name_typed_functions", "SELECT current_user, session_user, current_role, user, "
          "current_catalog, current_schema, current_database(), upper(current_user) AS u"),
+    Case("name_typed_functions_pg_typeof", "SELECT pg_typeof(current_user) AS a, "
+         "pg_typeof(session_user) AS b, pg_typeof(current_role) AS c, pg_typeof(user) AS d, "
+         "pg_typeof(current_schema) AS e, pg_typeof(current_catalog) AS f, "
+         "pg_typeof(current_database()) AS g, pg_typeof(current_schema()) AS h, "
+         "pg_typeof(current_user::text) AS i, pg_typeof(upper(current_user)) AS j, "
+         "pg_typeof(current_user || 'x') AS k"),
+    Case("name_typed_function_in_subquery", "SELECT pg_typeof(u), u FROM "
+         "(SELECT current_user AS u) s WHERE u = current_user"),
     Case("average_of_integers", "SELECT avg(x) AS a FROM (VALUES (1), (2), (4)) t(x)"),
 )

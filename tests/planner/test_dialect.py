@@ -67,3 +67,14 @@ def test_syntax_errors_carry_42601(sql):
     with pytest.raises(SqlError) as info:
         dialect.parse(sql)
     assert info.value.sqlstate == "42601"
+
+
+def test_an_interval_s_qualifier_is_one_of_postgresql_s_fields_and_literals_stay_as_written():
+    # A word after an interval literal or the type that is not a field is an alias; a literal
+    # of one field stays one string (sqlglot's '-1' MON is no interval DuckDB reads).
+    tree = dialect.parse("SELECT interval '3' d, x::interval c, interval '2' day AS e, "
+                         "interval '-1 mon' AS f, interval '1' hour to minute AS g FROM t")
+    assert tree.named_selects == ["d", "c", "e", "f", "g"]
+    assert tree.sql(dialect="duckdb") == (
+        "SELECT INTERVAL '3' AS d, CAST(x AS INTERVAL) AS c, INTERVAL '2' DAY AS e, "
+        "INTERVAL '-1 mon' AS f, INTERVAL '1' HOUR TO MINUTE AS g FROM t")

@@ -379,3 +379,12 @@ def test_jsonb_that_postgresql_refuses_is_an_error_when_sent():
     with pytest.raises(SqlError) as caught:
         encode.encode_column(_json_values(["[1,]"]), 0, wire=pg_types.JSONB)
     assert caught.value.sqlstate == SqlState.INVALID_TEXT_REPRESENTATION
+
+
+def test_character_n_is_announced_bpchar_and_sent_blank_padded_to_n():
+    origin = column_origins.Origin(16384, 1, pg_types.BPCHAR.oid, 8)  # a character(4) column
+    wire, typmod = column_origins.wire_type(pa.string(), origin)
+    assert (wire.oid, wire.pad, typmod) == (pg_types.BPCHAR.oid, 4, 8)
+    values = pa.array(["ab", "abcd   ", None, "é"] * 25)  # the vectorized path too
+    for fmt in (0, 1):
+        assert _both(values, fmt, wire)[:4] == [b"ab  ", b"abcd", None, "é   ".encode()]

@@ -1,0 +1,66 @@
+"""PostgreSQL's text of an interval, for the wire and for DuckDB's casts of intervals to text.
+
+DuckDB's cast of an interval to text prints `-1 day -03:00:00` and `1 year 2 months`; PostgreSQL's
+interval_out (IntervalStyle postgres, its default) prints `-1 days -03:00:00` and `1 year 2 mons`:
+a unit is plural unless its value is exactly 1, and a field after a negative one carries an
+explicit `+` when positive. So `x::text`, where `x` is an interval, must not be DuckDB's cast.
+
+Contract:
+- `text(months, days, micros)` is interval_out's text of an interval of those three fields (years
+  and months from `months`, truncated toward zero as PostgreSQL's are; hours not folded into
+  days, as PostgreSQL keeps them). `server/encode.py` sends intervals so.
+- `fraction(micros)` is the fractional seconds PostgreSQL prints after a time of day: `.5` for
+  500000 microseconds, nothing for none.
+- `FUNCTION` is `text` as the DuckDB function `register(con)` registers (INTERVAL -> VARCHAR,
+  over Arrow's month_day_nano values); `TEXT_MACRO` is the macro (`MACROS`, a session macro of
+  `pg_catalog_functions`) that `pg_semantics.rewrite` puts in place of a cast to text whose
+  operand may be an interval: `FUNCTION` of an interval, DuckDB's cast of anything else.
+  DuckDB binds `typeof(x)` to a constant and folds the CASE on it, so the macro costs a
+  statement nothing where its operand is not an interval.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+FUNCTION = "heron_interval_out"
+TEXT_MACRO = "heron_text"
+# A cast of an interval goes through DuckDB's text and back to reach FUNCTION: the branch is
+# bound for every operand type, and only text has a cast to INTERVAL (DuckDB's text of an
+# interval reads back the same).
+MACROS = {TEXT_MACRO: (("heron_x", "CASE WHEN typeof(heron_x) = 'INTERVAL' THEN "
+                                   f"{FUNCTION}(CAST(CAST(heron_x AS VARCHAR) AS INTERVAL)) "
+                                   "ELSE CAST(heron_x AS VARCHAR) END"),)}
+
+
+def fraction(micros: int) -> str:
+    return f".{micros:06d}".rstrip("0") if micros else ""
+
+
+def text(months: int, days: int, micros: int) -> str:
+    """IntervalStyle postgres: '1 year 2 mons 3 days 04:05:06.5', '-1 days +02:00:00'."""
+    parts: list[str] = []
+    negative_before = False
+    years, mons = int(months / 12), months - int(months / 12) * 12  # truncate toward zero
+    for value, unit in ((years, "year"), (mons, "mon"), (days, "day")):
+        if value:
+            # Each nonzero field decides the `+` of the next one only (AddPostgresIntPart).
+            plus = "+" if negative_before and value > 0 else ""
+            parts.append(f"{plus}{value} {unit}{'' if value == 1 else 's'}")
+            negative_before = value < 0
+    if micros or not parts:
+        sign = "-" if micros < 0 else ("+" if negative_before else "")
+        seconds, frac = divmod(abs(micros), 1_000_000)
+        parts.append(f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+                     f"{fraction(frac)}")
+    return " ".join(parts)
+
+
+def _texts(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return pa.array([None if v is None else text(v.months, v.days, v.nanoseconds // 1000)
+                     for v in values.to_pylist()], pa.string())
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    con.create_function(FUNCTION, _texts, ["INTERVAL"], "VARCHAR", type="arrow")
