@@ -11,6 +11,7 @@ PostgreSQL's.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 
 import pytest
@@ -21,12 +22,27 @@ psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.timeout(180)
 
 _DOC = '{"b": [1.50, 1e2], "a": "x\\\\y", "b": {"zz": null, "y": true}}'
+_DROP = tuple(f"DROP TABLE IF EXISTS {name}" for name in (  # (Heron drops one at a time)
+    "d_child", "d_parent", "d_t", "d_t2", "d_t3", "d_t4", "d_t5", "d_tt"))
 _SETUP = (
-    *(f"DROP TABLE IF EXISTS {name}" for name in (  # (Heron drops one table at a time)
-        "d_child", "d_parent", "d_t", "d_t2", "d_t3", "d_t4", "d_t5", "d_tt")),
+    *_DROP,
     "CREATE TABLE d_t (id int, j jsonb, v varchar(3))",
     f"INSERT INTO d_t VALUES (1, '{_DOC}', 'abc'), (2, NULL, NULL)",
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tables_dropped_after(request, heron_server):
+    """The servers are the session's: tables left behind would show in other modules'
+    catalogs (psql's \\dt lists them on one server and not the other)."""
+    yield
+    servers = [heron_server]
+    with contextlib.suppress(pytest.skip.Exception):  # no PostgreSQL 15: nothing made there
+        servers.append(request.getfixturevalue("postgres15"))
+    for server in servers:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            for sql in _DROP:
+                conn.execute(sql)
 
 SCRIPTS: dict[str, tuple[str, ...]] = {
     "add_column": (
