@@ -58,7 +58,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from heron.planner import result_names
-from heron.planner.dialect import PostgresSql
+from heron.planner.dialect import BLANK_PADDED, PostgresSql
 from heron.planner.pg_catalog_relations import (
     BPCHAR_CHECK,
     JSONB_CHECK,
@@ -108,8 +108,6 @@ _MAX_DEPTH = 16
 _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETURNING\b|"
                                r"\bAS\b|\(|\bCASE\b|\[|~|#|'|\bcurrent_|\b(?:session_)?user\b",
                                re.IGNORECASE)
-_BLANK_PADDED = frozenset({exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR,
-                           exp.DataType.Type.BPCHAR})
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 # DuckDB's types of the values that are, or subtract to, intervals.
 _TEMPORAL = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)")  # TIMESTAMP_NS, TIME WITH ...
@@ -629,7 +627,7 @@ def _declared(to: exp.DataType) -> Origin:
         return NO_ORIGIN
     if to.this is exp.DataType.Type.VARCHAR and len(sizes) <= 1:
         return varchar(sizes[0] if sizes else None)
-    if to.this in _BLANK_PADDED and len(sizes) <= 1:  # char is char(1), bpchar has no length
+    if to.this in BLANK_PADDED and len(sizes) <= 1:  # char is char(1), bpchar has no length
         return bpchar(sizes[0] if sizes else None if to.this is exp.DataType.Type.BPCHAR else 1)
     if to.this is exp.DataType.Type.DECIMAL and len(sizes) in (1, 2):
         return numeric(*sizes)

@@ -22,7 +22,8 @@ spellings), and only PostgreSQL's `INTERVAL_FIELDS` qualify an interval (another
 `interval '3'` or `::interval` is an alias), a literal of one field kept as written.
 PostgreSQL's to_char, to_date, div and array_remove, and DuckDB's regexp_extract (in the catalog
 rewrite's text), stay calls as written, for `pg_semantics` and the shared macros to give them
-PostgreSQL's meaning. Syntax errors raise `SqlError` 42601.
+PostgreSQL's meaning. `BLANK_PADDED` are sqlglot's types of char(n). Syntax errors raise
+`SqlError` 42601.
 
 sqlglot reads `AI.IF(x)` as a qualified call `Dot(AI, IF(x))`; the parser here turns that shape
 into the typed node, and maps the one-word spellings through its function table.
@@ -39,6 +40,10 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from heron.planner.errors import SqlError, SqlState
+
+# sqlglot's types of PostgreSQL's char(n), character(n) and bpchar(n): blank-padded strings.
+BLANK_PADDED = frozenset({exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR,
+                          exp.DataType.Type.BPCHAR})
 
 
 class AIFunction(exp.Expression, exp.Func):

@@ -218,14 +218,15 @@ def _may_print_intervals(sql: str,
     return found is not None and found.named(sql, found.temporal)
 
 
-def _operator(sql: str, character: str) -> bool:
-    """Whether `sql` may use an operator spelled with `character` (`?` for jsonb's, `#` for
-    the integers' xor, `^`): it stands outside the string literals."""
-    if character not in sql:
+def _operator(sql: str, characters: str) -> bool:
+    """Whether `sql` may use an operator spelled with one of `characters` (`?` for jsonb's,
+    `#` for the integers' xor, `^`): it stands outside the string literals (stripped once)."""
+    if not any(c in sql for c in characters):
         return False
     if _UNCLEAR_LITERALS.search(sql):
         return True
-    return character in _STRING_LITERAL.sub("", sql)
+    outside = _STRING_LITERAL.sub("", sql)
+    return any(c in outside for c in characters)
 
 
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
@@ -233,7 +234,7 @@ _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
 _INTEGER_RESULT_NAMES = frozenset({"octet_length", "cardinality"})
 _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
-_BLANK_PADDED = {_T.CHAR, _T.NCHAR, _T.BPCHAR}  # char(n), character(n), bpchar(n)
+_BLANK_PADDED = dialect.BLANK_PADDED
 
 
 def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = None) -> str:
@@ -241,8 +242,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
     intervals = _may_print_intervals(sql, relations)
-    tree = _parsed(sql, _TRIGGER, intervals or _operator(sql, "?") or _operator(sql, "#")
-                   or _operator(sql, "^")
+    tree = _parsed(sql, _TRIGGER, intervals or _operator(sql, "?#^")
                    or _SELECT_INTO.match(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)

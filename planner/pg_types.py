@@ -13,6 +13,7 @@ what it receives cannot disagree.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -62,8 +63,7 @@ JSONB = PgType(3802, "jsonb", -1, 3807)
 
 def blank_padded(length: int) -> PgType:
     """character(length): bpchar, its values sent blank-padded to `length` characters."""
-    return PgType(BPCHAR.oid, BPCHAR.name, BPCHAR.typlen, BPCHAR.array_oid, BPCHAR.sql_name,
-                  pad=length)
+    return dataclasses.replace(BPCHAR, pad=length)
 
 
 ALL = (BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID, JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR,

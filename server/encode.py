@@ -330,13 +330,12 @@ def _float_text(x: float, shortest: str, max_exponent: int) -> str:
     return "-" + text if sign else text
 
 
-# Fractional seconds as PostgreSQL prints them (shared with DuckDB's interval casts).
-_fraction = pg_interval.fraction
 
 
 def _time_text(micros: int) -> str:
     seconds, frac = divmod(micros, 1_000_000)
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}{_fraction(frac)}"
+    return (f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+            f"{pg_interval.fraction(frac)}")
 
 
 def _offset_text(offset: dt.timedelta) -> str:
@@ -374,7 +373,7 @@ def _timestamps_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         except OverflowError:
             out.append(str(m))  # beyond Python's datetime range (years past 9999)
             continue
-        text = (f"{value.year:04d}-{value:%m-%d %H:%M:%S}{_fraction(value.microsecond)}")
+        text = (f"{value.year:04d}-{value:%m-%d %H:%M:%S}{pg_interval.fraction(value.microsecond)}")
         out.append(text + _offset_text(value.utcoffset()) if with_tz else text)
     return out
 
