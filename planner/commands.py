@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from heron.planner.errors import SqlError, SqlState
 
-_IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+# An identifier as PostgreSQL reads one, double-quoted or plain (a regular expression).
+IDENTIFIER = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
 
 
 def identifier(text: str) -> str:
@@ -190,11 +191,11 @@ class SavepointCommand:
     name: str
 
 
-_SAVEPOINT = re.compile(rf"^\s*SAVEPOINT\s+(?P<name>{_IDENT})\s*;?\s*$", re.IGNORECASE)
-_RELEASE = re.compile(rf"^\s*RELEASE\s+(?:SAVEPOINT\s+)?(?P<name>{_IDENT})\s*;?\s*$",
+_SAVEPOINT = re.compile(rf"^\s*SAVEPOINT\s+(?P<name>{IDENTIFIER})\s*;?\s*$", re.IGNORECASE)
+_RELEASE = re.compile(rf"^\s*RELEASE\s+(?:SAVEPOINT\s+)?(?P<name>{IDENTIFIER})\s*;?\s*$",
                       re.IGNORECASE)
 _ROLLBACK_TO = re.compile(rf"^\s*(?:ROLLBACK|ABORT)(?:\s+(?:WORK|TRANSACTION))?\s+TO\s+"
-                          rf"(?:SAVEPOINT\s+)?(?P<name>{_IDENT})\s*;?\s*$", re.IGNORECASE)
+                          rf"(?:SAVEPOINT\s+)?(?P<name>{IDENTIFIER})\s*;?\s*$", re.IGNORECASE)
 
 
 def read_savepoint(sql: str) -> SavepointCommand | None:
@@ -256,13 +257,13 @@ class CloseCommand:
 
 
 _DECLARE = re.compile(
-    rf"^\s*DECLARE\s+(?P<name>{_IDENT})\s+(?P<options>(?:\w+\s+)*?)CURSOR\s+"
+    rf"^\s*DECLARE\s+(?P<name>{IDENTIFIER})\s+(?P<options>(?:\w+\s+)*?)CURSOR\s+"
     r"(?:(?P<hold>WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<query>.*?)\s*;?\s*$",
     re.IGNORECASE | re.DOTALL)
 _FETCH = re.compile(r"^\s*(?P<verb>FETCH|MOVE)\b(?P<rest>.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
-_FETCH_TAIL = re.compile(rf"^(?P<where>.*?)\s*(?:\b(?:FROM|IN)\s+)?(?P<cursor>{_IDENT})$",
+_FETCH_TAIL = re.compile(rf"^(?P<where>.*?)\s*(?:\b(?:FROM|IN)\s+)?(?P<cursor>{IDENTIFIER})$",
                          re.IGNORECASE | re.DOTALL)
-_CLOSE = re.compile(rf"^\s*CLOSE\s+(?P<name>{_IDENT})\s*;?\s*$", re.IGNORECASE)
+_CLOSE = re.compile(rf"^\s*CLOSE\s+(?P<name>{IDENTIFIER})\s*;?\s*$", re.IGNORECASE)
 _DECLARE_OPTIONS = {"BINARY", "ASENSITIVE", "INSENSITIVE", "NO", "SCROLL"}
 
 
@@ -344,10 +345,10 @@ class NotifyCommand:
     payload: str = ""
 
 
-_LISTEN = re.compile(rf"^\s*(?P<verb>LISTEN|UNLISTEN)\s+(?:(?P<all>\*)|(?P<channel>{_IDENT}))"
+_LISTEN = re.compile(rf"^\s*(?P<verb>LISTEN|UNLISTEN)\s+(?:(?P<all>\*)|(?P<channel>{IDENTIFIER}))"
                      r"\s*;?\s*$", re.IGNORECASE)
-_NOTIFY = re.compile(rf"^\s*NOTIFY\s+(?P<channel>{_IDENT})\s*(?:,\s*'(?P<payload>(?:[^']|'')*)')?"
-                     r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_NOTIFY = re.compile(rf"^\s*NOTIFY\s+(?P<channel>{IDENTIFIER})\s*"
+                     r"(?:,\s*'(?P<payload>(?:[^']|'')*)')?\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's limit
 
 

@@ -45,6 +45,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect, pg_jsonb
+from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError
 from heron.planner.pg_types import JSONB
 
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from heron.planner.column_origins import Columns, Relations
 
 _T = exp.DataType.Type
-_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+_NAME = IDENTIFIER
 # The table an INSERT or UPDATE writes (ON CONFLICT's DO UPDATE finds "SET", no table).
 _WRITTEN = re.compile(rf"\b(?:INSERT\s+INTO|UPDATE)\s+(?P<name>{_NAME}(?:\s*\.\s*{_NAME})*)",
                       re.IGNORECASE)

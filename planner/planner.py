@@ -14,7 +14,8 @@ frozen `Statement`; nothing runs. `describe` gives its result columns without ru
 runs it: statements without AI functions go to DuckDB (streamed when asked; the catalog's snapshots
 refreshed first when the statement reads them; an ALTER TABLE DuckDB cannot run in place on the
 CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through `create_table_as`,
-which keeps its query's declared types), AI statements through the `Executor` (EXPLAIN renders the
+which keeps its query's declared types; a DROP, and the IF [NOT] EXISTS of CREATE and ALTER TABLE,
+through `existence`, which drops several names and sends PostgreSQL's notices), AI statements through the `Executor` (EXPLAIN renders the
 plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
@@ -49,6 +50,7 @@ from heron.planner import (
     column_origins,
     create_table_as,
     dialect,
+    existence,
     explain,
     jsonb_storage,
     logical,
@@ -125,6 +127,9 @@ class Planner:
         if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns):
             # DuckDB's parser refuses a column with a CHECK
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
+        if isinstance(drop := existence.read(duckdb_sql), existence.Drop):
+            # DuckDB's parser refuses a DROP of several names
+            return Statement(duckdb_sql, Kind.OTHER, verb=f"DROP {drop.kind}")
         stmt = statement.classify(self.con, duckdb_sql)
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
@@ -218,8 +223,15 @@ class Planner:
             if stmt.kind is Kind.CREATE and stmt.param_count == 0 and (
                     created := create_table_as.parse(stmt.sql)) is not None:
                 return create_table_as.run(self.con, created, stmt)  # declared types kept
+            skip = None
+            if stmt.verb.startswith(("DROP ", "CREATE ", "ALTER ")) and (
+                    ddl := existence.read(stmt.sql)) is not None:
+                if isinstance(ddl, existence.Drop):
+                    return existence.run(self.con, ddl)  # several names, notices
+                skip = existence.skipped(self.con, ddl)
             # (the result's columns carry the statement's origins: `run` gave them)
-            return statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
+            return existence.with_notice(statement.run(
+                self.con, stmt, params, stream=stream, prepared=self.prepared), skip)
         settings = self.settings
         if plan.explain is Explain.PLAN:
             planned = self.executor.estimate(plan, params, settings)

@@ -1,0 +1,233 @@
+"""DDL whose outcome depends on whether the objects it names exist, run as PostgreSQL runs it.
+
+DuckDB drops one object per statement (`DROP TABLE a, b` is its 0A000 "Can only drop one object
+at a time") and skips a missing object under IF EXISTS, or an existing one under IF NOT EXISTS,
+without a word. PostgreSQL drops a list of names in one statement, and sends a NOTICE for each
+name it skips (`table "t" does not exist, skipping`, `relation "t" already exists, skipping`),
+which psql prints and migration tools log.
+
+Contract:
+- `read(sql)` reads DuckDB's text of one statement (as `pg_semantics.rewrite` prints it): a
+  `Drop` for DROP TABLE / VIEW / INDEX / SEQUENCE / TYPE / SCHEMA [IF EXISTS] of one or more
+  names [CASCADE | RESTRICT];
+  a `CreateIfNotExists` for CREATE [TEMP] TABLE / INDEX / SEQUENCE / SCHEMA IF NOT EXISTS; None
+  otherwise. Nothing runs.
+- `run(con, drop)` runs a `Drop` and returns its `Result`: it looks every name up first, then
+  drops each object once (a name given twice is dropped once), all in one transaction (the
+  session's when one is open): a missing name is skipped with PostgreSQL's notice under IF
+  EXISTS, else PostgreSQL's error (42P01, 42704, 3F000) comes before anything is dropped; a
+  DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there.
+- `skipped(con, ddl)`, asked before DuckDB runs a `CreateIfNotExists` or an `AlterIfExists`
+  (ALTER TABLE IF EXISTS, or one ADD COLUMN IF NOT EXISTS / DROP COLUMN IF EXISTS): PostgreSQL's
+  notice when the object is there (the table missing, the column there or missing) and the
+  statement will skip it, else None.
+  Names resolve as DuckDB's DDL resolves them: qualified by schema, or through the search path
+  (temporary objects first).
+
+Differences left: PostgreSQL's relations share one namespace (a CREATE TABLE IF NOT EXISTS of a
+sequence's name is skipped there); DuckDB keeps tables and views apart from indexes and
+sequences, and so does the lookup here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+import duckdb
+from duckdb import _seam
+
+from heron.planner import dialect
+from heron.planner.commands import IDENTIFIER as _IDENT
+from heron.planner.commands import identifier
+from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.statement import Result, atomic
+
+_NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
+_KINDS = r"TABLE|VIEW|INDEX|SEQUENCE|TYPE|SCHEMA"
+_DROP = re.compile(
+    rf"^\s*DROP\s+(?P<kind>{_KINDS})\s+(?P<exists>IF\s+EXISTS\s+)?"
+    rf"(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)\s*(?P<behaviour>CASCADE|RESTRICT)?\s*;?\s*$",
+    re.IGNORECASE)
+_CREATE = re.compile(
+    rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?P<temp>(?:(?:GLOBAL|LOCAL)\s+)?TEMP(?:ORARY)?\s+)?"
+    r"(?:UNLOGGED\s+)?(?:UNIQUE\s+)?(?P<kind>TABLE|INDEX|SEQUENCE|SCHEMA)\s+IF\s+NOT\s+EXISTS\s+"
+    rf"(?P<name>{_NAME})", re.IGNORECASE)
+_ALTER = re.compile(
+    rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{_NAME})\s+"
+    rf"(?:(?P<action>ADD|DROP)\s+(?:COLUMN\s+)?(?P<column_exists>IF\s+(?:NOT\s+)?EXISTS\s+)"
+    rf"(?P<column>{_IDENT}))?", re.IGNORECASE)
+_PART = re.compile(_IDENT)
+
+# Where DuckDB lists the objects of each kind a search-path lookup finds: (function, name column).
+_LISTS = {"INDEX": ("duckdb_indexes", "index_name"),
+          "SEQUENCE": ("duckdb_sequences", "sequence_name"),
+          "TYPE": ("duckdb_types", "type_name")}
+
+
+@dataclass(frozen=True)
+class Drop:
+    kind: str  # TABLE, VIEW, INDEX, SEQUENCE, TYPE or SCHEMA
+    names: tuple[tuple[str, ...], ...]  # each name's parts, resolved as PostgreSQL folds them
+    if_exists: bool
+    behaviour: str  # "CASCADE", "RESTRICT" or ""
+
+
+@dataclass(frozen=True)
+class CreateIfNotExists:
+    kind: str  # TABLE, INDEX, SEQUENCE or SCHEMA
+    name: tuple[str, ...]
+    temporary: bool
+
+
+@dataclass(frozen=True)
+class AlterIfExists:
+    table: tuple[str, ...]
+    if_exists: bool  # ALTER TABLE IF EXISTS
+    action: str  # "ADD" (a column IF NOT EXISTS), "DROP" (a column IF EXISTS) or ""
+    column: str
+
+
+def read(sql: str) -> Drop | CreateIfNotExists | AlterIfExists | None:
+    """The statement as one of this module's, or None (see the module docstring)."""
+    if m := _DROP.match(sql):
+        names = tuple(_parts(n) for n in _split_names(m["names"]))
+        return Drop(m["kind"].upper(), names, bool(m["exists"]),
+                    (m["behaviour"] or "").upper())
+    if m := _CREATE.match(sql):
+        return CreateIfNotExists(m["kind"].upper(), _parts(m["name"]), bool(m["temp"]))
+    if (m := _ALTER.match(sql)) and (m["exists"] or m["column_exists"]):
+        return AlterIfExists(_parts(m["name"]), bool(m["exists"]),
+                             (m["action"] or "").upper() if m["column_exists"] else "",
+                             identifier(m["column"] or ""))
+    return None
+
+
+def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
+    """Run `drop` (see the module docstring)."""
+    notices = []
+    with atomic(con):
+        present: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for parts in drop.names:
+            if (missing := _missing(con, drop.kind, parts)) is None:
+                # (DuckDB's names are case-insensitive: "T" and t name one table there)
+                present.setdefault(tuple(p.lower() for p in parts), parts)
+            elif drop.if_exists:
+                notices.append(f"{missing.message}, skipping")
+            else:
+                raise missing
+        for parts in present.values():
+            name = ".".join(dialect.quoted(p) for p in parts)
+            try:
+                con.execute(f"DROP {drop.kind} {name} {drop.behaviour}")
+            except duckdb.Error as exc:
+                raise from_duckdb(exc) from None
+    return Result(f"DROP {drop.kind}", None, None, notices=tuple(notices))
+
+
+def skipped(con: duckdb.DuckDBPyConnection, ddl: CreateIfNotExists | AlterIfExists
+            ) -> str | None:
+    """Before DuckDB runs `ddl`: PostgreSQL's notice when IF [NOT] EXISTS will skip it (or the
+    column it adds or drops), else None."""
+    if isinstance(ddl, AlterIfExists):
+        return _alter_skipped(con, ddl)
+    parts = ddl.name
+    if ddl.temporary and len(parts) == 1:
+        parts = ("temp", "main", parts[0])
+    if _missing(con, ddl.kind, parts, of_kind=False) is not None:
+        return None
+    noun = "schema" if ddl.kind == "SCHEMA" else "relation"
+    return f'{noun} "{ddl.name[-1]}" already exists, skipping'
+
+
+def _alter_skipped(con: duckdb.DuckDBPyConnection, alter: AlterIfExists) -> str | None:
+    if _seam.table_kind(con, alter.table) == "none":
+        return f'relation "{alter.table[-1]}" does not exist, skipping' if alter.if_exists else None
+    if not alter.action:
+        return None
+    name = ".".join(dialect.quoted(p) for p in alter.table)
+    columns = {c.lower() for c in _seam.bind(con, f"SELECT * FROM {name}").names}
+    there = alter.column.lower() in columns
+    if there != (alter.action == "ADD"):
+        return None
+    state = "already exists" if there else "does not exist"
+    return f'column "{alter.column}" of relation "{alter.table[-1]}" {state}, skipping'
+
+
+def with_notice(result: Result, notice: str | None) -> Result:
+    """`result` with `notice` before its own notices."""
+    if notice is None:
+        return result
+    return dataclasses.replace(result, notices=(notice, *result.notices))
+
+
+# What PostgreSQL's DROP reports for a missing object of each kind.
+_UNDEFINED = {"TABLE": SqlState.UNDEFINED_TABLE, "VIEW": SqlState.UNDEFINED_TABLE,
+              "SEQUENCE": SqlState.UNDEFINED_TABLE, "INDEX": SqlState.UNDEFINED_OBJECT,
+              "TYPE": SqlState.UNDEFINED_OBJECT, "SCHEMA": SqlState.INVALID_SCHEMA_NAME}
+
+
+def _missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], *,
+             of_kind: bool = True) -> SqlError | None:
+    """None when the object exists, else PostgreSQL's error for the one that does not (the
+    schema of a qualified name first). A table named where a view is meant, or a view where a
+    table is, is PostgreSQL's 42809 error, raised, when `of_kind` (a CREATE TABLE ... IF NOT
+    EXISTS skips either)."""
+    name, schema = parts[-1], parts[-2] if len(parts) > 1 else None
+    schemas = _schemas(con)
+    if kind == "SCHEMA":
+        found = name in schemas
+    elif schema is not None and schema not in schemas:
+        return SqlError(SqlState.INVALID_SCHEMA_NAME, f'schema "{schema}" does not exist')
+    elif kind in ("TABLE", "VIEW"):
+        found_kind = _seam.table_kind(con, parts)
+        found = found_kind != "none"
+        if found and of_kind and found_kind != kind.lower():
+            other = "VIEW" if kind == "TABLE" else "TABLE"
+            raise SqlError(SqlState.WRONG_OBJECT_TYPE, f'"{name}" is not a {kind.lower()}',
+                           hint=f"Use DROP {other} to remove a {other.lower()}.")
+    else:
+        function, column = _LISTS[kind]
+        path = [schema] if schema is not None else _search_path(con)
+        found = bool(con.execute(
+            f"SELECT count(*) FROM {function}() WHERE {column} = ? AND (schema_name IN "
+            "(SELECT unnest(?::VARCHAR[])) OR (? AND database_name = 'temp'))",
+            [name, path, schema is None]).fetchall()[0][0])
+    return None if found else SqlError(_UNDEFINED[kind],
+                                       f'{kind.lower()} "{name}" does not exist')
+
+
+def _schemas(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {s for (s,) in con.execute(
+        "SELECT schema_name FROM duckdb_schemas() WHERE database_name IN "
+        "(current_database(), 'temp')").fetchall()}
+
+
+def _search_path(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The schemas DuckDB's search path names (the last part of each entry)."""
+    # (duckdb_settings(): a session's current_setting() is PostgreSQL's, which has no such path)
+    path, current = con.execute(
+        "SELECT (SELECT value FROM duckdb_settings() WHERE name = 'search_path'), "
+        "current_schema()").fetchall()[0]
+    entries = [_parts(e)[-1] for e in _split_names(path)] if path else []
+    return entries or [current]
+
+
+def _split_names(text: str) -> list[str]:
+    """A comma-separated list of names (commas inside quotes kept)."""
+    names, current, quoted = [], [], False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            names.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    names.append("".join(current).strip())
+    return [n for n in names if n]
+
+
+def _parts(name: str) -> tuple[str, ...]:
+    return tuple(identifier(p) for p in _PART.findall(name))
