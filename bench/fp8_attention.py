@@ -192,12 +192,28 @@ def bf16_differences() -> None:
     engine = functools.partial(segment_attention, q, k, v, stacked, DIM**-0.5,
                                launch=Launch(num_stages=2))
     expected = engine()
-    for stages in (2, 3, 4):
-        call = functools.partial(engine, launch=Launch(num_stages=stages))
-        same = torch.equal(call(), expected)
-        t = do_bench(call, warmup=25, rep=100, return_mode="median")
-        print(f"engine kernel bf16, {stages} stages: {t:.3f} ms {useful / t / 1e9:.0f} TFLOP/s, "
-              f"same bits {same}", flush=True)
+    # The same keys with each anchor's 64-key blocks apart (the two anchors' blocks alternate in
+    # the arena): the tiles hold the same keys, so the bits must not change.
+    blocks = triton_cdiv(ANCHOR, 64)
+    apart = [((2 * np.arange(blocks)[:, None] + a) * 64 + np.arange(64)).ravel()[:ANCHOR]
+             for a in range(2)]
+    k_apart = torch.zeros(2 * blocks * 64, KV_HEADS, DIM, device="cuda", dtype=torch.bfloat16)
+    v_apart = torch.zeros_like(k_apart)
+    for a in range(2):
+        slots = torch.as_tensor(apart[a], device="cuda")
+        k_apart[slots] = k[a * ANCHOR:(a + 1) * ANCHOR]
+        v_apart[slots] = v[a * ANCHOR:(a + 1) * ANCHOR]
+    stacked_apart = Segments.build([0, per_anchor], [per_anchor] * 2, apart, [ANCHOR, ANCHOR],
+                                   "cuda")
+    for layout, keys, values, segments in (("one run", k, v, stacked),
+                                           ("blocks apart", k_apart, v_apart, stacked_apart)):
+        for stages in (2, 3, 4):
+            call = functools.partial(segment_attention, q, keys, values, segments, DIM**-0.5,
+                                     launch=Launch(num_stages=stages))
+            same = torch.equal(call(), expected)
+            t = do_bench(call, warmup=25, rep=100, return_mode="median")
+            print(f"engine kernel bf16, anchors in {layout}, {stages} stages: {t:.3f} ms "
+                  f"{useful / t / 1e9:.0f} TFLOP/s, same bits {same}", flush=True)
     for indexed in (False, True):
         for runtime_len in (False, True):
             call = run(q, k, v, 0, 0, (128, 4, 2), indexed, runtime_len)
