@@ -19,7 +19,8 @@ Prints, per variant: time, useful TFLOP/s, and max/mean |Δ| from float32 attent
 inputs; the engine's own kernel (``segment_attention``, prefix part, the suffix launch's shape)
 as the baseline of the same run. ``--bf16`` instead adds back to the simplified bf16 loop, one
 at a time, what the engine's loop does (each tile's first slot read from the key list, the
-list's length known at run time) and times the engine's kernel at 2-4 pipeline stages.
+list's length known at run time) and times the engine's kernel at 2-4 pipeline stages, with
+the anchors' keys in one run of slots and with their 64-key blocks apart in the arena.
 """
 
 from __future__ import annotations
