@@ -13,7 +13,8 @@ Contract:
   a `CreateIfNotExists` for CREATE [TEMP] TABLE / INDEX / SEQUENCE / SCHEMA IF NOT EXISTS; None
   otherwise. Nothing runs.
 - `run(con, drop)` runs a `Drop` and returns its `Result`: it looks every name up first, then
-  drops each object once (a name given twice is dropped once), all in one transaction (the
+  drops each object once (a table with the sequences its serial and identity columns own,
+  `serial_columns`) (a name given twice is dropped once), all in one transaction (the
   session's when one is open): a missing name is skipped with PostgreSQL's notice under IF
   EXISTS, else PostgreSQL's error (42P01, 42704, 3F000) comes before anything is dropped; a
   DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there.
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 import duckdb
 from duckdb import _seam
 
-from heron.planner import dialect
+from heron.planner import dialect, serial_columns
 from heron.planner.commands import IDENTIFIER as _IDENT
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
@@ -118,9 +119,12 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
             else:
                 raise missing
         for parts in present.values():
+            owned = _owned_sequences(con, parts) if drop.kind == "TABLE" else []
             name = ".".join(dialect.quoted(p) for p in parts)
             try:
                 con.execute(f"DROP {drop.kind} {name} {drop.behaviour}")
+                for sequence in owned:  # (after: the table's defaults depend on them)
+                    con.execute(f"DROP SEQUENCE {sequence}")
             except duckdb.Error as exc:
                 raise from_duckdb(exc) from None
     return Result(f"DROP {drop.kind}", None, None, notices=tuple(notices))
@@ -196,6 +200,26 @@ def _missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], 
             [name, path, schema is None]).fetchall()[0][0])
     return None if found else SqlError(_UNDEFINED[kind],
                                        f'{kind.lower()} "{name}" does not exist')
+
+
+def _owned_sequences(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> list[str]:
+    """The sequences a table's serial and identity columns own (`serial_columns`), as quoted
+    names: the table found as a statement finds it (temporary first, then the search path)."""
+    name = parts[-1]
+    order = [parts[-2]] if len(parts) > 1 else ["", *_search_path(con)]  # "": temporary
+    found: dict[str, list[tuple[str, str, str | None]]] = {}
+    for database, schema, column, default in con.execute(
+            "SELECT database_name, schema_name, column_name, column_default FROM duckdb_columns() "
+            "WHERE table_name = ? AND database_name IN (current_database(), 'temp')",
+            [name]).fetchall():
+        key = "" if database == "temp" and len(parts) == 1 else schema
+        found.setdefault(key, []).append((database, schema, column, default))
+    columns = next((found[key] for key in order if key in found), [])
+    owned = []
+    for database, schema, column, default in columns:
+        if (sequence := serial_columns.owned(name, schema, column, default)) is not None:
+            owned.append(".".join(dialect.quoted(p) for p in (database, schema, sequence)))
+    return owned
 
 
 def _schemas(con: duckdb.DuckDBPyConnection) -> set[str]:

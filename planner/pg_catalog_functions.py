@@ -217,7 +217,6 @@ def _session_macros() -> Macros:
         "pg_get_function_arguments": (("function_arg", no_text),),
         "pg_get_function_identity_arguments": (("function_arg", no_text),),
         "pg_get_statisticsobjdef_columns": (("stat_arg", no_text),),
-        "pg_get_serial_sequence": (("table_arg, column_arg", no_text),),
         # Heron has no triggers, rules, partitions or extended statistics.
         "pg_get_triggerdef": (("trigger_arg", no_text), ("trigger_arg, pretty_arg", no_text)),
         "pg_get_ruledef": (("rule_arg", no_text), ("rule_arg, pretty_arg", no_text)),
@@ -402,12 +401,23 @@ def _size() -> str:
     return f"CASE WHEN {kind} = 'v' THEN 0 END::BIGINT"
 
 
+_OWNED = "c.table_name || '_' || c.column_name || '_seq'"
+_SERIAL_SEQUENCE = (
+    f"(SELECT quote_ident(c.schema_name) || '.' || quote_ident({_OWNED}) FROM duckdb_columns() c "
+    "WHERE c.table_oid = to_regclass(table_arg) AND c.column_name = column_arg AND "
+    f"c.column_default IN ('nextval(''' || {_OWNED} || ''')', "
+    f"'nextval(''' || c.schema_name || '.' || {_OWNED} || ''')'))")
+
+
 CATALOG_MACROS: Macros = {  # in creation order: a macro is bound when created
     # ::regclass and friends (see the rewrite): text -> OID, OID -> display name.
     "to_regclass": (("name_arg", _regclass_oid()),),
     "heron_regclass_oid": (("name_arg", "coalesce(to_regclass(name_arg), error('relation \"' "
                                         "|| name_arg || '\" does not exist'))"),),
     "heron_regclass_name": (("rel_arg", _relation_name()),),
+    # The sequence a serial or identity column owns (`serial_columns`: named
+    # <table>_<column>_seq and read by the column's default).
+    "pg_get_serial_sequence": (("table_arg, column_arg", _SERIAL_SEQUENCE),),
     "to_regtype": (("name_arg", _regtype_oid()),),
     "heron_regtype_oid": (("name_arg", "coalesce(to_regtype(name_arg), error('type \"' "
                                        "|| name_arg || '\" does not exist'))"),),

@@ -15,8 +15,10 @@ runs it: statements without AI functions go to DuckDB (streamed when asked; the 
 refreshed first when the statement reads them; an ALTER TABLE DuckDB cannot run in place on the
 CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through `create_table_as`,
 which keeps its query's declared types; a DROP, and the IF [NOT] EXISTS of CREATE and ALTER TABLE,
-through `existence`, which drops several names and sends PostgreSQL's notices), AI statements through the `Executor` (EXPLAIN renders the
-plan without the model, EXPLAIN ANALYZE runs it and shows the actual work), and every AI
+through `existence`, which drops several names and sends PostgreSQL's notices; a CREATE TABLE of
+serial or identity columns through `serial_columns`), AI statements through the `Executor`
+(EXPLAIN renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work),
+and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
 (its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
@@ -58,6 +60,7 @@ from heron.planner import (
     pg_catalog,
     pg_catalog_rewrite,
     pg_semantics,
+    serial_columns,
     statement,
     views,
 )
@@ -130,6 +133,9 @@ class Planner:
         if isinstance(drop := existence.read(duckdb_sql), existence.Drop):
             # DuckDB's parser refuses a DROP of several names
             return Statement(duckdb_sql, Kind.OTHER, verb=f"DROP {drop.kind}")
+        if serial_columns.read(duckdb_sql) is not None:
+            # DuckDB knows neither serial types nor identity columns
+            return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
         stmt = statement.classify(self.con, duckdb_sql)
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
@@ -229,6 +235,10 @@ class Planner:
                 if isinstance(ddl, existence.Drop):
                     return existence.run(self.con, ddl)  # several names, notices
                 skip = existence.skipped(self.con, ddl)
+                if skip is not None and isinstance(ddl, existence.CreateIfNotExists):
+                    return Result(stmt.verb, None, None, notices=(skip,))  # nothing to run
+            if stmt.verb == "CREATE TABLE" and (serial := serial_columns.read(stmt.sql)):
+                return serial_columns.run(self.con, serial)
             # (the result's columns carry the statement's origins: `run` gave them)
             return existence.with_notice(statement.run(
                 self.con, stmt, params, stream=stream, prepared=self.prepared), skip)

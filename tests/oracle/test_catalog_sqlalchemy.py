@@ -44,3 +44,41 @@ def _answer(server, call: str):
 def test_reflection_answers_as_postgresql(servers, call):
     heron, postgres = servers
     assert _answer(heron, call) == _answer(postgres, call)
+
+
+def _orm_round_trip(server) -> tuple:
+    """What an application's first run does: create_all of tables with generated keys (SERIAL
+    for an Integer key, IDENTITY when asked), rows inserted returning their keys, the key
+    reflected back, drop_all and create_all again (a test suite's set-up)."""
+    sa = sqlalchemy
+    engine = sa.create_engine(f"postgresql+psycopg2://heron@{server.host}:{server.port}/heron",
+                              connect_args={"connect_timeout": 10})
+    metadata = sa.MetaData()
+    people = sa.Table("o_people", metadata, sa.Column("id", sa.Integer, primary_key=True),
+                      sa.Column("name", sa.String(20), nullable=False))
+    events = sa.Table("o_events", metadata,
+                      sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+                      sa.Column("person", sa.Integer, sa.ForeignKey("o_people.id")))
+    try:
+        metadata.drop_all(engine)
+        metadata.create_all(engine)
+        with engine.begin() as conn:
+            keys = conn.execute(people.insert().returning(people.c.id),
+                                [{"name": "ann"}, {"name": "bob"}]).scalars().all()
+            event = conn.execute(events.insert().values(person=keys[0]).returning(
+                events.c.id)).scalar()
+        columns = [(c["name"], str(c["type"]), c["nullable"], c["autoincrement"], c["default"])
+                   for c in sa.inspect(engine).get_columns("o_people")]
+        metadata.drop_all(engine)
+        metadata.create_all(engine)
+        with engine.begin() as conn:
+            again = conn.execute(people.insert().returning(people.c.id), [{"name": "cy"}]).scalar()
+        metadata.drop_all(engine)
+        return keys, event, columns, again
+    finally:
+        engine.dispose()
+
+
+def test_orm_tables_with_generated_keys_as_postgresql(servers):
+    heron, postgres = servers
+    assert _orm_round_trip(heron) == _orm_round_trip(postgres)

@@ -1,0 +1,146 @@
+"""serial columns and identity columns, which DuckDB's CREATE TABLE has not: an integer column
+whose default takes the next value of a sequence made for it, as PostgreSQL makes one.
+
+PostgreSQL's `id serial` is `id integer NOT NULL DEFAULT nextval('t_id_seq'::regclass)` over a
+sequence `t_id_seq` the column owns (dropped with its table); bigserial and smallserial are the
+same over bigint and smallint, and `GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]`
+is the same over the column's own integer type. ORMs create every autoincrementing key this way
+(SQLAlchemy and Rails serial, Django identity); DuckDB knows neither spelling.
+
+Contract:
+- `read(sql)`: DuckDB's text of a CREATE TABLE (as `pg_semantics.rewrite` prints it) as a
+  `SerialTable` when one of its columns is serial, bigserial or smallserial or has an identity
+  clause; None for any other statement (a cheap test first, no parse).
+- `run(con, table)` runs it: each such column's sequence, named as PostgreSQL names it
+  (`<table>_<column>_seq`, in the table's schema, temporary with a temporary table), with the
+  identity's START / INCREMENT / MINVALUE / MAXVALUE / CYCLE (else from 1 up to the type's
+  largest value), then the table, the column `NOT NULL DEFAULT nextval('<sequence>')`, all in
+  one transaction (the session's when one is open). (An IF NOT EXISTS over an existing relation
+  is skipped before: `existence`.)
+- `owned(table, schema, column, default)`: the name of the sequence `run` made for a column
+  (`<table>_<column>_seq`, read by the column's default `default`), or None: DROP TABLE drops it
+  after the table (`existence`).
+
+Differences from PostgreSQL: GENERATED ALWAYS takes an explicit value where PostgreSQL refuses
+one without OVERRIDING SYSTEM VALUE (428C9), and the catalog shows an identity column as a
+serial one (attidentity empty, a nextval default); a sequence name is not shortened to 63 bytes
+nor given a number when taken (the CREATE fails with 42P07 instead).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from heron.planner import dialect
+from heron.planner.errors import from_duckdb
+from heron.planner.statement import Result, atomic
+
+_T = exp.DataType.Type
+_MAY_BE = re.compile(r"^\s*CREATE\b.*\b(?:SMALLSERIAL|BIGSERIAL|SERIAL[248]?|AS\s+IDENTITY)\b",
+                     re.IGNORECASE | re.DOTALL)
+# The integer type each spelling stands for, and its largest value (a sequence's default MAXVALUE).
+_SERIALS = {_T.SMALLSERIAL: _T.SMALLINT, _T.SERIAL: _T.INT, _T.BIGSERIAL: _T.BIGINT}
+_LARGEST = {_T.SMALLINT: 2**15 - 1, _T.INT: 2**31 - 1, _T.BIGINT: 2**63 - 1}
+_OPTIONS = (("start", "START WITH"), ("increment", "INCREMENT BY"), ("minvalue", "MINVALUE"),
+            ("maxvalue", "MAXVALUE"))
+
+
+@dataclass(frozen=True)
+class SerialTable:
+    create_table: str  # DuckDB's CREATE TABLE, each such column defaulting to its sequence
+    create_sequences: tuple[str, ...]
+    table: tuple[str, ...]  # the table's name, its parts
+
+
+def read(sql: str) -> SerialTable | None:
+    """`sql` as a `SerialTable`, or None (see the module docstring)."""
+    if _MAY_BE.match(sql) is None:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect.PostgresSql)
+    except (SqlglotError, ValueError):
+        return None
+    if not isinstance(tree, exp.Create) or (tree.kind or "").upper() != "TABLE" or (
+            not isinstance(tree.this, exp.Schema)):
+        return None
+    table = tree.this.this
+    properties = tree.args.get("properties")
+    temporary = properties is not None and any(
+        isinstance(p, exp.TemporaryProperty) for p in properties.expressions)
+    sequences = []
+    for column in tree.this.find_all(exp.ColumnDef):
+        sequence = _sequence_of(column, table, temporary)
+        if sequence is not None:
+            sequences.append(sequence)
+    if not sequences:
+        return None
+    return SerialTable(tree.sql(dialect="duckdb"), tuple(sequences),
+                       tuple(p.name for p in table.parts))
+
+
+def run(con: duckdb.DuckDBPyConnection, table: SerialTable) -> Result:
+    """Run `table` (see the module docstring)."""
+    try:
+        with atomic(con):
+            for sequence in table.create_sequences:
+                con.execute(sequence)
+            con.execute(table.create_table)
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    return Result("CREATE TABLE", None, None)
+
+
+def owned(table: str, schema: str, column: str, default: str | None) -> str | None:
+    """The sequence `run` made for `column` of `table` in `schema`, if `default` (DuckDB's text of
+    the column's default) is still its nextval."""
+    sequence = f"{table}_{column}_seq"
+    made = {f"nextval({_literal(sequence)})", f"nextval({_literal(f'{schema}.{sequence}')})"}
+    return sequence if default in made else None
+
+
+def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> str | None:
+    """The CREATE SEQUENCE a serial or identity column needs, the column made to default to it
+    in place; None for another column."""
+    kind = column.args.get("kind")
+    constraints = column.args.get("constraints") or []
+    identity = next((c for c in constraints
+                     if isinstance(c.kind, exp.GeneratedAsIdentityColumnConstraint)), None)
+    serial = isinstance(kind, exp.DataType) and kind.this in _SERIALS
+    if not serial and identity is None:
+        return None
+    integer = _SERIALS[kind.this] if serial else kind.this if isinstance(kind, exp.DataType) \
+        else _T.INT
+    name = f"{table.name}_{column.name}_seq"
+    options: dict[str, object] = {"minvalue": 1, "maxvalue": _LARGEST.get(integer, 2**63 - 1)}
+    cycle = False
+    if identity is not None:
+        constraints.remove(identity)
+        given = {key: value.sql(dialect="duckdb") for key, _ in _OPTIONS
+                 if (value := identity.kind.args.get(key)) is not None}
+        if given.get("increment", "1").lstrip().startswith("-"):
+            options = {}  # descending: DuckDB's bounds are PostgreSQL's (below zero)
+        options.update(given)
+        cycle = bool(identity.kind.args.get("cycle"))
+    column.set("kind", exp.DataType.build(integer))
+    schema = [p.name for p in table.parts[:-1]]  # the table's schema (and database), if named
+    default = exp.Anonymous(this="nextval", expressions=[exp.Literal.string(
+        ".".join([*schema, name]))])
+    if not any(isinstance(c.kind, exp.NotNullColumnConstraint) for c in constraints):
+        constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
+    constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=default)))
+    column.set("constraints", constraints)
+    settings = " ".join(f"{spelling} {options[key]}" for key, spelling in _OPTIONS
+                        if key in options)
+    temp = "TEMPORARY " if temporary else ""
+    sequence = ".".join(dialect.quoted(p) for p in [*schema, name])
+    return f"CREATE {temp}SEQUENCE {sequence} {settings}{' CYCLE' if cycle else ''}"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
