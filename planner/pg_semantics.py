@@ -57,7 +57,11 @@ Contract:
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
-    FROM too);
+    FROM too); in FROM its alias names its column too (`FROM generate_series(1, 3) AS x`: x
+    is each number, where DuckDB's x is the row); over two dates (a cast to date,
+    current_date) it gives timestamptz, as PostgreSQL's (DuckDB's gives timestamps);
+  * `regexp_split_to_table(text, pattern [, flags])`, which DuckDB lacks, unnests its
+    regexp_split_to_array (in FROM under the call's alias, which names its column too);
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
     and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
     `?column?`;
@@ -70,7 +74,8 @@ Contract:
   * functions DuckDB lacks or reads otherwise: `format()` with a constant template
     (`pg_format`: %s, %I, %L, %%; DuckDB's format takes {} fields), `json_build_object` /
     `jsonb_build_object` (DuckDB's json_object), `jsonb_build_array` (json_array), `json_agg` /
-    `jsonb_agg` (json_group_array), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
+    `jsonb_agg` (json_group_array; with ORDER BY or DISTINCT in the call, which that macro
+    refuses, the JSON of the ordered list), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
     json_type's answers),
     `substring` / `substr` with a start below 1 (PostgreSQL's count positions before the
     string's first; DuckDB's count from its end) or a negative count (22011),
@@ -173,7 +178,7 @@ _TRIGGER = re.compile(
     r"jsonb?_array_elements(?:_text)?|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|extract|date_part|using|array_cat|"
     r"pow|power|"
-    r"regexp_match(?:es)?|substr(?:ing)?)"
+    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
@@ -268,7 +273,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
                   + _similar_to(tree)
-                  + _integer_results(tree, sql) + _series(tree, sql)
+                  + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations))
@@ -566,6 +571,8 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     name = call.name.lower() if isinstance(call, exp.Anonymous) else None
     if name in _RENAMED:
         renamed = exp.Anonymous(this=_RENAMED[name], expressions=call.expressions)
+        if name == "jsonb_agg" and len(call.expressions) == 1:
+            renamed = _json_agg(call.expressions[0]) or renamed
         # jsonb is stored normalized (`jsonb_storage`): what computes one too (not yet an
         # aggregate over a window, whose OVER would then follow the call)
         return exp.Anonymous(this=pg_jsonb.NORMALIZE, expressions=[renamed]) if (
@@ -599,8 +606,9 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
                                     true=exp.Literal.string(pg_name))
                              for duckdb_name, pg_name in _JSON_TYPES.items()])
     if isinstance(call, exp.JSONArrayAgg) and not any(
-            value for key, value in call.args.items() if key != "this"):  # no ORDER BY
-        return exp.Anonymous(this="json_group_array", expressions=[call.this])
+            value for key, value in call.args.items() if key != "this"):
+        return _json_agg(call.this) or exp.Anonymous(this="json_group_array",
+                                                     expressions=[call.this])
     if isinstance(call, exp.Format) and isinstance(call.this, exp.Literal) and (
             call.this.is_string):
         return pg_format(call.this.name, list(call.expressions))
@@ -735,6 +743,15 @@ def _json_rows(tree: exp.Expression) -> list[exp.Expression]:
     return changed
 
 
+def _json_agg(argument: exp.Expression) -> exp.Expression | None:
+    """json_agg / jsonb_agg of `argument` with ORDER BY or DISTINCT inside the call, which
+    DuckDB's json_group_array (a macro) refuses: the JSON of the ordered (distinct) list; None
+    for a plain argument."""
+    if not isinstance(argument, exp.Order | exp.Distinct) or argument.find_ancestor(exp.Window):
+        return None
+    return exp.Anonymous(this="to_json", expressions=[exp.ArrayAgg(this=argument)])
+
+
 def _encoded(call: exp.Encode | exp.Decode) -> exp.Expression | None:
     """PostgreSQL's encode(bytea, format) / decode(text, format) for 'hex' and 'base64' (None
     for another format, which DuckDB then refuses)."""
@@ -840,6 +857,13 @@ def _series(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     """The `generate_series` calls outside FROM, which sqlglot prints as the unnest of DuckDB's
     list (rows); each that is a select list item named, and integer when its bounds and step
     are integer literals within int4."""
+    for call in tree.find_all(exp.ExplodingGenerateSeries):
+        # generate_series(date, date, interval) is PostgreSQL's of timestamptz (date's
+        # preferred promotion); DuckDB's reads the dates as timestamps
+        bounds = [call.args.get("start"), call.args.get("end")]
+        if all(_is_date(bound) for bound in bounds):
+            for bound in bounds:
+                bound.replace(exp.cast(bound.copy(), "TIMESTAMPTZ"))
     calls = [node for node in tree.find_all(exp.ExplodingGenerateSeries)
              if isinstance(node.find_ancestor(exp.Table, exp.Select), exp.Select)]
     for call in calls:
@@ -856,19 +880,54 @@ def _series(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     return calls + _series_tables(tree)
 
 
+def _is_date(node: exp.Expression | None) -> bool:
+    """Whether `node` is a date by its syntax (a cast to date, current_date)."""
+    return isinstance(node, exp.CurrentDate) or (
+        isinstance(node, exp.Cast) and node.to.this == _T.DATE)
+
+
 def _series_tables(tree: exp.Expression) -> list[exp.Expression]:
-    """The `generate_series` calls in FROM whose bounds and step are integer literals within
-    int4, each a derived table of its rows as integers under the call's alias (DuckDB's table
-    function gives BIGINT rows, PostgreSQL's generate_series(int, int) integer)."""
-    calls = [table for table in tree.find_all(exp.Table)
-             if isinstance(table.this, exp.ExplodingGenerateSeries) and all(
-                 _int4_literal(bound) for bound in table.this.args.values() if bound is not None)]
+    """The `generate_series` calls in FROM: each one's column takes its alias's name when the
+    alias names no columns (`FROM generate_series(1, 3) AS x` reads x as the numbers, as
+    PostgreSQL reads a function of scalars; DuckDB reads it as the rows); and those whose bounds
+    and step are integer literals within int4, a derived table of its rows as integers under
+    the call's alias (DuckDB's table function gives BIGINT rows, PostgreSQL's
+    generate_series(int, int) integer)."""
+    tables = [table for table in tree.find_all(exp.Table)
+              if isinstance(table.this, exp.ExplodingGenerateSeries)]
+    for table in tables:
+        alias = table.args.get("alias")
+        if alias is not None and alias.this is not None and not alias.args.get("columns"):
+            alias.set("columns", [alias.this.copy()])
+    calls = [table for table in tables if all(
+        _int4_literal(bound) for bound in table.this.args.values() if bound is not None)]
     for table in calls:
         rows = exp.select(exp.cast(exp.column("generate_series"), "INTEGER").as_(
             "generate_series")).from_(exp.Table(this=table.this.copy()))
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(
             "generate_series"))
         table.replace(exp.Subquery(this=rows, alias=alias.copy()))
+    return tables
+
+
+def _split_tables(tree: exp.Expression) -> list[exp.Expression]:
+    """regexp_split_to_table(text, pattern [, flags]), which DuckDB lacks: the unnest of its
+    regexp_split_to_array, in FROM under the call's alias (naming its column too, as PostgreSQL
+    names a function of scalars), in a select list named as the call; the calls changed."""
+    calls = [call for call in tree.find_all(exp.Anonymous)
+             if call.name.lower() == "regexp_split_to_table"]
+    for call in calls:
+        parts = exp.Anonymous(this="regexp_split_to_array", expressions=call.expressions)
+        table = call.parent
+        if isinstance(table, exp.Table) and table.this is call:
+            alias = table.args.get("alias")
+            name = alias.this if alias is not None and alias.this is not None else (
+                exp.to_identifier(call.name.lower()))
+            columns = alias.args.get("columns") if alias is not None else None
+            table.replace(exp.Unnest(expressions=[parts], alias=exp.TableAlias(
+                this=name.copy(), columns=columns or [name.copy()])))
+        else:
+            _take_place(call, "regexp_split_to_table").replace(exp.Explode(this=parts))
     return calls
 
 

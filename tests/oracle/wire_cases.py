@@ -60,6 +60,21 @@ CASES: tuple[Case, ...] = (
     Case("generate_series_select_list", "SELECT generate_series(1, 3)"),
     Case("generate_series_aliased", "SELECT generate_series(1, 2) AS n, 'a' AS t"),
     Case("generate_series_from", "SELECT n FROM generate_series(1, 3) AS t(n)"),
+    # a function of scalars in FROM: its alias names its column too
+    Case("generate_series_alias_is_the_column",
+         "SELECT x, x * 2 AS y FROM generate_series(1, 3) AS x WHERE x > 1 ORDER BY x DESC"),
+    Case("generate_series_alias_in_aggregates",
+         "SELECT jsonb_agg(g ORDER BY g), sum(g), count(*) FILTER (WHERE g % 2 = 0) "
+         "FROM generate_series(1, 10, 3) g"),
+    Case("generate_series_of_dates", "SELECT d, d::date AS day FROM generate_series("
+         "'2024-03-30'::date, '2024-04-01'::date, interval '1 day') AS d"),
+    Case("jsonb_agg_ordered_and_distinct",
+         "SELECT n, jsonb_agg(s ORDER BY s DESC), jsonb_agg(DISTINCT n) FROM (VALUES (1, 'b'), "
+         "(1, 'a'), (2, NULL)) t(n, s) GROUP BY n ORDER BY n"),
+    Case("regexp_split_to_table_from", "SELECT w, length(w) FROM regexp_split_to_table("
+         "'ab  cde f', '\\s+') AS w ORDER BY 2, 1"),
+    Case("regexp_split_to_table_select_list",
+         "SELECT regexp_split_to_table('a,b,,c', ',') AS part"),
     Case("format_template", "SELECT format('%s-%s: %I %L %%', 1, 'a', 'My Table', 'it''s') AS f, "
          "format('%s|%s', NULL, 2) AS g"),
     Case("text_functions", "SELECT to_hex(255) AS h, initcap('hello wORLD') AS i, "
