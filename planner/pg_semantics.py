@@ -62,6 +62,13 @@ Contract:
     current_date) it gives timestamptz, as PostgreSQL's (DuckDB's gives timestamps);
   * `regexp_split_to_table(text, pattern [, flags])`, which DuckDB lacks, unnests its
     regexp_split_to_array (in FROM under the call's alias, which names its column too);
+  * a SELECT's row-locking clauses (FOR UPDATE, FOR NO KEY UPDATE, FOR SHARE, FOR KEY SHARE,
+    with OF, NOWAIT or SKIP LOCKED) are accepted and take no lock: DuckDB has no row locks,
+    and its transactions see a snapshot, so a transaction that then writes a row another
+    committed after that snapshot fails with 40001, as PostgreSQL's repeatable read does (what
+    clients that lock rows before writing them retry). A second locker is not made to wait,
+    nor are locked rows skipped: two workers that each lock and update the same job row see
+    one of them fail with 40001 where PostgreSQL's second one waits or skips it;
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
     and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
     `?column?`;
@@ -179,7 +186,8 @@ _TRIGGER = re.compile(
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|extract|date_part|using|array_cat|"
     r"pow|power|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?)"
-    r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>",
+    r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
+    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b",
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
 # most AI prompts hold a `?` (and catalog queries a `^` in their patterns), and parsing for
@@ -272,7 +280,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
-                  + _similar_to(tree)
+                  + _similar_to(tree) + _row_locks(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
@@ -908,6 +916,15 @@ def _series_tables(tree: exp.Expression) -> list[exp.Expression]:
             "generate_series"))
         table.replace(exp.Subquery(this=rows, alias=alias.copy()))
     return tables
+
+
+def _row_locks(tree: exp.Expression) -> list[exp.Expression]:
+    """The row-locking clauses (FOR UPDATE, FOR SHARE, ...), which DuckDB's grammar lacks,
+    taken out: see the module docstring. The clauses removed."""
+    locks = list(tree.find_all(exp.Lock))
+    for lock in locks:
+        lock.pop()
+    return locks
 
 
 def _split_tables(tree: exp.Expression) -> list[exp.Expression]:

@@ -53,6 +53,11 @@ CASES: tuple[Case, ...] = (
     Case("numeric_literal_cast", "SELECT 1.23456::numeric AS n"),
     Case("numeric_string_cast", "SELECT '1.23456'::numeric AS n"),
     Case("numeric_typmod", "SELECT 12.345::numeric(10,2) AS n"),
+    # row locks: accepted (Heron takes none; see pg_semantics)
+    Case("select_for_update", "SELECT id, name FROM w_people WHERE id < 3 ORDER BY id "
+         "FOR UPDATE", setup=_PEOPLE),
+    Case("select_for_share_skip_locked", "SELECT id FROM w_people ORDER BY id LIMIT 1 "
+         "FOR NO KEY UPDATE OF w_people SKIP LOCKED", setup=_PEOPLE),
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
     Case("round_half_even_for_doubles", "SELECT round(2.5::float8) AS a, round(-2.5::float8) AS b, "

@@ -166,3 +166,25 @@ def test_statement_timeout_does_not_run_while_a_portal_waits(heron_server):
         messages = client.read_until()
         assert kinds(messages) == "DDsZ"
         assert [m.row() for m in messages if m.kind == "D"] == [[b"1"], [b"2"]]
+
+
+def test_rows_locked_for_update_then_written_by_two_sessions_fail_the_second_with_40001(
+        heron_server, conn):
+    """FOR UPDATE takes no lock (pg_semantics): the guarantee clients lock rows for, no lost
+    update, comes from the snapshot's write conflict, which the second writer gets as 40001."""
+    fresh_table(conn, "tx_jobs", "id integer PRIMARY KEY, taken text")
+    conn.execute("INSERT INTO tx_jobs VALUES (1, NULL), (2, NULL)")
+    with psycopg.connect(heron_server.dsn, autocommit=True) as other:
+        picks = []
+        for session in (conn, other):
+            session.execute("BEGIN")
+            picks.append(session.execute(
+                "SELECT id FROM tx_jobs WHERE taken IS NULL ORDER BY id LIMIT 1 "
+                "FOR UPDATE SKIP LOCKED").fetchone())
+        assert picks == [(1,), (1,)]  # (PostgreSQL's second session would get job 2)
+        conn.execute("UPDATE tx_jobs SET taken = 'first' WHERE id = 1")
+        conn.execute("COMMIT")
+        with pytest.raises(psycopg.errors.SerializationFailure):
+            other.execute("UPDATE tx_jobs SET taken = 'second' WHERE id = 1")
+        other.execute("ROLLBACK")
+    assert conn.execute("SELECT taken FROM tx_jobs WHERE id = 1").fetchone() == ("first",)
