@@ -15,7 +15,8 @@ is classified), the TEMP macros and views that answer PostgreSQL 15's catalog: t
 of `pg_catalog` (`heron.planner.pg_catalog_relations`) and `information_schema`
 (`heron.planner.pg_information_schema`) with PostgreSQL's columns, and its functions
 (`heron.planner.pg_catalog_functions`), and the sessions' activity views and backend functions
-acting for the session's `caller` (`heron.planner.pg_activity`) — ~0.2 s of DDL that a session
+acting for the session's `caller` (`heron.planner.pg_activity`) and its advisory locks
+(`heron.planner.pg_advisory`) — ~0.2 s of DDL that a session
 which never reads the catalog (a pooled application connection) does not pay. TEMP objects are
 per connection and shadow the built-in ones of the same unqualified name; statements reach them
 as `heron.planner.pg_catalog_rewrite` rewrites them. Created in a transaction that rolls back,
@@ -42,6 +43,7 @@ import pyarrow as pa
 from heron.planner import (
     column_origins,
     pg_activity,
+    pg_advisory,
     pg_catalog_relations,
     pg_information_schema,
     pg_interval,
@@ -254,6 +256,7 @@ class Catalog:
     def _install(self) -> None:
         con = self.con
         pg_activity.install(con, self.caller)
+        pg_advisory.install(con, self.caller)
         self._stamp(None)
         for name, sql in _HELPERS:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")

@@ -204,9 +204,6 @@ def _session_macros() -> Macros:
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
         "pg_encoding_to_char": (("encoding_arg", "'UTF8'"),),
-        # No advisory locks can be held, so releasing them all does nothing (asyncpg's pool runs
-        # it whenever it takes a connection back).
-        "pg_advisory_unlock_all": (("", "NULL"),),
         "pg_is_in_recovery": (("", "false"),),
         "pg_tablespace_location": (("tablespace_arg", "''"),),
         "pg_partition_ancestors": (("rel_arg", "rel_arg::UINTEGER"),),  # no partitions: itself

@@ -22,6 +22,9 @@ signal the backends of its own role, or any as a superuser — a superuser's onl
 does what a CancelRequest does; a terminate what the server's shutdown does to a connection
 (FATAL 57P01 to its client, its statement interrupted, its session closed), and with a timeout
 waits for the connection to be gone. An unknown PID gets PostgreSQL's WARNING and false.
+It is also the server's `pg_advisory.Locks`: its `locks` table holds the backends' advisory
+locks, a backend's own released when it closes, its transaction's by the session
+(`Backend.locks`), a wait given up once the backend's `cancelled` is set or it is gone.
 Queue positions are decided across all backends when heron_stat_ai is read (see
 `pg_activity`).
 """
@@ -40,6 +43,7 @@ from typing import Protocol
 
 from heron.catalog.roles import Role, Roles
 from heron.planner.pg_activity import BackendRow, Caller, OperatorRow, Outcome, Signal
+from heron.planner.pg_advisory import AdvisoryLocks, Key
 from heron.planner.progress import OperatorProgress, Stage, State
 from heron.server.transaction import TransactionStatus
 
@@ -117,7 +121,8 @@ class Backend:
     """One connection's entry (see the module contract)."""
 
     def __init__(self, pid: int, user: str, database: str, client: Client,
-                 application_name: str, peer: Peer) -> None:
+                 application_name: str, peer: Peer,
+                 locks: AdvisoryLocks | None = None) -> None:
         self.pid = pid
         self.token = secrets.token_hex(16)
         self.caller = Caller(pid, self.token)
@@ -130,6 +135,10 @@ class Backend:
         # None: no progress NOTICEs; else the seconds between two of one operator's
         self.progress_interval: float | None = None
         self.gone = threading.Event()  # set once the connection closed
+        # Set while the session's statement is cancelled (the session puts its planner's here):
+        # an advisory lock's wait gives up then.
+        self.cancelled = threading.Event()
+        self.locks = locks if locks is not None else AdvisoryLocks()
         self._lock = threading.Lock()
         self._state = BackendState.IDLE
         self._query = ""
@@ -237,10 +246,11 @@ class Activity:
         self.database = database
         self._backends: dict[int, Backend] = {}
         self._lock = threading.Lock()
+        self.locks = AdvisoryLocks()  # the backends' advisory locks (pg_advisory)
 
     def open(self, pid: int, user: str, client: Client, application_name: str,
              peer: Peer) -> Backend:
-        backend = Backend(pid, user, self.database, client, application_name, peer)
+        backend = Backend(pid, user, self.database, client, application_name, peer, self.locks)
         with self._lock:
             self._backends[pid] = backend
         return backend
@@ -250,6 +260,7 @@ class Activity:
             if self._backends.get(backend.pid) is backend:
                 del self._backends[backend.pid]
         backend.gone.set()
+        self.locks.release_all(backend.pid)  # (pg_advisory: a session's locks end with it)
 
     # -- pg_activity.Activity --------------------------------------------------------------
 
@@ -310,6 +321,32 @@ class Activity:
                                      f"{round(timeout * 1000)} milliseconds")
             return Outcome.TIMED_OUT
         return Outcome.SENT
+
+    # -- pg_advisory.Locks -----------------------------------------------------------------
+
+    def advisory(self, caller: Caller, action: str, key: Key) -> bool:
+        """`action` ("lock", "try", "unlock" with "shared" and "xact", or "unlock all") on an
+        advisory lock, for the caller once its token checks out."""
+        if self._role_of(caller) is None:
+            return False
+        with self._lock:
+            backend = self._backends.get(caller.pid)
+        if backend is None:
+            return False
+        verb, *modes = action.split()
+        shared = "shared" in modes
+        if verb == "unlock":
+            if modes == ["all"]:
+                self.locks.release_all(backend.pid, transaction_too=False)
+                return True
+            if self.locks.release(backend.pid, key, shared=shared):
+                return True
+            mode = "ShareLock" if shared else "ExclusiveLock"
+            backend.peer.post_notice(Severity.WARNING, f"you don't own a lock of type {mode}")
+            return False
+        return self.locks.acquire(
+            backend.pid, key, shared=shared, transaction="xact" in modes, wait=verb == "lock",
+            stop=lambda: backend.cancelled.is_set() or backend.gone.is_set())
 
     def _all(self) -> list[Backend]:
         with self._lock:

@@ -51,7 +51,16 @@ import pyarrow as pa
 
 from heron.catalog import Database
 from heron.engine.api import Engine
-from heron.planner import Column, Kind, Result, SqlError, SqlState, pg_activity, split
+from heron.planner import (
+    Column,
+    Kind,
+    Result,
+    SqlError,
+    SqlState,
+    pg_activity,
+    pg_advisory,
+    split,
+)
 from heron.planner.column_origins import NO_ORIGIN, wire_type
 from heron.planner.pg_types import PgType
 from heron.server import auth, copy, encode, protocol
@@ -165,6 +174,7 @@ class ServerContext:
         # registered them: one kept for the server's lifetime.
         self._functions = self.database.connect()
         pg_activity.register(self._functions, self.activity)
+        pg_advisory.register(self._functions, self.activity)
 
 
 class Connection:

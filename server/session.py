@@ -188,6 +188,8 @@ class Session:
                                progress=self.backend, settings=self._published(),
                                generation=lambda: self.generation.value)
         self.transaction = Transaction(self.planner)
+        if self.backend is not None:  # an advisory lock's wait gives up when this is set
+            self.backend.cancelled = self.planner.cancelled
         self.portals: dict[str, Portal] = {}
         self._live: list[Rows] = []  # rows still streaming from the DuckDB connection
         self._timer: threading.Timer | None = None
@@ -570,6 +572,7 @@ class Session:
 
     def _block_ended(self, *, committed: bool) -> None:
         self._settle_notifications(committed=committed)
+        self._release_transaction_locks()
         if self._catalog_changed_in_block:  # committed, or rolled back: either way, news
             self._catalog_changed_in_block = False
             self.generation.advance()
@@ -614,6 +617,12 @@ class Session:
                 self._block_ended(committed=committed)
         elif self.transaction.status is TransactionStatus.IDLE:
             self._end_portals(commit=True)
+            self._release_transaction_locks()
+
+    def _release_transaction_locks(self) -> None:
+        """pg_advisory_xact_lock's locks end with their transaction."""
+        if self.backend is not None:
+            self.backend.locks.end_transaction(self.backend.pid)
 
     def _end_portals(self, *, commit: bool) -> None:
         """Portals end with their transaction; cursors WITH HOLD are kept (read into memory)

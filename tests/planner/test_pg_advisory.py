@@ -1,0 +1,62 @@
+"""The advisory lock table (`planner.pg_advisory.AdvisoryLocks`) alone, and its SQL functions on
+a planner without a server (every lock granted at once)."""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import pytest
+
+from heron.planner.pg_advisory import AdvisoryLocks
+from heron.planner.planner import Planner
+
+KEY = (1, 7, 0)
+
+
+def test_modes_conflict_as_postgresqls():
+    locks = AdvisoryLocks()
+    assert locks.acquire(1, KEY, shared=True, transaction=False, wait=False)
+    assert locks.acquire(2, KEY, shared=True, transaction=False, wait=False)
+    assert not locks.acquire(2, KEY, shared=False, transaction=False, wait=False)
+    assert locks.release(2, KEY, shared=True)
+    assert not locks.release(2, KEY, shared=True)  # none left of that mode
+    assert locks.acquire(1, KEY, shared=False, transaction=True, wait=False)  # own: no conflict
+    assert not locks.acquire(2, KEY, shared=True, transaction=False, wait=False)
+    locks.end_transaction(1)
+    assert locks.held(1) == [(KEY, True, False, 1)]
+    locks.release_all(1)
+    assert locks.held(1) == [] and locks.acquire(2, KEY, shared=False, transaction=False,
+                                                 wait=False)
+
+
+def test_a_wait_gives_up_when_told_to_stop():
+    locks = AdvisoryLocks()
+    locks.acquire(1, KEY, shared=False, transaction=False, wait=False)
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    assert not locks.acquire(2, KEY, shared=False, transaction=False, wait=True,
+                             stop=stop.is_set)
+    assert locks.held(2) == []
+
+
+def test_a_wait_is_granted_on_release():
+    locks = AdvisoryLocks()
+    locks.acquire(1, KEY, shared=False, transaction=False, wait=False)
+    threading.Timer(0.2, lambda: locks.release(1, KEY, shared=False)).start()
+    assert locks.acquire(2, KEY, shared=False, transaction=False, wait=True)
+    assert locks.held(2) == [(KEY, False, False, 1)]
+
+
+@pytest.fixture
+def planner():
+    instance = Planner(duckdb.connect())
+    yield instance
+    instance.close()
+
+
+def test_without_a_server_every_lock_is_granted_and_none_is_held(planner):
+    result = planner.execute(planner.prepare(
+        "SELECT pg_advisory_lock(1), pg_try_advisory_lock(1, 2), pg_advisory_unlock(1), "
+        "pg_advisory_xact_lock_shared(3), pg_advisory_unlock_all()"))
+    assert list(result.rows.read_all().to_pylist()[0].values()) == ["", True, False, "", ""]

@@ -1,0 +1,111 @@
+"""Advisory locks across sessions of one server (`planner.pg_advisory`, `server.activity`):
+waits, try-locks, shared locks, transaction-level locks, and the ends that release them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def other(heron_server):
+    with psycopg.connect(heron_server.dsn, autocommit=True) as connection:
+        yield connection
+
+
+def one(conn, sql: str):
+    return conn.execute(sql).fetchone()[0]
+
+
+def test_a_held_lock_keeps_others_out_until_it_is_unlocked(conn, other):
+    assert one(conn, "SELECT pg_advisory_lock(41)") == ""
+    assert one(conn, "SELECT pg_try_advisory_lock(41)") is True  # a holder's own: counted
+    assert one(other, "SELECT pg_try_advisory_lock(41)") is False
+    assert one(other, "SELECT pg_try_advisory_lock(0, 41)") is True  # the other kind of key
+    assert one(conn, "SELECT pg_advisory_unlock(41)") is True
+    assert one(other, "SELECT pg_try_advisory_lock(41)") is False  # still held once
+    assert one(conn, "SELECT pg_advisory_unlock(41)") is True
+    assert one(other, "SELECT pg_try_advisory_lock(41)") is True
+    other.execute("SELECT pg_advisory_unlock_all()")
+
+
+def test_a_waiting_lock_is_granted_when_the_holder_lets_go(conn, other):
+    conn.execute("SELECT pg_advisory_lock(42)")
+    granted = []
+
+    def wait():
+        started = time.monotonic()
+        other.execute("SELECT pg_advisory_lock(42)")
+        granted.append(time.monotonic() - started)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.5)
+    assert not granted
+    conn.execute("SELECT pg_advisory_unlock(42)")
+    waiter.join(10)
+    assert granted and granted[0] >= 0.4
+    assert one(conn, "SELECT pg_try_advisory_lock(42)") is False  # the waiter holds it now
+    other.execute("SELECT pg_advisory_unlock(42)")
+
+
+def test_unlocking_what_is_not_held_warns(conn):
+    warnings = []
+    conn.add_notice_handler(lambda d: warnings.append((d.severity, d.message_primary)))
+    assert one(conn, "SELECT pg_advisory_unlock(43)") is False
+    assert one(conn, "SELECT pg_advisory_unlock_shared(43)") is False
+    assert warnings == [("WARNING", "you don't own a lock of type ExclusiveLock"),
+                        ("WARNING", "you don't own a lock of type ShareLock")]
+
+
+def test_shared_locks_share_and_keep_an_exclusive_one_out(conn, other):
+    conn.execute("SELECT pg_advisory_lock_shared(44)")
+    assert one(other, "SELECT pg_try_advisory_lock_shared(44)") is True
+    assert one(other, "SELECT pg_try_advisory_lock(44)") is False  # conn's shared one
+    assert one(conn, "SELECT pg_try_advisory_lock(44)") is False  # other's shared one
+    assert one(other, "SELECT pg_advisory_unlock_shared(44)") is True
+    assert one(conn, "SELECT pg_try_advisory_lock(44)") is True  # its own shared: no conflict
+    conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+def test_transaction_locks_end_with_their_transaction(conn, other):
+    conn.execute("BEGIN")
+    conn.execute("SELECT pg_advisory_xact_lock(45)")
+    assert one(other, "SELECT pg_try_advisory_lock(45)") is False
+    conn.execute("SELECT pg_advisory_unlock_all()")  # session locks only
+    assert one(other, "SELECT pg_try_advisory_lock(45)") is False
+    conn.execute("COMMIT")
+    assert one(other, "SELECT pg_try_advisory_lock(45)") is True
+    other.execute("SELECT pg_advisory_unlock(45)")
+    one(conn, "SELECT pg_try_advisory_xact_lock(45)")  # autocommit: over with the statement
+    assert one(other, "SELECT pg_try_advisory_lock(45)") is True
+    other.execute("SELECT pg_advisory_unlock(45)")
+
+
+def test_a_session_that_ends_lets_its_locks_go(heron_server, other):
+    with psycopg.connect(heron_server.dsn, autocommit=True) as leaving:
+        leaving.execute("SELECT pg_advisory_lock(46)")
+        assert one(other, "SELECT pg_try_advisory_lock(46)") is False
+    deadline = time.monotonic() + 10
+    while one(other, "SELECT pg_try_advisory_lock(46)") is False:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    other.execute("SELECT pg_advisory_unlock(46)")
+
+
+def test_a_wait_ends_with_the_statement_timeout(conn, other):
+    conn.execute("SELECT pg_advisory_lock(47)")
+    other.execute("SET statement_timeout = 300")
+    started = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        other.execute("SELECT pg_advisory_lock(47)")
+    assert time.monotonic() - started < 5
+    other.execute("RESET statement_timeout")
+    assert one(other, "SELECT pg_try_advisory_lock(47)") is False  # not granted after all
+    conn.execute("SELECT pg_advisory_unlock(47)")
