@@ -134,7 +134,8 @@ _NAME_KEYWORDS = frozenset({"current_role", "user"})
 # PostgreSQL's functions returning jsonb that DuckDB computes (as `pg_semantics` renames them);
 # sqlglot reads jsonb_object_agg as its own node.
 _JSONB_FUNCTIONS = frozenset({"jsonb_build_object", "jsonb_build_array", "jsonb_agg",
-                              "jsonb_extract_path", "jsonb_array_elements"})
+                              "jsonb_extract_path", "jsonb_array_elements", "to_jsonb",
+                              "jsonb_set", "jsonb_strip_nulls"})
 # The columns of PostgreSQL's set-returning json functions in FROM (`pg_semantics` computes
 # their rows): jsonb's values are jsonb; json's and text's need no declared type.
 _ROWS = {**{f"{kind}_{name}": columns for kind in ("json", "jsonb") for name, columns in (
@@ -293,7 +294,7 @@ def declared(node: exp.Expression, relations: Relations | Callable[[], Relations
     while holder is not None and not isinstance(holder, exp.Select | exp.DML):
         holder = holder.parent
     select = holder if isinstance(holder, exp.Select) or holder is None else (
-        returning_query(holder))
+        returning_query(holder, required=False))  # (SET and WHERE read the target's columns)
     if select is None:
         return NO_ORIGIN
     if callable(relations) and not (node.find(exp.Column) and _names_user_relations(select)):
@@ -307,13 +308,16 @@ def declared(node: exp.Expression, relations: Relations | Callable[[], Relations
     return _origin(node, sources, _star_order(_from_items(select), sources))
 
 
-def returning_query(dml: exp.Expression) -> exp.Select | None:
+def returning_query(dml: exp.Expression, *, required: bool = True) -> exp.Select | None:
     """An INSERT, UPDATE or DELETE's RETURNING clause as the query whose columns are the same:
     its items over the target table (its alias kept) and the tables of UPDATE's FROM or
     DELETE's USING, with the statement's WITH clause; a plain star is the target's columns,
-    as DuckDB returns them (PostgreSQL's also lists FROM's). None for any other statement."""
+    as DuckDB returns them (PostgreSQL's also lists FROM's). None for any other statement, and
+    for one without RETURNING unless not `required` (then the query of a star: what the
+    statement's own expressions read)."""
     returning = dml.args.get("returning") if isinstance(dml, exp.DML) else None
-    if not isinstance(dml, exp.Insert | exp.Update | exp.Delete) or returning is None:
+    if not isinstance(dml, exp.Insert | exp.Update | exp.Delete) or (
+            returning is None and required):
         return None
     target = dml.this.this if isinstance(dml.this, exp.Schema) else dml.this
     if not isinstance(target, exp.Table):
@@ -327,7 +331,7 @@ def returning_query(dml: exp.Expression) -> exp.Select | None:
     qualifier = target.alias_or_name
     items = [exp.Column(this=exp.Star(), table=exp.to_identifier(qualifier))
              if isinstance(item, exp.Star) and plain_star(item) else item.copy()
-             for item in returning.expressions]
+             for item in (returning.expressions if returning is not None else [exp.Star()])]
     select = exp.Select(expressions=items).from_(_bare(target))
     for other in others:
         select = select.join(_bare(other))
@@ -572,6 +576,10 @@ def _origin(node: exp.Expression, sources: Sources, order: StarOrder) -> Origin:
         return _declared(node.to)
     if isinstance(node, exp.JSONExtract | exp.JSONBExtract):  # -> and #>: of jsonb, jsonb
         return _JSONB if _origin(node.this, sources, order).type_oid == JSONB.oid else NO_ORIGIN
+    if isinstance(node, exp.DPipe | exp.Sub):  # jsonb's || and - (`pg_semantics`): jsonb
+        operands = (node.this, node.expression) if isinstance(node, exp.DPipe) else (node.this,)
+        return _JSONB if any(_origin(o, sources, order).type_oid == JSONB.oid
+                             for o in operands) else NO_ORIGIN
     if isinstance(node, exp.Window):  # an aggregate over a window: the aggregate's type
         node = node.this
     if isinstance(node, exp.JSONBObjectAgg) or (

@@ -42,6 +42,7 @@ class SqlState(enum.StrEnum):
     DIVISION_BY_ZERO = "22012"
     INVALID_ARGUMENT_FOR_LOGARITHM = "2201E"
     INVALID_ARGUMENT_FOR_POWER_FUNCTION = "2201F"
+    NULL_VALUE_NOT_ALLOWED = "22004"
     INVALID_PARAMETER_VALUE = "22023"
     INVALID_ESCAPE_SEQUENCE = "22025"
     INVALID_TEXT_REPRESENTATION = "22P02"
@@ -388,7 +389,7 @@ def carried(error: SqlError) -> ValueError:
 
 def carrying(function: Callable[..., Any], arity: int) -> Callable[..., Any]:
     """`function` as a Python function for DuckDB: its `SqlError`s `carried`, taking `arity`
-    (1 or 2) parameters (DuckDB counts a Python function's own), NULL for a NULL argument
+    (1 to 4) parameters (DuckDB counts a Python function's own), NULL for a NULL argument
     (DuckDB's "special" NULL handling lets a function return NULL, and passes it NULLs)."""
     def call(*args: Any) -> Any:
         if any(arg is None for arg in args):  # strict, as PostgreSQL's functions are
@@ -400,7 +401,11 @@ def carrying(function: Callable[..., Any], arity: int) -> Callable[..., Any]:
 
     if arity == 1:
         return lambda value: call(value)
-    return lambda first, second: call(first, second)
+    if arity == 2:
+        return lambda first, second: call(first, second)
+    if arity == 3:
+        return lambda first, second, third: call(first, second, third)
+    return lambda first, second, third, fourth: call(first, second, third, fourth)
 
 
 def from_duckdb(exc: BaseException) -> SqlError:

@@ -21,10 +21,12 @@ Contract:
 - `compared(tree, relations)` normalizes, in place, each string literal compared (=, <>, <, >,
   IS DISTINCT FROM, IN) with a jsonb value (a jsonb column of a SELECT's FROM clause, a cast to
   jsonb, `->` of jsonb): PostgreSQL reads that literal as jsonb. It returns the literals changed.
-- `may_write(sql, relations)` and `may_compare(sql, relations)` are the cheap tests before
-  parsing: whether `sql` may insert into or update a table with a jsonb column, or name such a
-  table and hold a string literal (`relations`, maybe a function, is called only for an INSERT or
-  UPDATE, or a statement with a literal).
+- `jsonb_valued(node, relations)`: whether an expression is jsonb (`column_origins`).
+- `may_write(sql, relations)`, `may_compare(sql, relations)` and `names_jsonb_table(sql,
+  relations)` are the cheap tests before parsing: whether `sql` may insert into or update a
+  table with a jsonb column, or name such a table and hold a string literal, or name one
+  (`relations`, maybe a function, is called only for an INSERT or UPDATE, or a statement with
+  a literal, by the first two).
 - `rewrite(sql, relations)` is `writes` alone on DuckDB's SQL (COPY's INSERTs); `sql` comes back
   unchanged, unparsed, when `may_write` finds nothing.
 - `normalize_stored(con)` normalizes the jsonb columns of a database an earlier Heron wrote (text
@@ -219,13 +221,13 @@ def compared(tree: exp.Expression, relations: Relations | Callable[[], Relations
             other = parent.this
         else:
             continue
-        if _jsonb_valued(other, relations):
+        if jsonb_valued(other, relations):
             _normalize(literal)
             changed.append(literal)
     return changed
 
 
-def _jsonb_valued(node: exp.Expression, relations: Relations | Callable[[], Relations] | None
+def jsonb_valued(node: exp.Expression, relations: Relations | Callable[[], Relations] | None
                   ) -> bool:
     """Whether `node` is jsonb, as `column_origins` declares a result column of its query."""
     from heron.planner import column_origins
@@ -236,8 +238,11 @@ def _jsonb_valued(node: exp.Expression, relations: Relations | Callable[[], Rela
 
 def may_compare(sql: str, relations: Relations | Callable[[], Relations] | None) -> bool:
     """Whether `sql` holds a string literal and names a table with a jsonb column."""
-    if "'" not in sql:
-        return False
+    return "'" in sql and names_jsonb_table(sql, relations)
+
+
+def names_jsonb_table(sql: str, relations: Relations | Callable[[], Relations] | None) -> bool:
+    """Whether `sql` names (as a word) a table with a jsonb column."""
     found = _found(relations)
     if found is None:
         return False

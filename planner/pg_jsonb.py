@@ -32,6 +32,13 @@ Contract:
   text is normalized: the json reading serves the operators of both).
   `VALUE_FUNCTIONS` names them (with the json twins) as PostgreSQL's functions, registered
   `PREFIX` + name, NULL for a NULL argument, their `SqlError`s `carried`.
+- `concat(a, b)` is jsonb's `||` (two objects merged, the second's value for a shared key;
+  anything else as arrays concatenated, a non-array as an array of it); `delete_key`,
+  `delete_keys` and `delete_index` are `-` of text, text[] and integer (22023 on a scalar, an
+  index on an object); `set_path` is jsonb_set, `strip_nulls` jsonb_strip_nulls, `pretty`
+  jsonb_pretty, as PostgreSQL 15's; an operand that is not JSON raises 22P02. They are
+  `VALUE_FUNCTIONS` too (jsonb_concat, jsonb_delete, jsonb_delete_keys, jsonb_delete_index,
+  jsonb_set, jsonb_strip_nulls, jsonb_pretty), their results normalized.
 - `FUNCTIONS` names them as PostgreSQL's functions behind the operators, with their DuckDB
   signatures; `register(con)` registers them as Python functions (`pg_catalog.register` calls
   it on the root connection), `@>` and `<@` also as overloads of DuckDB's own operators for
@@ -437,6 +444,145 @@ def array_elements(value: str, jsonb: bool = True, text: bool = False) -> list[s
     return [show(item) for item in parsed]
 
 
+# -- functions and operators that build new values ---------------------------------------------
+
+def _jsonb(text: str) -> Any:
+    """A jsonb operand's tree; text that is not JSON raises PostgreSQL's 22P02 (an untyped
+    literal beside a jsonb operand is read as jsonb)."""
+    try:
+        return _parse(text, True)
+    except ValueError:
+        raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                       "invalid input syntax for type json") from None
+
+
+def _out(value: Any) -> str:
+    return normalize(_text(value))
+
+
+def concat(a: str, b: str) -> str:
+    """`a || b`: two objects merged (b's value for a key both have), anything else as arrays
+    concatenated (a value that is not an array as an array of it)."""
+    x, y = _jsonb(a), _jsonb(b)
+    if isinstance(x, dict) and isinstance(y, dict):
+        return _out({**x, **y})
+    return _out((x if isinstance(x, list) else [x]) + (y if isinstance(y, list) else [y]))
+
+
+def _deleting(value: Any) -> None:
+    if not isinstance(value, dict | list):
+        raise _refused("cannot delete from scalar")
+
+
+def delete_keys(value: str, keys: list[str | None]) -> str:
+    """`value - text[]`: the keys gone from an object, the equal strings from an array."""
+    tree = _jsonb(value)
+    _deleting(tree)
+    gone = {k for k in keys if k is not None}
+    if isinstance(tree, dict):
+        return _out({k: v for k, v in tree.items() if k not in gone})
+    return _out([v for v in tree if not (isinstance(v, str) and type(v) is not _Numeric
+                                         and v in gone)])
+
+
+def delete_key(value: str, key: str) -> str:
+    """`value - text`."""
+    return delete_keys(value, [key])
+
+
+def delete_index(value: str, index: int) -> str:
+    """`value - integer`: an array without its element at `index` (negative from the end;
+    out of range: unchanged)."""
+    tree = _jsonb(value)
+    _deleting(tree)
+    if isinstance(tree, dict):
+        raise _refused("cannot delete from object using integer index")
+    if -len(tree) <= index < len(tree):
+        del tree[index]
+    return _out(tree)
+
+
+def set_path(target: str, path: list[str | None], new: str, create_missing: bool = True
+             ) -> str:
+    """jsonb_set: `new` at `path` (each step a key, or an array subscript, negative from the
+    end); a missing last step added when `create_missing` (an array subscript out of range:
+    at the start if negative, else at the end); a missing earlier step: unchanged."""
+    tree, value = _jsonb(target), _jsonb(new)
+    if not isinstance(tree, dict | list):
+        raise _refused("cannot set path in scalar")
+    if any(step is None for step in path):
+        raise SqlError(SqlState.NULL_VALUE_NOT_ALLOWED,
+                       "path element at position "
+                       f"{next(i for i, s in enumerate(path) if s is None) + 1} is null")
+    if not path:
+        return _out(tree)
+    node = tree
+    for depth, step in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(node, dict):
+            if last:
+                if step in node or create_missing:
+                    node[step] = value
+            elif step in node:
+                node = node[step]
+                continue
+            break
+        if isinstance(node, list):
+            index = _subscript(step)
+            if index is None:
+                raise SqlError(SqlState.INVALID_TEXT_REPRESENTATION,
+                               f'path element at position {depth + 1} is not an integer: '
+                               f'"{step}"')
+            inside = -len(node) <= index < len(node)
+            if last:
+                if inside:
+                    node[index] = value
+                elif create_missing:
+                    node.insert(0 if index < 0 else len(node), value)
+            elif inside:
+                node = node[index]
+                continue
+            break
+        break  # a scalar on the way: unchanged
+    return _out(tree)
+
+
+def _stripped(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stripped(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_stripped(v) for v in value]
+    return value
+
+
+def strip_nulls(value: str) -> str:
+    """jsonb_strip_nulls: object fields whose value is null removed, at every depth (nulls in
+    arrays stay)."""
+    return _out(_stripped(_jsonb(value)))
+
+
+def pretty(value: str) -> str:
+    """jsonb_pretty: one element or field per line, four spaces per level."""
+    parts: list[str] = []
+
+    def emit(node: Any, indent: int) -> None:
+        pad = " " * 4 * (indent + 1)
+        if isinstance(node, dict | list):  # (an empty one too: its brackets on two lines)
+            opening, closing = ("{", "}") if isinstance(node, dict) else ("[", "]")
+            parts.append(opening + "\n")
+            items = list(node.items()) if isinstance(node, dict) else [(None, v) for v in node]
+            for i, (key, item) in enumerate(items):
+                parts.append(pad + (encode_basestring(key) + ": " if key is not None else ""))
+                emit(item, indent + 1)
+                parts.append(",\n" if i < len(items) - 1 else "\n")
+            parts.append(" " * 4 * indent + closing)
+        else:
+            parts.append(_text(node))
+
+    emit(_jsonb(value), 0)
+    return "".join(parts)
+
+
 _EACH = "STRUCT(key VARCHAR, value JSON)[]"
 _EACH_TEXT = "STRUCT(key VARCHAR, value VARCHAR)[]"
 
@@ -462,6 +608,14 @@ VALUE_FUNCTIONS: dict[str, tuple[Callable[..., Any], tuple[str, ...], str]] = {
     **_both("jsonb_each_text", each, ("VARCHAR",), _EACH_TEXT, text=True),
     **_both("jsonb_array_elements", array_elements, ("VARCHAR",), "JSON[]"),
     **_both("jsonb_array_elements_text", array_elements, ("VARCHAR",), "VARCHAR[]", text=True),
+    "jsonb_set": (set_path, ("VARCHAR", "VARCHAR[]", "VARCHAR", "BOOLEAN"), "JSON"),
+    "jsonb_strip_nulls": (strip_nulls, ("VARCHAR",), "JSON"),
+    "jsonb_pretty": (pretty, ("VARCHAR",), "VARCHAR"),
+    # the operators' (PostgreSQL's jsonb_concat and jsonb_delete)
+    "jsonb_concat": (concat, ("VARCHAR", "VARCHAR"), "JSON"),
+    "jsonb_delete": (delete_key, ("VARCHAR", "VARCHAR"), "JSON"),
+    "jsonb_delete_keys": (delete_keys, ("VARCHAR", "VARCHAR[]"), "JSON"),
+    "jsonb_delete_index": (delete_index, ("VARCHAR", "INTEGER"), "JSON"),
 }
 PREFIX = "heron_"
 

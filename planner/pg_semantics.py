@@ -47,6 +47,13 @@ Contract:
     FROM is a derived table named and with columns as PostgreSQL's (a one-column function's
     column takes its alias's name), reading earlier FROM items laterally (not yet WITH
     ORDINALITY);
+  * jsonb's `||` (concatenation; DuckDB's `||` concatenates the texts) and `-` (of a key, a
+    text[] of keys, or an integer index), where an operand is jsonb as `column_origins`
+    declares it (a cast to jsonb, a jsonb column, `->` of one; in UPDATE's SET and WHERE too),
+    call `pg_jsonb`'s jsonb_concat, jsonb_delete, jsonb_delete_keys and jsonb_delete_index,
+    named `?column?`; jsonb_set (its path a text[] literal, create_missing true unless given),
+    jsonb_strip_nulls and jsonb_pretty call `pg_jsonb`'s; to_jsonb is DuckDB's to_json,
+    normalized;
   * `||` of an array and an element is list_append / list_prepend and of two arrays
     list_concat, as PostgreSQL's anycompatiblearray operators (DuckDB's `||` concatenates lists
     only, and is NULL where one list is), where one operand is an array by its syntax (a
@@ -182,7 +189,7 @@ _TRIGGER = re.compile(
     r"\b(?:(?:char_|character_|octet_|bit_|array_)?length|strpos|position|cardinality|"
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
-    r"jsonb?_array_elements(?:_text)?|"
+    r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|extract|date_part|using|array_cat|"
     r"pow|power|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?)"
@@ -259,7 +266,9 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                    or _SELECT_INTO.match(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
-                   or jsonb_storage.may_compare(sql, relations))
+                   or jsonb_storage.may_compare(sql, relations)
+                   or (("||" in sql or "-" in sql) and jsonb_storage.names_jsonb_table(
+                       sql, relations)))
     if tree is None:
         return sql
     rewritten: list[exp.Expression] = []
@@ -267,6 +276,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
         rewritten.append(tree)
         tree = created
     # Before the casts' types become JSON: what becomes jsonb is stored normalized.
+    rewritten += _jsonb_operators(tree, relations)
     rewritten += (jsonb_storage.compared(tree, relations) + jsonb_storage.casts(tree)
                   + jsonb_storage.writes(tree, relations))
 
@@ -598,6 +608,17 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return _json_call(name, value, exp.Array(expressions=steps))
     if name in ("jsonb_array_length", "json_array_length") and len(call.expressions) == 1:
         return _json_call(name, *call.expressions)
+    if name in _BUILDING and (
+            _BUILDING[name][0] <= len(call.expressions) <= _BUILDING[name][0]
+            + len(_BUILDING[name][1])):
+        given = len(call.expressions) - _BUILDING[name][0]
+        args = list(call.expressions)
+        if name == "jsonb_set":  # its path: a string literal read as a text[] literal
+            args[1] = _path_array(args[1])
+        return _json_call(name, *args, *_BUILDING[name][1][given:])
+    if name == "to_jsonb" and len(call.expressions) == 1:
+        return exp.Anonymous(this=pg_jsonb.NORMALIZE, expressions=[
+            exp.Anonymous(this="to_json", expressions=call.expressions)])
     if name in _ROW_FUNCTIONS and name not in _RECORD_ROWS and len(call.expressions) == 1 and (
             call.find_ancestor(exp.Table) is None):  # in FROM: `_json_rows`
         return exp.Explode(this=_json_call(name, *call.expressions))
@@ -683,6 +704,42 @@ def _at_least(value: exp.Expression, bound: int) -> exp.Expression:
 
 def _positive_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_int and int(node.name) > 0
+
+
+# jsonb functions `pg_jsonb` computes (`VALUE_FUNCTIONS`): name -> (the arguments a call must
+# give, the defaults of those it may leave out).
+_BUILDING = {"jsonb_set": (3, (exp.true(),)), "jsonb_strip_nulls": (1, ()),
+             "jsonb_pretty": (1, ())}
+
+
+def _jsonb_operators(tree: exp.Expression, relations: Relations | Callable[[], Relations] | None
+                     ) -> list[exp.Expression]:
+    """jsonb's `||` (concatenation; DuckDB's concatenates the texts) and `-` (deletion of a
+    key, of keys, or of an array's element), where an operand is jsonb as `column_origins`
+    declares it (a cast to jsonb, a jsonb column, `->` of one), as `pg_jsonb`'s functions;
+    before the casts to jsonb are rewritten. The operators changed."""
+    changed: list[exp.Expression] = []
+    for node in list(tree.find_all(exp.DPipe, exp.Sub)):
+        left, right = node.this, node.expression
+        if isinstance(node, exp.DPipe):
+            if not (jsonb_storage.jsonb_valued(left, relations)
+                    or jsonb_storage.jsonb_valued(right, relations)):
+                continue
+            call = _json_call("jsonb_concat", left, right)
+        else:
+            if not jsonb_storage.jsonb_valued(left, relations):
+                continue
+            index = right.this if isinstance(right, exp.Neg) else right
+            if isinstance(index, exp.Literal) and not index.is_string:
+                call = _json_call("jsonb_delete_index", left, right)
+            elif isinstance(right, exp.Array) or (
+                    isinstance(right, exp.Cast) and right.to.is_type(_T.ARRAY)):
+                call = _json_call("jsonb_delete_keys", left, right)
+            else:
+                call = _json_call("jsonb_delete", left, right)
+        _take_place(node, "?column?").replace(call)
+        changed.append(node)
+    return changed
 
 
 def _json_call(name: str, *args: exp.Expression) -> exp.Expression:

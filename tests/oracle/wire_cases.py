@@ -242,6 +242,16 @@ CASES: tuple[Case, ...] = (
                              "\"b\": {\"zz\": null, \"y\": true}}'::jsonb AS j, "
                              "'[1e2, {\"b\": 1, \"a\": 2}]'::json AS k"),
     Case("jsonb_column", "SELECT j, k FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_concatenation", "SELECT j || '{\"z\": 1}' AS a, j || j AS b, "
+         "'[1]'::jsonb || '2'::jsonb AS c FROM w_docs ORDER BY id", setup=_DOCS),
+    Case("jsonb_deletion", "SELECT j - 'a' AS a, j - 0 AS b, j - ARRAY['n', 'z'] AS c "
+         "FROM w_docs WHERE id = 1", setup=_DOCS),
+    Case("jsonb_deletion_from_a_scalar", "SELECT '3'::jsonb - 'a'"),
+    Case("jsonb_set_and_friends", "SELECT jsonb_set(j, '{m,b}', '[1]') AS s, "
+         "jsonb_set(j, '{x}', '1', false) AS t, jsonb_strip_nulls(j) AS u, "
+         "jsonb_pretty(j) AS v, to_jsonb(id) AS w FROM w_docs WHERE id = 1", setup=_DOCS),
+    Case("jsonb_update_concatenating", "UPDATE w_docs SET j = j || '{\"z\": [true]}' "
+         "WHERE id = 1 RETURNING j", setup=_DOCS),
     Case("jsonb_functions", "SELECT jsonb_build_object('b', 1, 'a', 'x') AS o, jsonb_agg(x) AS a, "
          "jsonb_build_array(x, 'y') AS b FROM (VALUES (1), (2)) t(x) GROUP BY x ORDER BY x"),
     Case("jsonb_operators", "SELECT j -> 'a' AS o, j -> 'n' AS n, j ->> 'a' AS t, "

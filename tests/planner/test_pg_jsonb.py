@@ -108,3 +108,30 @@ def test_functions_take_text_so_lists_keep_their_operators() -> None:
     assert set(pg_jsonb.OPERATORS.values()) <= set(pg_jsonb.FUNCTIONS)
     for _, parameters in pg_jsonb.FUNCTIONS.values():
         assert parameters[0] == "VARCHAR"
+
+
+def test_building_functions_as_postgresql_15():
+    """`||`, `-`, jsonb_set, jsonb_strip_nulls and jsonb_pretty (answers read off PostgreSQL 15;
+    the wire suite compares them live)."""
+    assert pg_jsonb.concat('{"b": 1}', '{"a": 2, "b": 3}') == '{"a": 2, "b": 3}'
+    assert pg_jsonb.concat('{"a": 1}', "[1]") == '[{"a": 1}, 1]'
+    assert pg_jsonb.concat("1", '"x"') == '[1, "x"]'
+    assert pg_jsonb.delete_key('["a", "b", "a", 1]', "a") == '["b", 1]'
+    assert pg_jsonb.delete_index("[1, 2, 3]", -1) == "[1, 2]"
+    assert pg_jsonb.delete_index("[1]", 5) == "[1]"
+    assert pg_jsonb.delete_keys('{"a": 1, "b": 2, "c": 3}', ["a", None, "c"]) == '{"b": 2}'
+    assert pg_jsonb.set_path('{"a": [1]}', ["a", "-5"], "9") == '{"a": [9, 1]}'
+    assert pg_jsonb.set_path('{"a": 1}', ["x", "y"], "2") == '{"a": 1}'
+    assert pg_jsonb.set_path('{"a": 1}', ["b"], "2", False) == '{"a": 1}'
+    assert pg_jsonb.strip_nulls('{"a": null, "b": [null, {"c": null}]}') == '{"b": [null, {}]}'
+    assert pg_jsonb.pretty('{"a": [], "b": {"c": 1}}') == (
+        '{\n    "a": [\n    ],\n    "b": {\n        "c": 1\n    }\n}')
+    for call, message in ((lambda: pg_jsonb.delete_key("3", "a"), "cannot delete from scalar"),
+                          (lambda: pg_jsonb.delete_index('{"a": 1}', 0),
+                           "cannot delete from object using integer index"),
+                          (lambda: pg_jsonb.set_path("3", ["a"], "1"),
+                           "cannot set path in scalar"),
+                          (lambda: pg_jsonb.concat("{", "1"),
+                           "invalid input syntax for type json")):
+        with pytest.raises(SqlError, match=message):
+            call()
