@@ -18,6 +18,9 @@ Contract:
   session's when one is open): a missing name is skipped with PostgreSQL's notice under IF
   EXISTS, else PostgreSQL's error (42P01, 42704, 3F000) comes before anything is dropped; a
   DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there.
+- `search_path(con)` is the schemas DuckDB's search path names; `owned_sequences(con, parts)`
+  the sequences a table's serial and identity columns own (quoted names); `name_parts(text)`
+  a name's parts as PostgreSQL folds them.
 - `skipped(con, ddl)`, asked before DuckDB runs a `CreateIfNotExists` or an `AlterIfExists`
   (ALTER TABLE IF EXISTS, or one ADD COLUMN IF NOT EXISTS / DROP COLUMN IF EXISTS): PostgreSQL's
   notice when the object is there (the table missing, the column there or missing) and the
@@ -93,13 +96,13 @@ class AlterIfExists:
 def read(sql: str) -> Drop | CreateIfNotExists | AlterIfExists | None:
     """The statement as one of this module's, or None (see the module docstring)."""
     if m := _DROP.match(sql):
-        names = tuple(_parts(n) for n in _split_names(m["names"]))
+        names = tuple(name_parts(n) for n in _split_names(m["names"]))
         return Drop(m["kind"].upper(), names, bool(m["exists"]),
                     (m["behaviour"] or "").upper())
     if m := _CREATE.match(sql):
-        return CreateIfNotExists(m["kind"].upper(), _parts(m["name"]), bool(m["temp"]))
+        return CreateIfNotExists(m["kind"].upper(), name_parts(m["name"]), bool(m["temp"]))
     if (m := _ALTER.match(sql)) and (m["exists"] or m["column_exists"]):
-        return AlterIfExists(_parts(m["name"]), bool(m["exists"]),
+        return AlterIfExists(name_parts(m["name"]), bool(m["exists"]),
                              (m["action"] or "").upper() if m["column_exists"] else "",
                              identifier(m["column"] or ""))
     return None
@@ -119,7 +122,7 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
             else:
                 raise missing
         for parts in present.values():
-            owned = _owned_sequences(con, parts) if drop.kind == "TABLE" else []
+            owned = owned_sequences(con, parts) if drop.kind == "TABLE" else []
             name = ".".join(dialect.quoted(p) for p in parts)
             try:
                 con.execute(f"DROP {drop.kind} {name} {drop.behaviour}")
@@ -193,7 +196,7 @@ def _missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], 
                            hint=f"Use DROP {other} to remove a {other.lower()}.")
     else:
         function, column = _LISTS[kind]
-        path = [schema] if schema is not None else _search_path(con)
+        path = [schema] if schema is not None else search_path(con)
         found = bool(con.execute(
             f"SELECT count(*) FROM {function}() WHERE {column} = ? AND (schema_name IN "
             "(SELECT unnest(?::VARCHAR[])) OR (? AND database_name = 'temp'))",
@@ -202,11 +205,11 @@ def _missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], 
                                        f'{kind.lower()} "{name}" does not exist')
 
 
-def _owned_sequences(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> list[str]:
+def owned_sequences(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> list[str]:
     """The sequences a table's serial and identity columns own (`serial_columns`), as quoted
     names: the table found as a statement finds it (temporary first, then the search path)."""
     name = parts[-1]
-    order = [parts[-2]] if len(parts) > 1 else ["", *_search_path(con)]  # "": temporary
+    order = [parts[-2]] if len(parts) > 1 else ["", *search_path(con)]  # "": temporary
     found: dict[str, list[tuple[str, str, str | None]]] = {}
     for database, schema, column, default in con.execute(
             "SELECT database_name, schema_name, column_name, column_default FROM duckdb_columns() "
@@ -228,13 +231,13 @@ def _schemas(con: duckdb.DuckDBPyConnection) -> set[str]:
         "(current_database(), 'temp')").fetchall()}
 
 
-def _search_path(con: duckdb.DuckDBPyConnection) -> list[str]:
+def search_path(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The schemas DuckDB's search path names (the last part of each entry)."""
     # (duckdb_settings(): a session's current_setting() is PostgreSQL's, which has no such path)
     path, current = con.execute(
         "SELECT (SELECT value FROM duckdb_settings() WHERE name = 'search_path'), "
         "current_schema()").fetchall()[0]
-    entries = [_parts(e)[-1] for e in _split_names(path)] if path else []
+    entries = [name_parts(e)[-1] for e in _split_names(path)] if path else []
     return entries or [current]
 
 
@@ -253,5 +256,6 @@ def _split_names(text: str) -> list[str]:
     return [n for n in names if n]
 
 
-def _parts(name: str) -> tuple[str, ...]:
+def name_parts(name: str) -> tuple[str, ...]:
+    """A (maybe qualified, maybe quoted) name's parts, folded as PostgreSQL folds them."""
     return tuple(identifier(p) for p in _PART.findall(name))

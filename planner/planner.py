@@ -16,7 +16,8 @@ refreshed first when the statement reads them; an ALTER TABLE DuckDB cannot run 
 CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through `create_table_as`,
 which keeps its query's declared types; a DROP, and the IF [NOT] EXISTS of CREATE and ALTER TABLE,
 through `existence`, which drops several names and sends PostgreSQL's notices; a CREATE TABLE of
-serial or identity columns through `serial_columns`), AI statements through the `Executor`
+serial or identity columns through `serial_columns`; TRUNCATE through `truncate`, setval through
+`sequences`), AI statements through the `Executor`
 (EXPLAIN renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work),
 and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
@@ -60,8 +61,10 @@ from heron.planner import (
     pg_catalog,
     pg_catalog_rewrite,
     pg_semantics,
+    sequences,
     serial_columns,
     statement,
+    truncate,
     views,
 )
 from heron.planner.dialect import AIFunction
@@ -136,6 +139,10 @@ class Planner:
         if serial_columns.read(duckdb_sql) is not None:
             # DuckDB knows neither serial types nor identity columns
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
+        if truncate.read(duckdb_sql) is not None:  # (DuckDB's parser: one table, no options)
+            return Statement(duckdb_sql, Kind.OTHER, verb="TRUNCATE TABLE")
+        if sequences.read_setval(duckdb_sql) is not None:  # DuckDB has no setval
+            return Statement(duckdb_sql, Kind.UTILITY_ROWS, verb="SELECT", returns_rows=True)
         stmt = statement.classify(self.con, duckdb_sql)
         jsonb_types = parameters.with_jsonb(sql, stmt.param_types)
         if jsonb_types != stmt.param_types:
@@ -195,6 +202,9 @@ class Planner:
         """Result columns without running anything; None when the statement returns no rows or
         its columns are known only by running it. `params` (a bound portal's values) may decide
         the types of columns computed from them."""
+        if stmt.ai is None and stmt.kind is Kind.UTILITY_ROWS and (
+                setval := sequences.read_setval(stmt.sql)) is not None:
+            return sequences.result_columns(setval)
         if stmt.ai is None:
             columns = statement.describe(self.con, stmt, params=params)
         elif stmt.ai.explain is not Explain.NONE:
@@ -239,6 +249,10 @@ class Planner:
                     return Result(stmt.verb, None, None, notices=(skip,))  # nothing to run
             if stmt.verb == "CREATE TABLE" and (serial := serial_columns.read(stmt.sql)):
                 return serial_columns.run(self.con, serial)
+            if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):
+                return truncate.run(self.con, emptied)
+            if stmt.kind is Kind.UTILITY_ROWS and (setval := sequences.read_setval(stmt.sql)):
+                return sequences.run_setval(self.con, setval)
             # (the result's columns carry the statement's origins: `run` gave them)
             return existence.with_notice(statement.run(
                 self.con, stmt, params, stream=stream, prepared=self.prepared), skip)

@@ -694,11 +694,8 @@ def insert_many(con: duckdb.DuckDBPyConnection, statement: Statement,
 def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """The statements run within as one: in the transaction open on `con` (the session's, which
     a failure aborts), else in one begun here, committed at the end or rolled back on an error.
-    Two statements share a transaction id only inside a transaction (outside, each gets its
-    own); a BEGIN inside one would fail, and abort it."""
-    first, second = (con.execute("SELECT current_transaction_id()").fetchall()[0][0]
-                     for _ in range(2))
-    if first == second:
+    (A BEGIN inside an open transaction would fail, and abort it.)"""
+    if in_transaction(con):
         yield
         return
     con.execute("BEGIN TRANSACTION")
@@ -708,6 +705,14 @@ def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a transaction is open on `con`: two statements share a transaction id only
+    inside one (outside, each gets its own)."""
+    first, second = (con.execute("SELECT current_transaction_id()").fetchall()[0][0]
+                     for _ in range(2))
+    return first == second
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, sql: str, name: str,

@@ -84,6 +84,31 @@ CASES = {
         "BEGIN", "CREATE TABLE x_r (id serial)", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname LIKE 'x_r%'",
         "CREATE TABLE x_r (id serial)", "DROP TABLE x_r"),
+    "truncate": (
+        "CREATE TABLE x_p (id serial PRIMARY KEY, v text)",
+        "CREATE TABLE x_c (id bigserial, pid int REFERENCES x_p(id))",
+        "INSERT INTO x_p (v) VALUES ('a'), ('b') RETURNING id",
+        "INSERT INTO x_c (pid) VALUES (1), (2) RETURNING id",
+        "TRUNCATE x_p", "TRUNCATE x_c", "SELECT count(*) FROM x_c",
+        "INSERT INTO x_c (pid) VALUES (1) RETURNING id",
+        "TRUNCATE x_p RESTART IDENTITY CASCADE",
+        "SELECT (SELECT count(*) FROM x_p), (SELECT count(*) FROM x_c)",
+        "INSERT INTO x_p (v) VALUES ('c') RETURNING id",
+        "INSERT INTO x_c (pid) VALUES (1) RETURNING id",
+        "TRUNCATE TABLE x_c, x_p RESTART IDENTITY",
+        "INSERT INTO x_p (v) VALUES ('d') RETURNING id",
+        "TRUNCATE ONLY x_c CONTINUE IDENTITY RESTRICT", "TRUNCATE x_nope",
+        "DROP TABLE x_c, x_p"),
+    "setval": (
+        "CREATE TABLE x_p (id serial PRIMARY KEY, v text)",
+        "SELECT setval('x_p_id_seq', 10)", "INSERT INTO x_p (v) VALUES ('e') RETURNING id",
+        "SELECT setval('x_p_id_seq', 20, false) AS s",
+        "INSERT INTO x_p (v) VALUES ('f') RETURNING id",
+        # Django's sequence reset
+        "SELECT setval(pg_get_serial_sequence('\"x_p\"','id'), coalesce(max(\"id\"), 1), "
+        "max(\"id\") IS NOT null) FROM \"x_p\"",
+        "INSERT INTO x_p (v) VALUES ('g') RETURNING id", "SELECT setval('x_p_id_seq', 0)",
+        "SELECT setval('x_nope_seq', 1)", "DROP TABLE x_p"),
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),

@@ -1,0 +1,174 @@
+"""Restarting a sequence, which DuckDB cannot do in place: setval, and what TRUNCATE ... RESTART
+IDENTITY does to the sequences of serial and identity columns.
+
+DuckDB has no setval and no ALTER SEQUENCE ... RESTART, and refuses to drop a sequence that a
+column's default reads. A restart is done as its outcome requires: the defaults that read the
+sequence are dropped, the sequence is created again (its increment, bounds and cycle kept)
+starting at the value the next nextval must give, and the defaults are set back, all in one
+transaction (the session's when one is open). Test suites restart their keys between tests
+this way (Django's sequence reset, Rails' and DatabaseCleaner's TRUNCATE ... RESTART IDENTITY).
+
+Contract:
+- `restart(con, name, next_value)`: the sequence `name` (text as a regclass is written:
+  maybe schema-qualified, maybe quoted; found through the search path, temporary first) gives
+  `next_value` at its next nextval. An unknown sequence is 42P01, a value outside its bounds
+  22003 in PostgreSQL's words.
+- `restart_at_start(con, quoted_name)`: the same at the sequence's first value (its MINVALUE
+  ascending, MAXVALUE descending).
+- `read_setval(sql)`: a SELECT whose only item is setval(sequence, value [, is_called]) (with
+  or without FROM) as a `SetVal`; None for anything else.
+- `run_setval(con, setval)` runs it (`result_columns(setval)` describes its rows): its
+  arguments are computed by the same query, then each row restarts its sequence (at value +
+  increment, or at value when is_called is false) and answers `value`, as PostgreSQL's setval
+  does (bigint, named setval or the item's alias).
+
+Differences from PostgreSQL: currval is undefined again after a restart until nextval runs (it
+is the value set there); the sequence gets a new OID; RESTART IDENTITY restarts at MINVALUE
+(MAXVALUE descending), not at an identity's own START WITH once it differs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from heron.planner import dialect, existence
+from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.statement import Column, Result, Rows, atomic
+
+_MAY_BE_SETVAL = re.compile(r"^\s*SELECT\s+(?:pg_catalog\s*\.\s*)?setval\s*\(", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SetVal:
+    arguments: str  # DuckDB's query of setval's arguments, one row per call
+    name: str  # the result column's name
+
+
+def read_setval(sql: str) -> SetVal | None:
+    """`sql` as a `SetVal`, or None (see the module docstring)."""
+    if _MAY_BE_SETVAL.match(sql) is None:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect.PostgresSql)
+    except (SqlglotError, ValueError):
+        return None
+    if not isinstance(tree, exp.Select) or len(tree.expressions) != 1:
+        return None
+    item = tree.expressions[0]
+    call = item.this if isinstance(item, exp.Alias) else item
+    if not isinstance(call, exp.Anonymous) or call.name.lower() != "setval" or not (
+            2 <= len(call.expressions) <= 3):
+        return None
+    arguments = tree.copy()
+    arguments.set("expressions", [
+        exp.alias_(exp.cast(value.copy(), kind), f"heron_{i}") for i, (value, kind) in enumerate(
+            zip(call.expressions, ("VARCHAR", "BIGINT", "BOOLEAN"), strict=False))])
+    return SetVal(arguments.sql(dialect="duckdb"), item.alias if isinstance(item, exp.Alias)
+                  else "setval")
+
+
+def run_setval(con: duckdb.DuckDBPyConnection, setval: SetVal) -> Result:
+    """Run `setval` (see the module docstring)."""
+    try:
+        calls = con.execute(setval.arguments).fetchall()
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    values = []
+    with atomic(con):
+        for name, value, *called in calls:
+            if name is None or value is None or (called and called[0] is None):
+                values.append(None)  # strict, as PostgreSQL's setval
+                continue
+            found = _find(con, name)
+            restart(con, name, value + found.increment if not called or called[0] else value,
+                    shown=value)
+            values.append(value)
+    table = pa.table({setval.name: pa.array(values, pa.int64())})
+    return Result(f"SELECT {len(values)}", result_columns(setval), Rows.of(table))
+
+
+def result_columns(setval: SetVal) -> tuple[Column, ...]:
+    """What `run_setval` answers: one bigint column."""
+    return (Column(setval.name, pa.int64()),)
+
+
+@dataclass(frozen=True)
+class _Sequence:
+    quoted: str  # its name, database and schema included, quoted
+    name: str
+    temporary: bool
+    minimum: int
+    maximum: int
+    increment: int
+    cycle: bool
+    readers: tuple[tuple[str, str, str], ...]  # (quoted table, quoted column, default text)
+
+
+def restart(con: duckdb.DuckDBPyConnection, name: str, next_value: int, *,
+            shown: int | None = None) -> None:
+    """Make `name`'s next nextval give `next_value` (see the module docstring); `shown` is the
+    value an out-of-bounds error names (setval's argument)."""
+    sequence = _find(con, name)
+    if not sequence.minimum <= (shown if shown is not None else next_value) <= sequence.maximum:
+        raise SqlError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE,
+                       f"setval: value {shown if shown is not None else next_value} is out of "
+                       f'bounds for sequence "{sequence.name}" ({sequence.minimum}..'
+                       f"{sequence.maximum})")
+    temporary = "TEMPORARY " if sequence.temporary else ""
+    try:
+        with atomic(con):
+            for table, column, _ in sequence.readers:
+                con.execute(f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT")
+            con.execute(f"DROP SEQUENCE {sequence.quoted}")
+            con.execute(
+                f"CREATE {temporary}SEQUENCE {sequence.quoted} INCREMENT BY "
+                f"{sequence.increment} MINVALUE {sequence.minimum} MAXVALUE {sequence.maximum} "
+                f"START WITH {next_value}{' CYCLE' if sequence.cycle else ''}")
+            for table, column, default in sequence.readers:
+                con.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default}")
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+
+
+def restart_at_start(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    sequence = _find(con, name)
+    restart(con, name, sequence.minimum if sequence.increment > 0 else sequence.maximum)
+
+
+def _find(con: duckdb.DuckDBPyConnection, name: str) -> _Sequence:
+    parts = existence.name_parts(name)
+    if not parts:
+        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{name}" does not exist')
+    schemas = [parts[-2]] if len(parts) > 1 else existence.search_path(con)
+    found = con.execute(
+        "SELECT database_name, schema_name, sequence_name, temporary, min_value, max_value, "
+        "increment_by, cycle FROM duckdb_sequences() WHERE sequence_name = ? AND (schema_name "
+        "IN (SELECT unnest(?::VARCHAR[])) OR (? AND temporary)) ORDER BY NOT temporary",
+        [parts[-1], schemas, len(parts) == 1]).fetchall()
+    if not found:
+        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{name}" does not exist')
+    database, schema, sequence, temporary, minimum, maximum, increment, cycle = found[0]
+    readers = con.execute(
+        "SELECT database_name, schema_name, table_name, column_name, column_default "
+        "FROM duckdb_columns() WHERE column_default IN (?, ?)",
+        [f"nextval({_literal(sequence)})", f"nextval({_literal(f'{schema}.{sequence}')})"]
+    ).fetchall()
+    return _Sequence(
+        _quoted(database, schema, sequence), sequence, temporary, minimum, maximum, increment,
+        cycle, tuple((_quoted(d, s, t), dialect.quoted(c), default)
+                     for d, s, t, c, default in readers))
+
+
+def _quoted(*parts: str) -> str:
+    return ".".join(dialect.quoted(p) for p in parts)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

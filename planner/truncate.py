@@ -1,0 +1,157 @@
+"""TRUNCATE as PostgreSQL runs it: several tables, CASCADE, RESTART IDENTITY, its command tag.
+
+DuckDB's TRUNCATE is a DELETE of one table (tagged `DELETE n`), refuses CASCADE and knows no
+RESTART IDENTITY; test suites empty their tables between tests with exactly these
+(`TRUNCATE a, b RESTART IDENTITY CASCADE`).
+
+Contract:
+- `read(sql)`: TRUNCATE [TABLE] [ONLY] name [*] [, ...] [RESTART IDENTITY | CONTINUE IDENTITY]
+  [CASCADE | RESTRICT] as a `Truncate`; None for any other statement.
+- `run(con, truncate)` empties the tables in one transaction (the session's when one is
+  open) and is tagged `TRUNCATE TABLE`: with CASCADE, also every table whose foreign keys
+  reference one being emptied (transitively), referencing tables first; without it, a table
+  referenced by another's foreign key that is not emptied too is PostgreSQL's 0A000; each table
+  CASCADE adds is named in a NOTICE, as there. A missing
+  table is 42P01. RESTART IDENTITY restarts the sequences the tables' serial and identity
+  columns own (`sequences.restart_at_start`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import duckdb
+
+from heron.planner import dialect, existence, sequences
+from heron.planner.commands import IDENTIFIER
+from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.statement import Result, atomic, in_transaction
+
+_NAME = rf"{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER}){{0,2}}(?:\s*\*)?"
+_TRUNCATE = re.compile(
+    rf"^\s*TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?(?P<names>{_NAME}(?:\s*,\s*(?:ONLY\s+)?{_NAME})*)"
+    r"(?:\s+(?P<identity>RESTART|CONTINUE)\s+IDENTITY)?(?:\s+(?P<behaviour>CASCADE|RESTRICT))?"
+    r"\s*;?\s*$", re.IGNORECASE)
+_ONLY = re.compile(r"^\s*ONLY\s+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Truncate:
+    tables: tuple[tuple[str, ...], ...]  # each name's parts
+    restart_identity: bool
+    cascade: bool
+
+
+def read(sql: str) -> Truncate | None:
+    """`sql` as a `Truncate`, or None (see the module docstring)."""
+    m = _TRUNCATE.match(sql)
+    if m is None:
+        return None
+    names = [_ONLY.sub("", n).rstrip("* \t") for n in m["names"].split(",")]
+    return Truncate(tuple(existence.name_parts(n) for n in names),
+                    (m["identity"] or "").upper() == "RESTART",
+                    (m["behaviour"] or "").upper() == "CASCADE")
+
+
+@dataclass(frozen=True)
+class _Table:
+    database: str
+    schema: str
+    name: str
+
+    @property
+    def quoted(self) -> str:
+        return ".".join(dialect.quoted(p) for p in (self.database, self.schema, self.name))
+
+
+def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
+    """Run `truncate` (see the module docstring)."""
+    block = in_transaction(con)
+    with atomic(con):
+        tables = [_resolve(con, parts) for parts in truncate.tables]
+        emptied = list(dict.fromkeys(tables))
+        references = _references(con)
+        notices = []
+        pending = list(emptied)
+        while pending:  # the tables that reference those being emptied
+            table = pending.pop()
+            for child in references.get(table, ()):
+                if child in emptied:
+                    continue
+                if not truncate.cascade:
+                    raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                                   "cannot truncate a table referenced in a foreign key "
+                                   "constraint", f'Table "{child.name}" references '
+                                   f'"{table.name}".', f'Truncate table "{child.name}" at '
+                                   "the same time, or use TRUNCATE ... CASCADE.")
+                emptied.append(child)
+                pending.append(child)
+                notices.append(f'truncate cascades to table "{child.name}"')
+        _empty(con, _referencing_first(emptied, references), separately=not block)
+        if truncate.restart_identity:
+            for table in emptied:
+                for sequence in existence.owned_sequences(
+                        con, (table.database, table.schema, table.name)):
+                    sequences.restart_at_start(con, sequence)
+    return Result("TRUNCATE TABLE", None, None, notices=tuple(notices))
+
+
+def _referencing_first(tables: list[_Table], references: dict[_Table, list[_Table]]
+                       ) -> list[_Table]:
+    """`tables` ordered so that a table comes after every other one of them referencing it (a
+    cycle of references: in the given order)."""
+    remaining, ordered = list(tables), []
+    while remaining:
+        free = next((t for t in remaining if not any(
+            child in remaining and child != t for child in references.get(t, ()))), remaining[0])
+        ordered.append(free)
+        remaining.remove(free)
+    return ordered
+
+
+def _empty(con: duckdb.DuckDBPyConnection, tables: list[_Table], *, separately: bool) -> None:
+    """Delete every row of `tables`, in order. DuckDB checks a foreign key against the rows its
+    transaction began with, so a referenced table cannot be emptied in the transaction that
+    emptied the tables referencing it: `separately` (outside a transaction block) each table is
+    emptied in a transaction of its own (referencing tables first, so no key is ever left
+    dangling); inside a block, that is refused with 0A000."""
+    try:
+        for i, table in enumerate(tables):
+            if separately and i:
+                con.execute("COMMIT")
+                con.execute("BEGIN TRANSACTION")
+            con.execute(f"DELETE FROM {table.quoted}")
+    except duckdb.ConstraintException as exc:
+        if "foreign key" not in str(exc):
+            raise from_duckdb(exc) from None
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                       "cannot truncate tables that reference each other in a transaction block",
+                       hint="Truncate them outside the transaction block (DuckDB checks "
+                            "foreign keys against the rows the transaction began with).") from None
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+
+
+def _resolve(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> _Table:
+    """The table a name names, as a statement finds it (temporary first, then the path)."""
+    schemas = [parts[-2]] if len(parts) > 1 else existence.search_path(con)
+    found = con.execute(
+        "SELECT database_name, schema_name, table_name FROM duckdb_tables() WHERE table_name = ? "
+        "AND (schema_name IN (SELECT unnest(?::VARCHAR[])) OR (? AND temporary)) "
+        "ORDER BY NOT temporary, list_position(?::VARCHAR[], schema_name)",
+        [parts[-1], schemas, len(parts) == 1, schemas]).fetchall()
+    if not found:
+        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{".".join(parts)}" does not exist')
+    return _Table(*found[0])
+
+
+def _references(con: duckdb.DuckDBPyConnection) -> dict[_Table, list[_Table]]:
+    """For each table some foreign key references: the tables whose keys reference it."""
+    found: dict[_Table, list[_Table]] = {}
+    for database, schema, table, referenced in con.execute(
+            "SELECT database_name, schema_name, table_name, referenced_table "
+            "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'").fetchall():
+        found.setdefault(_Table(database, schema, referenced), []).append(
+            _Table(database, schema, table))
+    return found
