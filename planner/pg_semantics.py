@@ -129,6 +129,9 @@ Contract:
   sign(double precision) and sign(numeric)), of a numeric a numeric; `date - date` is integer
   (DuckDB's bigint). The operands' types come from binding the query on `con` with them in the
   items' places. Anything else comes back unchanged.
+- `written_arrays(con, sql)`: each string literal an INSERT's VALUES, an UPDATE's SET or ON
+  CONFLICT's SET writes into an array column read as PostgreSQL's array literal (`'{a,b}'`,
+  which DuckDB's cast to a list refuses), the column types bound on `con`.
 - `parse_array_literal(text, element)` reads a PostgreSQL array literal into nested lists;
   `parse_bytea(text)` reads bytea's text input formats. Bad input raises `SqlError` 22P02.
 - `text_input(expression, duckdb_type)` is the SQL that turns a column of PostgreSQL's text input
@@ -1248,6 +1251,59 @@ def typed_results(con: duckdb.DuckDBPyConnection, sql: str) -> str:
                 exp.cast(retyped.target, to, copy=False))
             cast = True
     return _printed(tree) if cast else sql
+
+
+# An INSERT or UPDATE that may write a string literal that is an array's text.
+_MAY_WRITE_ARRAY_TEXT = re.compile(r"\b(?:INSERT|UPDATE)\b.*'\s*\{", re.IGNORECASE | re.DOTALL)
+
+
+def written_arrays(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """`sql` with each string literal that an INSERT's VALUES rows, an UPDATE's SET or an ON
+    CONFLICT's SET write into an array column read as PostgreSQL's array literal (`'{a,b}'`,
+    which DuckDB's cast to a list refuses), as a cast does (`parse_array_literal`); `sql`
+    unchanged when there is none. The column types come from binding the target table on
+    `con`."""
+    if _MAY_WRITE_ARRAY_TEXT.search(sql) is None:
+        return sql
+    tree = _parsed(sql, _MAY_WRITE_ARRAY_TEXT)
+    if tree is None:
+        return sql
+    changed = False
+    for write in tree.find_all(exp.Insert, exp.Update):
+        target = write.this
+        table = target.this if isinstance(target, exp.Schema) else target
+        if not isinstance(table, exp.Table):
+            continue
+        bare = table.copy()
+        bare.set("alias", None)
+        try:
+            bound = _seam.bind(con, f"SELECT * FROM {bare.sql(dialect='duckdb')}")
+        except duckdb.Error:
+            continue  # running it reports DuckDB's error
+        types = {name.lower(): str(kind) for name, kind in zip(bound.names, bound.types,
+                                                               strict=True)}
+        values: list[tuple[str, exp.Expression]] = []
+        if isinstance(write, exp.Insert):
+            columns = ([c.name.lower() for c in target.expressions]
+                       if isinstance(target, exp.Schema) else list(types))
+            source = write.expression
+            if isinstance(source, exp.Values):
+                for row in source.expressions:
+                    if isinstance(row, exp.Tuple):
+                        values += zip(columns, row.expressions, strict=False)
+            conflict = write.args.get("conflict")
+            sets = conflict.expressions if conflict is not None else []
+        else:
+            sets = write.expressions
+        values += [(s.this.name.lower(), s.expression) for s in sets
+                   if isinstance(s, exp.EQ) and isinstance(s.this, exp.Column)]
+        for column, value in values:
+            kind = types.get(column, "")
+            if kind.endswith("]") and isinstance(value, exp.Literal) and value.is_string:
+                value.replace(exp.cast(_array_expression(parse_array_literal(
+                    value.name, lambda text: text)), kind))
+                changed = True
+    return _printed(tree) if changed else sql
 
 
 def _first_select(tree: exp.Expression) -> exp.Select | None:

@@ -3,11 +3,11 @@
 Contract: a `Planner` serves one client session over one DuckDB connection (the per-connection
 `pg_catalog.Catalog` shim and the AI views' macros are installed on it), an optional engine, and the
 server's `Statistics` and `AnswerStore` (fresh ones when none are given). `classify` reads a
-statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite` and
-`pg_semantics.typed_results`; a query's (and a RETURNING clause's) result columns get their
-origins (`column_origins`: the table column each reads, its declared type) from the text the
-client sent, over the relations read once per catalog `generation`, which `describe` and
-`execute` give the columns.
+statement through the catalog rewrite (`pg_catalog_rewrite`), then `pg_semantics.rewrite`,
+`pg_semantics.typed_results` and `pg_semantics.written_arrays`; a query's (and a RETURNING
+clause's) result columns get their origins (`column_origins`: the table column each reads, its
+declared type) from the text the client sent, over the relations read once per catalog
+`generation`, which `describe` and `execute` give the columns.
 `prepare(sql)` classifies and plans one statement (`classify`, then `plan`) — a statement calling
 AI functions gets its `AiPlan` here, once, and is refused here if it cannot run — and returns the
 frozen `Statement`; nothing runs. `describe` gives its result columns without running it; `execute`
@@ -128,8 +128,8 @@ class Planner:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
         rewritten = pg_catalog_rewrite.rewrite(sql, self._relations)
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
-        duckdb_sql = pg_semantics.typed_results(
-            self.con, pg_semantics.rewrite(rewritten, self._relations))
+        duckdb_sql = pg_semantics.written_arrays(self.con, pg_semantics.typed_results(
+            self.con, pg_semantics.rewrite(rewritten, self._relations)))
         if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns):
             # DuckDB's parser refuses a column with a CHECK
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")

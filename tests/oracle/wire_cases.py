@@ -62,6 +62,14 @@ CASES: tuple[Case, ...] = (
     Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
     Case("round_half_even_for_doubles", "SELECT round(2.5::float8) AS a, round(-2.5::float8) AS b, "
          "round(3.5::float8) AS c, round(2.5) AS d, round(-2.5) AS e"),
+    # array literals written into array columns (DuckDB's list cast reads [a, b] only)
+    Case("array_literals_written", "SELECT id, tags, nums FROM w_arrays ORDER BY id",
+         setup=("DROP TABLE IF EXISTS w_arrays",
+                "CREATE TABLE w_arrays (id int PRIMARY KEY, tags text[], nums int[])",
+                "INSERT INTO w_arrays VALUES (1, '{a,\"b c\",NULL}', '{1,2}'), (2, '{}', NULL)",
+                "UPDATE w_arrays SET nums = '{7}' WHERE id = 2",
+                "INSERT INTO w_arrays (id, tags) VALUES (1, '{x}') ON CONFLICT (id) DO UPDATE "
+                "SET tags = '{y,z}'")),
     Case("generate_series_select_list", "SELECT generate_series(1, 3)"),
     Case("generate_series_aliased", "SELECT generate_series(1, 2) AS n, 'a' AS t"),
     Case("generate_series_from", "SELECT n FROM generate_series(1, 3) AS t(n)"),
