@@ -203,6 +203,13 @@ def _session_macros() -> Macros:
         "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
+        # the extensions' functions (`extensions`): uuid-ossp's and pgcrypto's digest
+        "uuid_generate_v4": (("", "gen_random_uuid()"),),
+        "uuid_nil": (("", "'00000000-0000-0000-0000-000000000000'::UUID"),),
+        "digest": (("data_arg, type_arg", "unhex(CASE lower(type_arg) WHEN 'md5' THEN "
+                    "md5(data_arg) WHEN 'sha1' THEN sha1(data_arg) WHEN 'sha256' THEN "
+                    "sha256(data_arg) ELSE error('Cannot use \"' || type_arg || '\": No such "
+                    "hash algorithm') END)"),),
         "pg_encoding_to_char": (("encoding_arg", "'UTF8'"),),
         "pg_is_in_recovery": (("", "false"),),
         "pg_tablespace_location": (("tablespace_arg", "''"),),

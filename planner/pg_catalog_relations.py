@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from heron.planner import extensions
 from heron.planner.pg_catalog_types import (
     BUILTIN,
     PG_CATALOG_NAMESPACE,
@@ -712,9 +713,13 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("pg_partitioned_table", "partrelid:oid partstrat:char partnatts:smallint "
              "partdefid:oid partattrs:int2vector partclass:oidvector partcollation:oidvector "
              "partexprs:pg_node_tree", kind="r", oid=3350),
-    Relation("pg_extension", "oid:oid extname:name extowner:oid extnamespace:oid "
-             "extrelocatable:boolean extversion:text extconfig:oid[] extcondition:text[]",
-             kind="r", oid=3079),
+    Relation(  # the extensions Heron provides (`extensions`)
+        "pg_extension", "oid:oid extname:name extowner:oid extnamespace:oid "
+        "extrelocatable:boolean extversion:text extconfig:oid[] extcondition:text[]",
+        {"oid": "e.oid", "extname": "e.name", "extowner": str(BOOTSTRAP_SUPERUSER),
+         "extnamespace": "(SELECT n.oid FROM heron_namespaces n WHERE n.nspname = e.schema)",
+         "extrelocatable": "e.name <> 'plpgsql'", "extversion": "e.version"},
+        f"(VALUES {values(extensions.ROWS)}) e(oid, name, schema, version)", "r", 3079),
     Relation("pg_event_trigger", "oid:oid evtname:name evtevent:name evtowner:oid evtfoid:oid "
              "evtenabled:char evttags:text[]", kind="r", oid=3466),
     Relation("pg_operator", "oid:oid oprname:name oprnamespace:oid oprowner:oid oprkind:char "

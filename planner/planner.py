@@ -17,9 +17,9 @@ CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through
 which keeps its query's declared types; a DROP, and the IF [NOT] EXISTS of CREATE and ALTER TABLE,
 through `existence`, which drops several names and sends PostgreSQL's notices; a CREATE TABLE of
 serial or identity columns through `serial_columns`; TRUNCATE through `truncate`, setval through
-`sequences`), AI statements through the `Executor`
-(EXPLAIN renders the plan without the model, EXPLAIN ANALYZE runs it and shows the actual work),
-and every AI
+`sequences`, CREATE / DROP EXTENSION through `extensions`), AI statements through the
+`Executor` (EXPLAIN renders the plan without the model, EXPLAIN ANALYZE runs it and shows the
+actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
 (its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
@@ -55,6 +55,7 @@ from heron.planner import (
     dialect,
     existence,
     explain,
+    extensions,
     jsonb_storage,
     logical,
     parameters,
@@ -139,6 +140,9 @@ class Planner:
         if serial_columns.read(duckdb_sql) is not None:
             # DuckDB knows neither serial types nor identity columns
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
+        if (extension := extensions.read(duckdb_sql)) is not None:  # DuckDB has none
+            verb = "CREATE EXTENSION" if extension.create else "DROP EXTENSION"
+            return Statement(duckdb_sql, Kind.OTHER, verb=verb)
         if truncate.read(duckdb_sql) is not None:  # (DuckDB's parser: one table, no options)
             return Statement(duckdb_sql, Kind.OTHER, verb="TRUNCATE TABLE")
         if sequences.read_setval(duckdb_sql) is not None:  # DuckDB has no setval
@@ -249,6 +253,8 @@ class Planner:
                     return Result(stmt.verb, None, None, notices=(skip,))  # nothing to run
             if stmt.verb == "CREATE TABLE" and (serial := serial_columns.read(stmt.sql)):
                 return serial_columns.run(self.con, serial)
+            if stmt.verb.endswith(" EXTENSION") and (extension := extensions.read(stmt.sql)):
+                return extensions.run(extension)
             if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):
                 return truncate.run(self.con, emptied)
             if stmt.kind is Kind.UTILITY_ROWS and (setval := sequences.read_setval(stmt.sql)):

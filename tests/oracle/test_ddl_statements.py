@@ -109,6 +109,12 @@ CASES = {
         "max(\"id\") IS NOT null) FROM \"x_p\"",
         "INSERT INTO x_p (v) VALUES ('g') RETURNING id", "SELECT setval('x_p_id_seq', 0)",
         "SELECT setval('x_nope_seq', 1)", "DROP TABLE x_p"),
+    "extensions": (
+        "CREATE EXTENSION IF NOT EXISTS plpgsql", "CREATE EXTENSION plpgsql",
+        "DROP EXTENSION IF EXISTS x_nosuch",
+        "DROP EXTENSION x_nosuch",
+        "SELECT extname, extversion, extrelocatable, extnamespace::regnamespace::text "
+        "FROM pg_extension WHERE extname = 'plpgsql'"),
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),
