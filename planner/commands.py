@@ -10,7 +10,8 @@ or None when the text is not that command; a statement that is the command but m
 - `TransactionOptions`: the modes of BEGIN / START TRANSACTION (isolation level, READ ONLY);
 - `SavepointCommand`: SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT];
 - `DeclareCommand`, `FetchCommand` (FETCH and MOVE), `CloseCommand`: SQL cursors;
-- `ListenCommand` (LISTEN, UNLISTEN) and `NotifyCommand`: asynchronous notifications.
+- `ListenCommand` (LISTEN, UNLISTEN) and `NotifyCommand`: asynchronous notifications;
+- `LockCommand`: LOCK TABLE (its mode's number: `LOCK_MODES`).
 
 Identifiers fold to lower case unless double-quoted, as in PostgreSQL.
 """
@@ -370,3 +371,41 @@ def read_notify(sql: str) -> NotifyCommand | None:
     if len(payload.encode()) > MAX_PAYLOAD_BYTES:
         raise SqlError(SqlState.INVALID_PARAMETER_VALUE, "payload string too long")
     return NotifyCommand(identifier(m["channel"]), payload)
+
+
+# -- LOCK ----------------------------------------------------------------------------------------
+
+# PostgreSQL's table lock modes, as `pg_advisory.Mode`'s numbers.
+LOCK_MODES = {"ACCESS SHARE": 1, "ROW SHARE": 2, "ROW EXCLUSIVE": 3, "SHARE UPDATE EXCLUSIVE": 4,
+              "SHARE": 5, "SHARE ROW EXCLUSIVE": 6, "EXCLUSIVE": 7, "ACCESS EXCLUSIVE": 8}
+
+
+@dataclass(frozen=True, slots=True)
+class LockCommand:
+    """LOCK [TABLE] [ONLY] name [*] [, ...] [IN mode MODE] [NOWAIT]."""
+
+    tables: tuple[tuple[str, ...], ...]  # each name's parts, folded
+    mode: int  # `LOCK_MODES`'
+    nowait: bool
+
+
+_QUALIFIED = rf"{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER}){{0,2}}(?:\s*\*)?"
+_LOCK = re.compile(
+    rf"^\s*LOCK\s+(?:TABLE\s+)?(?P<names>(?:ONLY\s+)?{_QUALIFIED}(?:\s*,\s*(?:ONLY\s+)?"
+    rf"{_QUALIFIED})*)(?:\s+IN\s+(?P<mode>[A-Z ]+?)\s+MODE)?(?P<nowait>\s+NOWAIT)?\s*;?\s*$",
+    re.IGNORECASE)
+_ONLY = re.compile(r"^\s*ONLY\s+", re.IGNORECASE)
+
+
+def read_lock(sql: str) -> LockCommand | None:
+    if not re.match(r"^\s*LOCK\b", sql, re.IGNORECASE):
+        return None
+    m = _LOCK.match(sql)
+    if m is None:
+        raise _syntax_error(sql.split(None, 1)[1] if len(sql.split()) > 1 else "")
+    mode = " ".join((m["mode"] or "ACCESS EXCLUSIVE").upper().split())
+    if mode not in LOCK_MODES:
+        raise _syntax_error(mode)
+    tables = tuple(tuple(identifier(p) for p in re.findall(IDENTIFIER, _ONLY.sub("", name)))
+                   for name in m["names"].split(","))
+    return LockCommand(tables, LOCK_MODES[mode], bool(m["nowait"]))

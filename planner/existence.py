@@ -18,9 +18,10 @@ Contract:
   session's when one is open): a missing name is skipped with PostgreSQL's notice under IF
   EXISTS, else PostgreSQL's error (42P01, 42704, 3F000) comes before anything is dropped; a
   DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there.
-- `search_path(con)` is the schemas DuckDB's search path names; `owned_sequences(con, parts)`
-  the sequences a table's serial and identity columns own (quoted names); `name_parts(text)`
-  a name's parts as PostgreSQL folds them.
+- `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
+  pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
+  `owned_sequences(con, parts)` the sequences a table's serial and identity columns own
+  (quoted names); `name_parts(text)` a name's parts as PostgreSQL folds them.
 - `skipped(con, ddl)`, asked before DuckDB runs a `CreateIfNotExists` or an `AlterIfExists`
   (ALTER TABLE IF EXISTS, or one ADD COLUMN IF NOT EXISTS / DROP COLUMN IF EXISTS): PostgreSQL's
   notice when the object is there (the table missing, the column there or missing) and the
@@ -229,6 +230,38 @@ def _schemas(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {s for (s,) in con.execute(
         "SELECT schema_name FROM duckdb_schemas() WHERE database_name IN "
         "(current_database(), 'temp')").fetchall()}
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A table or view as a statement finds it: where it is, and its OID (pg_class's)."""
+
+    database: str
+    schema: str
+    name: str
+    oid: int
+
+    @property
+    def quoted(self) -> str:
+        return ".".join(dialect.quoted(p) for p in (self.database, self.schema, self.name))
+
+
+def find_relation(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...], *,
+                  views: bool = True) -> Relation:
+    """The table (or view, with `views`) a name names, found as a statement finds it
+    (temporary first, then the search path's schemas in order); 42P01 when there is none."""
+    schemas = [parts[-2]] if len(parts) > 1 else search_path(con)
+    views_sql = ("UNION ALL SELECT database_name, schema_name, view_name, view_oid, temporary "
+                 "FROM duckdb_views() WHERE NOT internal" if views else "")
+    found = con.execute(
+        "SELECT database_name, schema_name, name, oid FROM (SELECT database_name, schema_name, "
+        "table_name AS name, table_oid AS oid, temporary FROM duckdb_tables() "
+        f"{views_sql}) r WHERE name = ? AND (schema_name IN (SELECT unnest(?::VARCHAR[])) OR "
+        "(? AND temporary)) ORDER BY NOT temporary, list_position(?::VARCHAR[], schema_name)",
+        [parts[-1], schemas, len(parts) == 1, schemas]).fetchall()
+    if not found:
+        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{".".join(parts)}" does not exist')
+    return Relation(*found[0])
 
 
 def search_path(con: duckdb.DuckDBPyConnection) -> list[str]:

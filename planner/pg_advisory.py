@@ -5,17 +5,19 @@ pg_try_advisory_lock, Prisma pg_advisory_lock(72707369)), so that two deploys ne
 once; applications use them as named mutexes.
 
 Contract:
-- `AdvisoryLocks` is one server's lock table, safe to use from any thread. A holder (a backend's
-  PID) `acquire`s a key — (1, key, 0) for a bigint key, (2, key1, key2) for two int keys, as
-  PostgreSQL keeps the two kinds apart — exclusive or shared, for its session or for its
-  transaction, waiting or not. A holder's own locks never conflict with each other, and each
-  acquisition is counted; an exclusive lock conflicts with another holder's lock of the key,
-  a shared one with another holder's exclusive one. While it waits, `acquire` asks `stop()`
-  every `POLL_S` and gives up (False) once it says so: the session's statement was cancelled
-  or timed out (DuckDB's interruption then reports it) or its client left. `release` gives
-  back one session-level acquisition (False when the holder has none of that mode),
-  `end_transaction` every transaction-level one, `release_all` everything of a holder (the
-  session's end; pg_advisory_unlock_all keeps the transaction's, as PostgreSQL does).
+- `LockTable` is one server's lock table, safe to use from any thread, with PostgreSQL's
+  eight lock modes (`Mode`) and their conflicts (`CONFLICTS`): advisory locks are SHARE and
+  EXCLUSIVE ones, LOCK TABLE takes its mode (`server.session`). A holder (a backend's PID)
+  `acquire`s a key — (1, key, 0) for a bigint key, (2, key1, key2) for two int keys, as
+  PostgreSQL keeps the two kinds apart; (3, oid, 0) for a table — in a mode, for its session
+  or for its transaction, waiting or not. A holder's own locks never conflict with each other,
+  and each acquisition is counted; another holder's lock of the key in a conflicting mode
+  keeps it waiting. While it waits, `acquire` asks `stop()` every `POLL_S` and gives up
+  (False) once it says so: the session's statement was cancelled or timed out (DuckDB's
+  interruption then reports it) or its client left. `release` gives back one session-level
+  acquisition of a mode (False when the holder has none), `end_transaction` every
+  transaction-level one, `release_all` everything of a holder (the session's end;
+  pg_advisory_unlock_all keeps the transaction's, as PostgreSQL does).
 - `register(con, locks)` registers `FUNCTION` on a connection that outlives every session (as
   `pg_activity.register`): `FUNCTION(pid, token, action, space, key1, key2)` does `action` for
   the session that proves its PID with its token (`pg_activity.Caller`); `locks` is that
@@ -34,6 +36,7 @@ on each other wait until cancelled or statement_timeout).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -46,85 +49,112 @@ FUNCTION = "heron_advisory"
 POLL_S = 0.05  # how often a waiting acquisition asks whether to give up
 VOID = "''"  # what a function PostgreSQL types void answers (its text form)
 
-Key = tuple[int, int, int]  # (1, key, 0) or (2, key1, key2)
+Key = tuple[int, int, int]  # (1, key, 0) or (2, key1, key2); (3, a table's OID, 0): LOCK TABLE
+
+
+class Mode(enum.IntEnum):
+    """PostgreSQL's lock modes (advisory locks are SHARE and EXCLUSIVE ones)."""
+
+    ACCESS_SHARE = 1
+    ROW_SHARE = 2
+    ROW_EXCLUSIVE = 3
+    SHARE_UPDATE_EXCLUSIVE = 4
+    SHARE = 5
+    SHARE_ROW_EXCLUSIVE = 6
+    EXCLUSIVE = 7
+    ACCESS_EXCLUSIVE = 8
+
+
+# PostgreSQL's conflict table: the modes each mode cannot be taken beside (another holder's).
+CONFLICTS = {
+    Mode.ACCESS_SHARE: {Mode.ACCESS_EXCLUSIVE},
+    Mode.ROW_SHARE: {Mode.EXCLUSIVE, Mode.ACCESS_EXCLUSIVE},
+    Mode.ROW_EXCLUSIVE: {Mode.SHARE, Mode.SHARE_ROW_EXCLUSIVE, Mode.EXCLUSIVE,
+                         Mode.ACCESS_EXCLUSIVE},
+    Mode.SHARE_UPDATE_EXCLUSIVE: {Mode.SHARE_UPDATE_EXCLUSIVE, Mode.SHARE,
+                                  Mode.SHARE_ROW_EXCLUSIVE, Mode.EXCLUSIVE,
+                                  Mode.ACCESS_EXCLUSIVE},
+    Mode.SHARE: {Mode.ROW_EXCLUSIVE, Mode.SHARE_UPDATE_EXCLUSIVE, Mode.SHARE_ROW_EXCLUSIVE,
+                 Mode.EXCLUSIVE, Mode.ACCESS_EXCLUSIVE},
+    Mode.SHARE_ROW_EXCLUSIVE: {Mode.ROW_EXCLUSIVE, Mode.SHARE_UPDATE_EXCLUSIVE, Mode.SHARE,
+                               Mode.SHARE_ROW_EXCLUSIVE, Mode.EXCLUSIVE, Mode.ACCESS_EXCLUSIVE},
+    Mode.EXCLUSIVE: set(Mode) - {Mode.ACCESS_SHARE},
+    Mode.ACCESS_EXCLUSIVE: set(Mode),
+}
 
 
 @dataclasses.dataclass
 class _Held:
-    """What one holder holds of one key: acquisitions by (shared, transaction level)."""
+    """What one holder holds of one key: acquisitions by (mode, transaction level)."""
 
-    counts: dict[tuple[bool, bool], int] = dataclasses.field(default_factory=dict)
+    counts: dict[tuple[Mode, bool], int] = dataclasses.field(default_factory=dict)
 
-    def holds(self, shared: bool | None = None) -> bool:
-        return any(n > 0 and (shared is None or mode[0] is shared)
-                   for mode, n in self.counts.items())
+    def modes(self) -> set[Mode]:
+        return {mode for (mode, _), n in self.counts.items() if n > 0}
 
 
-class AdvisoryLocks:
-    """One server's advisory lock table (see the module docstring)."""
+class LockTable:
+    """One server's lock table (see the module docstring)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._held: dict[Key, dict[int, _Held]] = {}  # key -> holder -> what it holds
 
-    def acquire(self, holder: int, key: Key, *, shared: bool, transaction: bool, wait: bool,
+    def acquire(self, holder: int, key: Key, *, mode: Mode, transaction: bool, wait: bool,
                 stop: Callable[[], bool] = lambda: False) -> bool:
         with self._changed:
-            while self._conflicts(holder, key, shared):
+            while self._conflicts(holder, key, mode):
                 if not wait or stop():
                     return False
                 self._changed.wait(POLL_S)
             held = self._held.setdefault(key, {}).setdefault(holder, _Held())
-            mode = (shared, transaction)
-            held.counts[mode] = held.counts.get(mode, 0) + 1
+            held.counts[(mode, transaction)] = held.counts.get((mode, transaction), 0) + 1
             return True
 
-    def release(self, holder: int, key: Key, *, shared: bool) -> bool:
+    def release(self, holder: int, key: Key, *, mode: Mode) -> bool:
         with self._changed:
             held = self._held.get(key, {}).get(holder)
-            mode = (shared, False)
-            if held is None or held.counts.get(mode, 0) == 0:
+            if held is None or held.counts.get((mode, False), 0) == 0:
                 return False
-            held.counts[mode] -= 1
+            held.counts[(mode, False)] -= 1
             self._forget_empty(key, holder)
             self._changed.notify_all()
             return True
 
     def end_transaction(self, holder: int) -> None:
-        self._drop(holder, lambda mode: mode[1])
+        self._drop(holder, lambda transaction: transaction)
 
     def release_all(self, holder: int, *, transaction_too: bool = True) -> None:
-        self._drop(holder, lambda mode: transaction_too or not mode[1])
+        self._drop(holder, lambda transaction: transaction_too or not transaction)
 
-    def held(self, holder: int) -> list[tuple[Key, bool, bool, int]]:
-        """What `holder` holds: (key, shared, transaction level, count), for tests and views."""
+    def held(self, holder: int) -> list[tuple[Key, Mode, bool, int]]:
+        """What `holder` holds: (key, mode, transaction level, count), for tests and views."""
         with self._changed:
-            return sorted((key, mode[0], mode[1], n) for key, holders in self._held.items()
+            return sorted((key, mode, transaction, n) for key, holders in self._held.items()
                           for h, held in holders.items() if h == holder
-                          for mode, n in held.counts.items() if n > 0)
+                          for (mode, transaction), n in held.counts.items() if n > 0)
 
-    def _drop(self, holder: int, which: Callable[[tuple[bool, bool]], bool]) -> None:
+    def _drop(self, holder: int, which: Callable[[bool], bool]) -> None:
+        """Release every acquisition of `holder` whose transaction level `which` picks."""
         with self._changed:
             for key in list(self._held):
                 held = self._held[key].get(holder)
                 if held is None:
                     continue
-                for mode in list(held.counts):
-                    if which(mode):
-                        held.counts[mode] = 0
+                for mode, transaction in list(held.counts):
+                    if which(transaction):
+                        held.counts[(mode, transaction)] = 0
                 self._forget_empty(key, holder)
             self._changed.notify_all()
 
-    def _conflicts(self, holder: int, key: Key, shared: bool) -> bool:
-        """Whether another holder's lock of `key` keeps `holder` from taking it: any lock keeps
-        an exclusive one out, an exclusive lock a shared one."""
-        blocking = False if shared else None  # held exclusive / held at all
-        return any(other != holder and held.holds(blocking)
+    def _conflicts(self, holder: int, key: Key, mode: Mode) -> bool:
+        """Whether another holder's lock of `key` keeps `holder` from taking it in `mode`."""
+        return any(other != holder and held.modes() & CONFLICTS[mode]
                    for other, held in self._held.get(key, {}).items())
 
     def _forget_empty(self, key: Key, holder: int) -> None:
         holders = self._held[key]
-        if not holders[holder].holds():
+        if not holders[holder].modes():
             del holders[holder]
         if not holders:
             del self._held[key]

@@ -54,6 +54,7 @@ from heron.planner.commands import (
     DeclareCommand,
     FetchCommand,
     ListenCommand,
+    LockCommand,
     NotifyCommand,
     SavepointCommand,
     SessionCommand,
@@ -100,6 +101,7 @@ class Kind(enum.Enum):
     CLOSE = "close"
     LISTEN = "listen"  # LISTEN and UNLISTEN: the session answers, the connection delivers
     NOTIFY = "notify"
+    LOCK = "lock"  # LOCK TABLE: the session answers
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
     # Members are singletons compared by identity: hashing them by identity is as sound, and
@@ -109,7 +111,7 @@ class Kind(enum.Enum):
 
 
 Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
-           | CloseCommand | CopyCommand | ListenCommand | NotifyCommand)
+           | CloseCommand | CopyCommand | ListenCommand | NotifyCommand | LockCommand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +286,7 @@ _OWN_COMMANDS: tuple[tuple[Callable[[str], Command | None], Kind, str], ...] = (
     (commands.read_close, Kind.CLOSE, "CLOSE"),
     (commands.read_deallocate, Kind.DEALLOCATE, "DEALLOCATE"),
     (commands.read_notify, Kind.NOTIFY, "NOTIFY"),
+    (commands.read_lock, Kind.LOCK, "LOCK TABLE"),
 )
 
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import duckdb
 
-from heron.planner import dialect, existence, sequences
+from heron.planner import existence, sequences
 from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.existence import Relation, find_relation
 from heron.planner.statement import Result, atomic, in_transaction
 
 _NAME = rf"{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER}){{0,2}}(?:\s*\*)?"
@@ -54,22 +55,11 @@ def read(sql: str) -> Truncate | None:
                     (m["behaviour"] or "").upper() == "CASCADE")
 
 
-@dataclass(frozen=True)
-class _Table:
-    database: str
-    schema: str
-    name: str
-
-    @property
-    def quoted(self) -> str:
-        return ".".join(dialect.quoted(p) for p in (self.database, self.schema, self.name))
-
-
 def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
     """Run `truncate` (see the module docstring)."""
     block = in_transaction(con)
     with atomic(con):
-        tables = [_resolve(con, parts) for parts in truncate.tables]
+        tables = [find_relation(con, parts, views=False) for parts in truncate.tables]
         emptied = list(dict.fromkeys(tables))
         references = _references(con)
         notices = []
@@ -97,8 +87,8 @@ def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
     return Result("TRUNCATE TABLE", None, None, notices=tuple(notices))
 
 
-def _referencing_first(tables: list[_Table], references: dict[_Table, list[_Table]]
-                       ) -> list[_Table]:
+def _referencing_first(tables: list[Relation], references: dict[Relation, list[Relation]]
+                       ) -> list[Relation]:
     """`tables` ordered so that a table comes after every other one of them referencing it (a
     cycle of references: in the given order)."""
     remaining, ordered = list(tables), []
@@ -110,7 +100,7 @@ def _referencing_first(tables: list[_Table], references: dict[_Table, list[_Tabl
     return ordered
 
 
-def _empty(con: duckdb.DuckDBPyConnection, tables: list[_Table], *, separately: bool) -> None:
+def _empty(con: duckdb.DuckDBPyConnection, tables: list[Relation], *, separately: bool) -> None:
     """Delete every row of `tables`, in order. DuckDB checks a foreign key against the rows its
     transaction began with, so a referenced table cannot be emptied in the transaction that
     emptied the tables referencing it: `separately` (outside a transaction block) each table is
@@ -133,25 +123,15 @@ def _empty(con: duckdb.DuckDBPyConnection, tables: list[_Table], *, separately: 
         raise from_duckdb(exc) from None
 
 
-def _resolve(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> _Table:
-    """The table a name names, as a statement finds it (temporary first, then the path)."""
-    schemas = [parts[-2]] if len(parts) > 1 else existence.search_path(con)
-    found = con.execute(
-        "SELECT database_name, schema_name, table_name FROM duckdb_tables() WHERE table_name = ? "
-        "AND (schema_name IN (SELECT unnest(?::VARCHAR[])) OR (? AND temporary)) "
-        "ORDER BY NOT temporary, list_position(?::VARCHAR[], schema_name)",
-        [parts[-1], schemas, len(parts) == 1, schemas]).fetchall()
-    if not found:
-        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{".".join(parts)}" does not exist')
-    return _Table(*found[0])
-
-
-def _references(con: duckdb.DuckDBPyConnection) -> dict[_Table, list[_Table]]:
+def _references(con: duckdb.DuckDBPyConnection) -> dict[Relation, list[Relation]]:
     """For each table some foreign key references: the tables whose keys reference it."""
-    found: dict[_Table, list[_Table]] = {}
-    for database, schema, table, referenced in con.execute(
-            "SELECT database_name, schema_name, table_name, referenced_table "
-            "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY'").fetchall():
-        found.setdefault(_Table(database, schema, referenced), []).append(
-            _Table(database, schema, table))
+    found: dict[Relation, list[Relation]] = {}
+    for database, schema, table, oid, referenced, referenced_oid in con.execute(
+            "SELECT c.database_name, c.schema_name, c.table_name, c.table_oid, "
+            "c.referenced_table, t.table_oid FROM duckdb_constraints() c JOIN duckdb_tables() t "
+            "ON t.database_name = c.database_name AND t.schema_name = c.schema_name AND "
+            "t.table_name = c.referenced_table WHERE c.constraint_type = 'FOREIGN KEY'"
+    ).fetchall():
+        found.setdefault(Relation(database, schema, referenced, referenced_oid), []).append(
+            Relation(database, schema, table, oid))
     return found

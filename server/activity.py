@@ -43,7 +43,7 @@ from typing import Protocol
 
 from heron.catalog.roles import Role, Roles
 from heron.planner.pg_activity import BackendRow, Caller, OperatorRow, Outcome, Signal
-from heron.planner.pg_advisory import AdvisoryLocks, Key
+from heron.planner.pg_advisory import Key, LockTable, Mode
 from heron.planner.progress import OperatorProgress, Stage, State
 from heron.server.transaction import TransactionStatus
 
@@ -122,7 +122,7 @@ class Backend:
 
     def __init__(self, pid: int, user: str, database: str, client: Client,
                  application_name: str, peer: Peer,
-                 locks: AdvisoryLocks | None = None) -> None:
+                 locks: LockTable | None = None) -> None:
         self.pid = pid
         self.token = secrets.token_hex(16)
         self.caller = Caller(pid, self.token)
@@ -138,7 +138,7 @@ class Backend:
         # Set while the session's statement is cancelled (the session puts its planner's here):
         # an advisory lock's wait gives up then.
         self.cancelled = threading.Event()
-        self.locks = locks if locks is not None else AdvisoryLocks()
+        self.locks = locks if locks is not None else LockTable()
         self._lock = threading.Lock()
         self._state = BackendState.IDLE
         self._query = ""
@@ -246,7 +246,7 @@ class Activity:
         self.database = database
         self._backends: dict[int, Backend] = {}
         self._lock = threading.Lock()
-        self.locks = AdvisoryLocks()  # the backends' advisory locks (pg_advisory)
+        self.locks = LockTable()  # the backends' advisory and table locks (pg_advisory)
 
     def open(self, pid: int, user: str, client: Client, application_name: str,
              peer: Peer) -> Backend:
@@ -335,17 +335,18 @@ class Activity:
             return False
         verb, *modes = action.split()
         shared = "shared" in modes
+        mode = Mode.SHARE if shared else Mode.EXCLUSIVE  # PostgreSQL's modes of advisory locks
         if verb == "unlock":
             if modes == ["all"]:
                 self.locks.release_all(backend.pid, transaction_too=False)
                 return True
-            if self.locks.release(backend.pid, key, shared=shared):
+            if self.locks.release(backend.pid, key, mode=mode):
                 return True
-            mode = "ShareLock" if shared else "ExclusiveLock"
-            backend.peer.post_notice(Severity.WARNING, f"you don't own a lock of type {mode}")
+            kind = "ShareLock" if shared else "ExclusiveLock"
+            backend.peer.post_notice(Severity.WARNING, f"you don't own a lock of type {kind}")
             return False
         return self.locks.acquire(
-            backend.pid, key, shared=shared, transaction="xact" in modes, wait=verb == "lock",
+            backend.pid, key, mode=mode, transaction="xact" in modes, wait=verb == "lock",
             stop=lambda: backend.cancelled.is_set() or backend.gone.is_set())
 
     def _all(self) -> list[Backend]:

@@ -60,6 +60,7 @@ from heron.planner.commands import (
     FetchCommand,
     Isolation,
     ListenCommand,
+    LockCommand,
     NotifyCommand,
     SavepointCommand,
     SessionCommand,
@@ -68,7 +69,9 @@ from heron.planner.commands import (
 )
 from heron.planner.copy_statement import CopyCommand
 from heron.planner.errors import in_failed_transaction, query_canceled
+from heron.planner.existence import find_relation
 from heron.planner.pg_activity import NO_SERVER
+from heron.planner.pg_advisory import Mode
 from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
 from heron.planner.statement import Rows
@@ -155,7 +158,7 @@ _DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT
                          Kind.DELETE, Kind.MERGE, Kind.COPY, Kind.COPY_IN, Kind.COPY_OUT,
                          Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
                          Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.SHOW,
-                         Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY})
+                         Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY, Kind.LOCK})
 
 
 @dataclass
@@ -495,6 +498,8 @@ class Session:
             if not self._in_block():
                 self._settle_notifications(committed=True)
             return Result(statement.verb, None, None)
+        if isinstance(command, LockCommand):
+            return self._lock(command)
         if isinstance(command, NotifyCommand):
             if (command.channel, command.payload) not in self._notifies:  # as PostgreSQL folds
                 self._notifies.append((command.channel, command.payload))
@@ -520,6 +525,36 @@ class Session:
             self._reset(command.name)
         self._settings_changed()
         return Result(kind.name, None, None)
+
+    def _lock(self, command: LockCommand) -> Result:
+        """LOCK TABLE: each table's lock taken for the rest of the block, in the server's lock
+        table beside the advisory locks (`Backend.locks`, keyed by the table's OID, in its
+        mode): DuckDB has no table locks, so only LOCK TABLEs wait on each other (what
+        migration tools use them for). Waits end on cancel or statement_timeout (57014);
+        NOWAIT fails at once (55P03)."""
+        if not self._in_block() or self.transaction.implicit:
+            raise SqlError(SqlState.NO_ACTIVE_SQL_TRANSACTION,
+                           "LOCK TABLE can only be used in transaction blocks")
+        relations = [find_relation(self.planner.con, parts) for parts in command.tables]
+        backend = self.backend
+        if backend is None:  # a session without a server: nobody to wait for
+            return Result("LOCK TABLE", None, None)
+        self.arm_timeout()
+        try:
+            for relation in relations:
+                if not backend.locks.acquire(
+                        backend.pid, (LOCK_KEY_SPACE, relation.oid, 0),
+                        mode=Mode(command.mode), transaction=True,
+                        wait=not command.nowait,
+                        stop=lambda: backend.cancelled.is_set() or backend.gone.is_set()):
+                    if command.nowait:
+                        raise SqlError(SqlState.LOCK_NOT_AVAILABLE,
+                                       f'could not obtain lock on relation "{relation.name}"')
+                    raise self._canceled(query_canceled())
+        finally:
+            self.disarm_timeout()
+            self.planner.cancelled.clear()  # (the planner clears it after its own statements)
+        return Result("LOCK TABLE", None, None)
 
     def _defaults_by_name(self) -> dict[str, str]:
         return {**OTHER_DEFAULTS, **REPORTED_DEFAULTS, **self.server_settings}
@@ -783,7 +818,9 @@ class Session:
 _TRANSACTION_KINDS = {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
                       Kind.ROLLBACK_TO}
 _SESSION_KINDS = _TRANSACTION_KINDS | {Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.COPY_IN,
-                                       Kind.COPY_OUT, Kind.LISTEN, Kind.NOTIFY, Kind.ROLE}
+                                       Kind.COPY_OUT, Kind.LISTEN, Kind.NOTIFY, Kind.ROLE,
+                                       Kind.LOCK}
+LOCK_KEY_SPACE = 3  # LOCK TABLE's keys in the lock table: (3, the table's OID, 0)
 
 
 @dataclass(frozen=True, slots=True)

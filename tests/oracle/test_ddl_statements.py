@@ -115,6 +115,11 @@ CASES = {
         "DROP EXTENSION x_nosuch",
         "SELECT extname, extversion, extrelocatable, extnamespace::regnamespace::text "
         "FROM pg_extension WHERE extname = 'plpgsql'"),
+    "lock_table": (
+        "CREATE TABLE x_l (id int)", "LOCK TABLE x_l IN ACCESS EXCLUSIVE MODE", "LOCK x_l",
+        "BEGIN", "LOCK TABLE x_l IN SHARE UPDATE EXCLUSIVE MODE",
+        "LOCK TABLE ONLY x_l, x_l IN ROW EXCLUSIVE MODE NOWAIT", "LOCK TABLE x_nope",
+        "ROLLBACK", "BEGIN", "LOCK TABLE x_l IN BOGUS MODE", "ROLLBACK", "DROP TABLE x_l"),
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),

@@ -1,4 +1,4 @@
-"""The advisory lock table (`planner.pg_advisory.AdvisoryLocks`) alone, and its SQL functions on
+"""The lock table (`planner.pg_advisory.LockTable`) alone, and its SQL functions on
 a planner without a server (every lock granted at once)."""
 
 from __future__ import annotations
@@ -8,44 +8,58 @@ import threading
 import duckdb
 import pytest
 
-from heron.planner.pg_advisory import AdvisoryLocks
+from heron.planner.pg_advisory import LockTable, Mode
 from heron.planner.planner import Planner
 
 KEY = (1, 7, 0)
 
 
 def test_modes_conflict_as_postgresqls():
-    locks = AdvisoryLocks()
-    assert locks.acquire(1, KEY, shared=True, transaction=False, wait=False)
-    assert locks.acquire(2, KEY, shared=True, transaction=False, wait=False)
-    assert not locks.acquire(2, KEY, shared=False, transaction=False, wait=False)
-    assert locks.release(2, KEY, shared=True)
-    assert not locks.release(2, KEY, shared=True)  # none left of that mode
-    assert locks.acquire(1, KEY, shared=False, transaction=True, wait=False)  # own: no conflict
-    assert not locks.acquire(2, KEY, shared=True, transaction=False, wait=False)
+    locks = LockTable()
+    assert locks.acquire(1, KEY, mode=Mode.SHARE, transaction=False, wait=False)
+    assert locks.acquire(2, KEY, mode=Mode.SHARE, transaction=False, wait=False)
+    assert not locks.acquire(2, KEY, mode=Mode.EXCLUSIVE, transaction=False, wait=False)
+    assert locks.release(2, KEY, mode=Mode.SHARE)
+    assert not locks.release(2, KEY, mode=Mode.SHARE)  # none left of that mode
+    assert locks.acquire(1, KEY, mode=Mode.EXCLUSIVE, transaction=True, wait=False)  # its own
+    assert not locks.acquire(2, KEY, mode=Mode.SHARE, transaction=False, wait=False)
     locks.end_transaction(1)
-    assert locks.held(1) == [(KEY, True, False, 1)]
+    assert locks.held(1) == [(KEY, Mode.SHARE, False, 1)]
     locks.release_all(1)
-    assert locks.held(1) == [] and locks.acquire(2, KEY, shared=False, transaction=False,
+    assert locks.held(1) == [] and locks.acquire(2, KEY, mode=Mode.EXCLUSIVE, transaction=False,
                                                  wait=False)
 
 
+def test_table_lock_modes_conflict_as_postgresqls():
+    locks = LockTable()
+    assert locks.acquire(1, KEY, mode=Mode.SHARE_UPDATE_EXCLUSIVE, transaction=True, wait=False)
+    assert locks.acquire(2, KEY, mode=Mode.ACCESS_SHARE, transaction=True, wait=False)
+    assert locks.acquire(2, KEY, mode=Mode.ROW_EXCLUSIVE, transaction=True, wait=False)
+    assert not locks.acquire(2, KEY, mode=Mode.SHARE_UPDATE_EXCLUSIVE, transaction=True,
+                             wait=False)
+    assert not locks.acquire(3, KEY, mode=Mode.SHARE, transaction=True, wait=False)
+    locks.end_transaction(1)
+    assert not locks.acquire(3, KEY, mode=Mode.SHARE, transaction=True, wait=False)  # 2's
+    locks.end_transaction(2)
+    assert locks.acquire(3, KEY, mode=Mode.ACCESS_EXCLUSIVE, transaction=True, wait=False)
+
+
 def test_a_wait_gives_up_when_told_to_stop():
-    locks = AdvisoryLocks()
-    locks.acquire(1, KEY, shared=False, transaction=False, wait=False)
+    locks = LockTable()
+    locks.acquire(1, KEY, mode=Mode.EXCLUSIVE, transaction=False, wait=False)
     stop = threading.Event()
     threading.Timer(0.2, stop.set).start()
-    assert not locks.acquire(2, KEY, shared=False, transaction=False, wait=True,
+    assert not locks.acquire(2, KEY, mode=Mode.EXCLUSIVE, transaction=False, wait=True,
                              stop=stop.is_set)
     assert locks.held(2) == []
 
 
 def test_a_wait_is_granted_on_release():
-    locks = AdvisoryLocks()
-    locks.acquire(1, KEY, shared=False, transaction=False, wait=False)
-    threading.Timer(0.2, lambda: locks.release(1, KEY, shared=False)).start()
-    assert locks.acquire(2, KEY, shared=False, transaction=False, wait=True)
-    assert locks.held(2) == [(KEY, False, False, 1)]
+    locks = LockTable()
+    locks.acquire(1, KEY, mode=Mode.EXCLUSIVE, transaction=False, wait=False)
+    threading.Timer(0.2, lambda: locks.release(1, KEY, mode=Mode.EXCLUSIVE)).start()
+    assert locks.acquire(2, KEY, mode=Mode.EXCLUSIVE, transaction=False, wait=True)
+    assert locks.held(2) == [(KEY, Mode.EXCLUSIVE, False, 1)]
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""Advisory locks across sessions of one server (`planner.pg_advisory`, `server.activity`):
-waits, try-locks, shared locks, transaction-level locks, and the ends that release them."""
+"""Advisory locks and LOCK TABLE across sessions of one server (`planner.pg_advisory`,
+`server.activity`, `server.session`): waits, try-locks, shared locks, transaction-level locks,
+and the ends that release them."""
 
 from __future__ import annotations
 
@@ -109,3 +110,42 @@ def test_a_wait_ends_with_the_statement_timeout(conn, other):
     other.execute("RESET statement_timeout")
     assert one(other, "SELECT pg_try_advisory_lock(47)") is False  # not granted after all
     conn.execute("SELECT pg_advisory_unlock(47)")
+
+
+def test_lock_table_waits_for_another_block_s_lock_of_the_table(conn, other):
+    conn.execute("DROP TABLE IF EXISTS lock_target")
+    conn.execute("CREATE TABLE lock_target (i int)")
+    conn.execute("BEGIN")
+    conn.execute("LOCK TABLE lock_target IN SHARE UPDATE EXCLUSIVE MODE")  # Ecto's migration lock
+    other.execute("BEGIN")
+    with pytest.raises(psycopg.errors.LockNotAvailable):
+        other.execute("LOCK TABLE lock_target IN EXCLUSIVE MODE NOWAIT")
+    other.execute("ROLLBACK")
+    other.execute("BEGIN")
+    other.execute("LOCK TABLE lock_target IN ACCESS SHARE MODE")  # shared: no conflict
+    other.execute("ROLLBACK")
+    granted = []
+
+    def wait():
+        with other.transaction():
+            other.execute("LOCK TABLE lock_target")
+            granted.append(time.monotonic())
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.5)
+    assert not granted
+    released = time.monotonic()
+    conn.execute("COMMIT")
+    waiter.join(10)
+    assert granted and granted[0] >= released
+    other.execute("SET statement_timeout = 300")
+    conn.execute("BEGIN")
+    conn.execute("LOCK TABLE lock_target")
+    other.execute("BEGIN")
+    with pytest.raises(psycopg.errors.QueryCanceled, match="statement timeout"):
+        other.execute("LOCK TABLE lock_target")
+    other.execute("ROLLBACK")
+    other.execute("RESET statement_timeout")
+    conn.execute("ROLLBACK")
+    assert one(other, "SELECT 1") == 1  # nothing left cancelled
