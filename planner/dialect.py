@@ -173,14 +173,15 @@ class Heron(PostgresSql):
             **{name: _builder(name) for name in (*SPELLINGS, *OTHER_SPELLINGS) if "." not in name},
             "PROMPT": lambda args: Prompt(this=args[0] if args else None,
                                           expressions=list(args[1:])),
-            # Kept as written: sqlglot would translate to_char's and to_date's templates
+            # Kept as written: sqlglot would translate to_char's, to_date's and to_timestamp's
+            # templates
             # (losing what they cannot map), read div as DuckDB's `//` (a double's division
             # for decimals), array_remove as a filter with `<>` (which removes nothing but
             # every element when the one to remove is NULL), and regexp_extract's third
             # argument (DuckDB's group, in the catalog rewrite's text) as a position, so that
             # pg_typeof of an array was 'text' in a statement `pg_semantics` rewrote.
-            **{name: _kept(name) for name in ("TO_CHAR", "TO_DATE", "DIV", "ARRAY_REMOVE",
-                                              "REGEXP_EXTRACT")},
+            **{name: _kept(name) for name in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP", "DIV",
+                                              "ARRAY_REMOVE", "REGEXP_EXTRACT")},
         }
         # DATE_PART kept apart from EXTRACT (sqlglot reads both as one): PostgreSQL's date_part
         # is double precision, its extract numeric (`pg_semantics` types both).

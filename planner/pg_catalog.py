@@ -192,6 +192,8 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
                         "VARCHAR")
     con.create_function(pg_to_date.FUNCTION, carrying(pg_to_date.to_date, 2),
                         ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
+    con.create_function(pg_to_date.TIMESTAMP_FUNCTION, carrying(pg_to_date.to_timestamp, 2),
+                        ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
     pg_interval.register(con)
     pg_jsonb.register(con)
     pg_similar.register(con)

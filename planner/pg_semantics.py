@@ -193,7 +193,7 @@ _TRIGGER = re.compile(
     r"generate_series|round|format|jsonb?_build_object|jsonb_build_array|jsonb?_agg|jsonb?_typeof|"
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
-    r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|extract|date_part|using|array_cat|"
+    r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
     r"pow|power|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
@@ -658,6 +658,9 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
     if name == "to_date" and len(call.expressions) == 2:
         return exp.cast(exp.Anonymous(this=pg_to_date.FUNCTION, expressions=[
             exp.cast(argument, "VARCHAR") for argument in call.expressions]), "DATE")
+    if name == "to_timestamp" and len(call.expressions) == 2:
+        return exp.cast(exp.Anonymous(this=pg_to_date.TIMESTAMP_FUNCTION, expressions=[
+            exp.cast(argument, "VARCHAR") for argument in call.expressions]), "TIMESTAMPTZ")
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.Initcap) or (

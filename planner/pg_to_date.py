@@ -1,4 +1,5 @@
-"""PostgreSQL's `to_date(text, template)`, which DuckDB lacks, as a Python function.
+"""PostgreSQL's `to_date(text, template)` and `to_timestamp(text, template)`, which DuckDB lacks,
+as Python functions.
 
 Contract: `to_date(text, template)` reads a date as PostgreSQL 15's to_date does
 (formatting.c's DCH_from_char, not FX mode), for the template patterns YYYY, YY, MM, DD, DDD,
@@ -13,8 +14,11 @@ for years before 1), for a cast to DATE. Errors are PostgreSQL's: 22007 `invalid
 "YYYY"` (a field that is no integer, no month name, or fewer characters than its width), 22007
 for conflicting values of a field, 22008 `date/time field value out of range: "<text>"` (a
 month, day or time that does not exist). Any other pattern (IYYY, WW, J, RM, TZ, TH, FX, ...)
-raises 0A000. `FUNCTION` is the name `pg_catalog.register` gives it (`errors.carrying`), which
-`pg_semantics.rewrite` calls.
+raises 0A000. `to_timestamp(text, template)` reads the same patterns and adds the time of day
+(HH24, or HH12 / HH with AM / PM; MI, SS, MS, US), as DuckDB's text of a timestamp without
+zone, which a cast to timestamptz reads in the session's time zone, as PostgreSQL's does.
+`FUNCTION` and `TIMESTAMP_FUNCTION` are the names `pg_catalog.register` gives them
+(`errors.carrying`), which `pg_semantics.rewrite` calls.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import NamedTuple
 from heron.planner.errors import SqlError, SqlState
 
 FUNCTION = "heron_to_date"
+TIMESTAMP_FUNCTION = "heron_to_timestamp"
 
 # Patterns -> (field, width, kind): "int" a number read by width, "name" a word of `_WORDS`.
 _FIELDS = {
@@ -102,6 +107,27 @@ def _next_is_separator(nodes: tuple[_Node, ...], i: int) -> bool:
 def to_date(text: str, template: str) -> str:
     """PostgreSQL's to_date(text, template), as DuckDB's text of the date (see the module
     docstring)."""
+    return _date(_read(text, template), text)
+
+
+def to_timestamp(text: str, template: str) -> str:
+    """PostgreSQL's to_timestamp(text, template), as DuckDB's text of the timestamp its fields
+    name (for a cast to timestamptz, which reads it in the session's time zone)."""
+    fields = _read(text, template)
+    day = _date(fields, text)
+    hour = fields.get("hour24", 0)
+    if "hour12" in fields:  # 12 AM is midnight, 12 PM noon
+        hour = fields["hour12"] % 12 + (12 if fields.get("meridiem") == 1 else 0)
+    micro = fields.get("ms", 0) * 1000 + fields.get("us", 0)
+    if not 0 <= micro < 1_000_000:
+        raise _out_of_range(text)
+    clock = f"{hour:02d}:{fields.get('minute', 0):02d}:{fields.get('second', 0):02d}.{micro:06d}"
+    date, bc = (day[:-5], " (BC)") if day.endswith(" (BC)") else (day, "")
+    return f"{date} {clock}{bc}"
+
+
+def _read(text: str, template: str) -> dict[str, int]:
+    """The fields `text` gives the template's patterns (see the module docstring)."""
     nodes = _nodes(template)
     fields: dict[str, int] = {}
     s, extra_skip = 0, 0
@@ -123,7 +149,11 @@ def to_date(text: str, template: str) -> str:
             continue
         field, width, kind = _FIELDS[node.pattern]
         if kind == "int":
+            start = s
             value, s = _integer(text, s, node, width, _next_is_separator(nodes, i))
+            if node.pattern in ("MS", "US"):  # a fraction: .25 is 250 ms, 250000 us
+                digits = len(text[start:s].strip().lstrip("+-"))
+                value *= 10 ** max(0, width - digits)
         else:
             value, s = _word(text, s, node.text, _WORDS[kind])
             if kind in ("months", "mons"):
@@ -138,7 +168,7 @@ def to_date(text: str, template: str) -> str:
         extra_skip = 0
         while s < len(text) and text[s].isspace():  # blanks after fields
             s, extra_skip = s + 1, extra_skip + 1
-    return _date(fields, text)
+    return fields
 
 
 def _integer(text: str, s: int, node: _Node, width: int, greedy: bool) -> tuple[int, int]:

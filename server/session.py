@@ -36,6 +36,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from heron.catalog import Database
@@ -190,6 +191,7 @@ class Session:
                                caller=self.backend.caller if self.backend else NO_SERVER,
                                progress=self.backend, settings=self._published(),
                                generation=lambda: self.generation.value)
+        self._time_zone(self._settings["timezone"][1])
         self.transaction = Transaction(self.planner)
         if self.backend is not None:  # an advisory lock's wait gives up when this is set
             self.backend.cancelled = self.planner.cancelled
@@ -287,7 +289,19 @@ class Session:
         if key in TRANSACTION_SETTINGS:
             self._set_transaction(key, value)
             return
+        if key == "timezone" and hasattr(self, "planner"):  # (at start-up: once it exists)
+            self._time_zone(value)
         self._settings[key] = (canonical, value)
+
+    def _time_zone(self, zone: str) -> None:
+        """DuckDB's TimeZone made the session's: a timestamptz literal, now()::date, date_trunc
+        and extract of a timestamptz then read and cut days in the session's zone, as
+        PostgreSQL's do (the wire's text of a timestamptz already uses it)."""
+        try:
+            self.planner.con.execute("SET TimeZone = ?", [zone])
+        except duckdb.Error:
+            raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                           f'invalid value for parameter "TimeZone": "{zone}"') from None
 
     def _set_transaction(self, key: str, value: str) -> None:
         """SET transaction_isolation / transaction_read_only: only inside a block, as

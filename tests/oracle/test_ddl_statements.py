@@ -1,6 +1,7 @@
-"""DDL, Heron beside PostgreSQL 15: DROP of several names, the NOTICE each IF [NOT] EXISTS skip
-sends (psql prints them, migration tools log them), and serial and identity columns (every
-ORM's autoincrementing key) with what the catalog says of them.
+"""DDL and session statements, Heron beside PostgreSQL 15: DROP of several names, the NOTICE
+each IF [NOT] EXISTS skip sends (psql prints them, migration tools log them), serial and
+identity columns (every ORM's autoincrementing key) with what the catalog says of them,
+TRUNCATE, setval, LOCK TABLE, extensions, and the session's time zone.
 
 Each case runs its statements in order on both servers (`servers`: the same catalog schema)
 through psycopg, on one connection, and compares what each statement answered: its command tag
@@ -120,6 +121,14 @@ CASES = {
         "BEGIN", "LOCK TABLE x_l IN SHARE UPDATE EXCLUSIVE MODE",
         "LOCK TABLE ONLY x_l, x_l IN ROW EXCLUSIVE MODE NOWAIT", "LOCK TABLE x_nope",
         "ROLLBACK", "BEGIN", "LOCK TABLE x_l IN BOGUS MODE", "ROLLBACK", "DROP TABLE x_l"),
+    "time_zone": (  # the session's zone reads timestamptz text and cuts its days
+        "SET TIME ZONE 'America/New_York'", "SELECT '2024-05-17 13:04'::timestamptz",
+        "SELECT date_trunc('day', '2024-05-17 02:00:00+00'::timestamptz), "
+        "extract(hour from '2024-05-17 02:00:00+00'::timestamptz), "
+        "'2024-05-17 02:00:00+00'::timestamptz::date",
+        "SELECT to_timestamp('2024-05-17 01:04:05.25 PM', 'YYYY-MM-DD HH12:MI:SS.MS AM')",
+        "SET TIME ZONE 'Nowhere/Land'", "SHOW TimeZone", "RESET TimeZone",
+        "SELECT '2024-01-01 00:00'::timestamptz"),
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),

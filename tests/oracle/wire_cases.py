@@ -420,6 +420,12 @@ CASES: tuple[Case, ...] = (
     Case("to_date_column", "SELECT to_date(s, 'DD/MM/YYYY') FROM (VALUES ('01/02/2003'), "
          "('31/12/1999'), (NULL)) t(s)"),
     Case("to_date_not_a_number", "SELECT to_date('2020-03-xx', 'YYYY-MM-DD')"),
+    Case("to_timestamp", "SELECT to_timestamp('2024-05-17 13:04', 'YYYY-MM-DD HH24:MI') AS a, "
+         "to_timestamp('17/05/2024 01:04:05.25 PM', 'DD/MM/YYYY HH12:MI:SS.MS AM') AS b, "
+         "to_timestamp('12:30 AM 2024 Jan 3', 'HH12:MI AM YYYY Mon DD') AS c, "
+         "to_timestamp('2024-05-17 10:00:00.123456', 'YYYY-MM-DD HH24:MI:SS.US') AS d, "
+         "to_timestamp(0) AS e"),
+    Case("to_timestamp_bad_hour", "SELECT to_timestamp('13:00 PM', 'HH12:MI AM')"),
     Case("to_date_no_such_month", "SELECT to_date('2020 Foo 05', 'YYYY Mon DD')"),
     Case("to_date_month_out_of_range", "SELECT to_date('2020-13-05', 'YYYY-MM-DD')"),
     Case("to_date_day_out_of_range", "SELECT to_date('2020-02-30', 'YYYY-MM-DD')"),
