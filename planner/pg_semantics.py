@@ -124,9 +124,10 @@ Contract:
   concatenation that computes it (the catalog rewrite's too).
 - `typed_results(con, sql)`: a query's select list items typed as PostgreSQL types them where
   that depends on their operands' types: `sum(x)` of a smallint or integer `x` (also over a
-  window) is `bigint`, where DuckDB's is HUGEINT (sent as numeric: clients and ORMs then read a
-  decimal); `sign(x)` of an integer or float is double precision (PostgreSQL has only
-  sign(double precision) and sign(numeric)), of a numeric a numeric; `date - date` is integer
+  window, and within an item: `coalesce(sum(x), 0)`) is `bigint`, where DuckDB's is HUGEINT
+  (sent as numeric: clients and ORMs then read a decimal); `sign(x)` of an integer or float
+  is double precision (PostgreSQL has only sign(double precision) and sign(numeric)), of a
+  numeric a numeric; `date - date` is integer
   (DuckDB's bigint). The operands' types come from binding the query on `con` with them in the
   items' places. Anything else comes back unchanged.
 - `written_arrays(con, sql)`: each string literal an INSERT's VALUES, an UPDATE's SET or ON
@@ -1232,9 +1233,12 @@ def typed_results(con: duckdb.DuckDBPyConnection, sql: str) -> str:
         return sql
     found = {i: retyped for i, item in enumerate(select.expressions)
              if (retyped := _retyped(item, sql)) is not None}
-    if not found or any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(
+    if any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(
             item.this, exp.Star)) for item in select.expressions):  # a star: columns move
         return sql
+    cast = _nested_sums(con, tree, select, found)
+    if not found:
+        return _printed(tree) if cast else sql
     probe = tree.copy()
     probe_select = _first_select(probe)
     assert probe_select is not None
@@ -1245,8 +1249,7 @@ def typed_results(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     try:
         types = _seam.bind(con, probe.sql(dialect="duckdb")).types
     except duckdb.Error:
-        return sql  # running it reports DuckDB's error
-    cast = False
+        return _printed(tree) if cast else sql  # running it reports DuckDB's error
     for i, retyped in found.items():
         to = retyped.cast(str(types[i])) if i < len(types) else None
         if to is not None:
@@ -1254,6 +1257,43 @@ def typed_results(con: duckdb.DuckDBPyConnection, sql: str) -> str:
                 exp.cast(retyped.target, to, copy=False))
             cast = True
     return _printed(tree) if cast else sql
+
+
+def _nested_sums(con: duckdb.DuckDBPyConnection, tree: exp.Expression, select: exp.Select,
+                 found: dict[int, _Retyped]) -> bool:
+    """Cast to bigint, in place, each sum of a smallint or integer within a select list item
+    (`coalesce(sum(x), 0)`, `sum(x) * 2`: DuckDB's is HUGEINT, so the item is numeric where
+    PostgreSQL's is bigint); an item that is a sum is `found`'s. Each sum's argument type comes
+    from binding the query with `first(argument)` (over the sum's window) as its only item.
+    Whether one was cast."""
+    if not isinstance(tree, exp.Select):
+        return False  # (a set operation's branches must keep their columns: not probed)
+    sums = [(i, total) for i, item in enumerate(select.expressions) if i not in found
+            for total in item.find_all(exp.Sum) if total.find_ancestor(exp.Select) is select]
+    cast = False
+    for _, total in sums:
+        probe = tree.copy()
+        for key in ("order", "limit", "offset", "distinct"):
+            probe.set(key, None)
+        first = exp.Anonymous(this="first", expressions=[_argument(total).copy()])
+        target: exp.Expression = total  # the sum with its FILTER and its window
+        while isinstance(target.parent, exp.Filter | exp.Window) and target.parent.this is target:
+            target = target.parent
+        window = target if isinstance(target, exp.Window) else None
+        if window is not None:
+            item: exp.Expression = window.copy()
+            item.set("this", first)
+        else:
+            item = first
+        probe.set("expressions", [item])
+        try:
+            kind = str(_seam.bind(con, probe.sql(dialect="duckdb")).types[0])
+        except duckdb.Error:
+            continue  # running it reports DuckDB's error
+        if kind in _BIGINT_SUMMED:
+            target.replace(exp.cast(target.copy(), "BIGINT"))
+            cast = True
+    return cast
 
 
 # An INSERT or UPDATE that may write a string literal that is an array's text.

@@ -60,6 +60,11 @@ CASES: tuple[Case, ...] = (
          "FOR NO KEY UPDATE OF w_people SKIP LOCKED", setup=_PEOPLE),
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
+    Case("integer_sums_within_items", "SELECT coalesce(sum(id), 0) AS a, sum(id) * 2 AS b, "
+         "sum(id) FILTER (WHERE id > 1) AS c, coalesce(sum(id) FILTER (WHERE id > 9), 0) AS d "
+         "FROM w_people", setup=_PEOPLE),
+    Case("integer_sum_within_a_windowed_item", "SELECT id, coalesce(sum(id) OVER (ORDER BY id), "
+         "0) AS running FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("round_half_even_for_doubles", "SELECT round(2.5::float8) AS a, round(-2.5::float8) AS b, "
          "round(3.5::float8) AS c, round(2.5) AS d, round(-2.5) AS e"),
     # array literals written into array columns (DuckDB's list cast reads [a, b] only)

@@ -231,8 +231,11 @@ def test_sums_of_smallints_and_integers_are_bigint(con):
         ("sum", "BIGINT")]  # the probe keeps the window: ORDER BY i still binds
     parameter = pg_semantics.typed_results(con, "SELECT sum(i) FROM sums WHERE i > $1")
     assert con.execute(parameter, [0]).fetchall() == [(3,)] and "BIGINT" in parameter
-    for unchanged in ("SELECT sum(x) FROM sums", "SELECT * FROM sums",
-                      "SELECT sum(i) + 1 FROM sums", "SELECT 1",
+    # within an item too: coalesce(sum(i), 0) and sum(i) + 1 are bigint in PostgreSQL
+    assert [t for _, t in typed("SELECT coalesce(sum(i), 0), sum(i) + 1, sum(b) + 1, "
+                                "sum(i) FILTER (WHERE i > 1) FROM sums")[0]] == [
+        "BIGINT", "BIGINT", "HUGEINT", "BIGINT"]
+    for unchanged in ("SELECT sum(x) FROM sums", "SELECT * FROM sums", "SELECT 1",
                       "SELECT *, sum(i) OVER () FROM sums"):
         assert pg_semantics.typed_results(con, unchanged) is unchanged
 
