@@ -12,7 +12,9 @@ then DuckDB's own, enforced on every later write and read back by the catalog
 Contract:
 - `parse(sql)` reads an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it): its
   `AddColumns` when every action adds a column and one of them carries a CHECK; its `AlterType`
-  when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; else None (DuckDB runs it).
+  when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; its `AddConstraint` when it
+  adds a FOREIGN KEY or a CHECK constraint (DuckDB's ALTER TABLE adds neither: every ORM's
+  migrations add foreign keys so); else None (DuckDB runs it).
 - `run(con, change, stmt)` runs it as PostgreSQL would (`stmt`: the classified statement).
   ADD COLUMN: the table keeps its columns, rows, defaults, constraints, indexes and comments,
   the new columns come last, each existing row gets the new columns' defaults (evaluated per
@@ -25,7 +27,11 @@ Contract:
   CHECKs, DuckDB's ALTER COLUMN TYPE (its cast, or USING), then created again with the new
   type's CHECK and the column's other CHECKs, which every row must pass again (22001 for a
   value too long, as PostgreSQL's cast refuses it); any other ALTER COLUMN TYPE is DuckDB's.
-  Both: an existing row failing a client's CHECK is 23514, a missing table 42P01 (skipped with
+  ADD CONSTRAINT: the table created again with the constraint, every row checked against it
+  (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID are read and dropped (DuckDB checks
+  every constraint at once, and every existing row). The constraint gets DuckDB's name for it
+  (PostgreSQL keeps the one given).
+  All: an existing row failing a client's CHECK is 23514, a missing table 42P01 (skipped with
   a notice under IF EXISTS), a missing column 42703. Runs inside the session's transaction
   when one is open, else in its own (`statement.atomic`). Differences from PostgreSQL: the
   table gets a new OID (pg_class.oid; DuckDB gives a new table one); a table that other
@@ -45,6 +51,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner import column_origins, dialect, pg_semantics, statement
+from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
 from heron.planner.pg_catalog_relations import BPCHAR_CHECK, JSONB_CHECK, LENGTH_CHECK
 from heron.planner.statement import Result, atomic
@@ -76,8 +83,32 @@ class AlterType:
     using: exp.Expression | None
 
 
-def parse(sql: str) -> AddColumns | AlterType | None:
+@dataclass(frozen=True)
+class AddConstraint:
+    """ALTER TABLE ... ADD [CONSTRAINT name] FOREIGN KEY / CHECK: the constraint's text as
+    DuckDB's CREATE TABLE takes it."""
+
+    schema: str | None
+    table: str
+    if_exists: bool
+    constraint: str
+
+
+_ADD_CONSTRAINT = re.compile(
+    rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
+    rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ADD\s+(?P<constraint>(?:CONSTRAINT\s+{IDENTIFIER}\s+)?"
+    r"(?:FOREIGN\s+KEY|CHECK)\b.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+# What DuckDB's CREATE TABLE does not read after a constraint (it checks every one at once)
+_DEFERRAL = re.compile(r"\s+(?:NOT\s+)?DEFERRABLE\b|\s+INITIALLY\s+(?:DEFERRED|IMMEDIATE)\b|"
+                       r"\s+NOT\s+VALID\b", re.IGNORECASE)
+
+
+def parse(sql: str) -> AddColumns | AlterType | AddConstraint | None:
     """What `sql` changes, when DuckDB may not do it itself (see the module docstring)."""
+    if m := _ADD_CONSTRAINT.match(sql):
+        parts = [identifier(p) for p in re.findall(IDENTIFIER, m["name"])]
+        return AddConstraint(parts[0] if len(parts) > 1 else None, parts[-1],
+                             bool(m["exists"]), _DEFERRAL.sub("", m["constraint"]))
     adds, alters = _MAY_ADD_CHECKED.search(sql), _MAY_ALTER_TYPE.search(sql)
     if adds is None and alters is None:
         return None
@@ -102,7 +133,7 @@ def parse(sql: str) -> AddColumns | AlterType | None:
     return None
 
 
-def run(con: duckdb.DuckDBPyConnection, change: AddColumns | AlterType,
+def run(con: duckdb.DuckDBPyConnection, change: AddColumns | AlterType | AddConstraint,
         stmt: statement.Statement) -> Result:
     """Run `change`, the statement `stmt` (see the module docstring)."""
     table = _Table.find(con, change.schema, change.table)
@@ -112,6 +143,11 @@ def run(con: duckdb.DuckDBPyConnection, change: AddColumns | AlterType,
         raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{change.table}" does not exist')
     if isinstance(change, AlterType):
         return _alter_type(con, change, table, stmt)
+    if isinstance(change, AddConstraint):
+        table.refuse_if_referenced()
+        with atomic(con):  # every row checked against it as the rows are copied
+            _execute(con, table.rebuild(checks=[change.constraint]), table.name, ())
+        return _done()
     added: list[exp.ColumnDef] = []
     notices = []
     for column in change.columns:

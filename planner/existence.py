@@ -21,7 +21,9 @@ Contract:
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
   `owned_sequences(con, parts)` the sequences a table's serial and identity columns own
-  (quoted names); `name_parts(text)` a name's parts as PostgreSQL folds them.
+  (quoted names); `name_parts(text)` a name's parts as PostgreSQL folds them; `references(con)`
+  the tables each table's foreign keys reference it from, `referencing_first(tables, refs)`
+  the tables in an order that empties or drops referencing ones first.
 - `skipped(con, ddl)`, asked before DuckDB runs a `CreateIfNotExists` or an `AlterIfExists`
   (ALTER TABLE IF EXISTS, or one ADD COLUMN IF NOT EXISTS / DROP COLUMN IF EXISTS): PostgreSQL's
   notice when the object is there (the table missing, the column there or missing) and the
@@ -122,6 +124,10 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
                 notices.append(f"{missing.message}, skipping")
             else:
                 raise missing
+        if drop.kind == "TABLE":  # (DuckDB drops no table while another's keys reference it)
+            tables = {find_relation(con, parts, views=False): parts for parts in present.values()}
+            ordered = referencing_first(list(tables), references(con))
+            present = {tuple(p.lower() for p in tables[t]): tables[t] for t in ordered}
         for parts in present.values():
             owned = owned_sequences(con, parts) if drop.kind == "TABLE" else []
             name = ".".join(dialect.quoted(p) for p in parts)
@@ -262,6 +268,33 @@ def find_relation(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...], *,
     if not found:
         raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{".".join(parts)}" does not exist')
     return Relation(*found[0])
+
+
+def references(con: duckdb.DuckDBPyConnection) -> dict[Relation, list[Relation]]:
+    """For each table some foreign key references: the tables whose keys reference it."""
+    found: dict[Relation, list[Relation]] = {}
+    for database, schema, table, oid, referenced, referenced_oid in con.execute(
+            "SELECT c.database_name, c.schema_name, c.table_name, c.table_oid, "
+            "c.referenced_table, t.table_oid FROM duckdb_constraints() c JOIN duckdb_tables() t "
+            "ON t.database_name = c.database_name AND t.schema_name = c.schema_name AND "
+            "t.table_name = c.referenced_table WHERE c.constraint_type = 'FOREIGN KEY'"
+    ).fetchall():
+        found.setdefault(Relation(database, schema, referenced, referenced_oid), []).append(
+            Relation(database, schema, table, oid))
+    return found
+
+
+def referencing_first(tables: list[Relation], references: dict[Relation, list[Relation]]
+                      ) -> list[Relation]:
+    """`tables` ordered so that a table comes after every other one of them referencing it (a
+    cycle of references: in the given order)."""
+    remaining, ordered = list(tables), []
+    while remaining:
+        free = next((t for t in remaining if not any(
+            child in remaining and child != t for child in references.get(t, ()))), remaining[0])
+        ordered.append(free)
+        remaining.remove(free)
+    return ordered
 
 
 def search_path(con: duckdb.DuckDBPyConnection) -> list[str]:

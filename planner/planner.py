@@ -131,8 +131,9 @@ class Planner:
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         duckdb_sql = pg_semantics.written_arrays(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations)))
-        if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns):
-            # DuckDB's parser refuses a column with a CHECK
+        if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns
+                      | alter_table.AddConstraint):
+            # DuckDB's parser refuses a column with a CHECK, a DEFERRABLE constraint
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
         if isinstance(drop := existence.read(duckdb_sql), existence.Drop):
             # DuckDB's parser refuses a DROP of several names

@@ -61,7 +61,7 @@ def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
     with atomic(con):
         tables = [find_relation(con, parts, views=False) for parts in truncate.tables]
         emptied = list(dict.fromkeys(tables))
-        references = _references(con)
+        references = existence.references(con)
         notices = []
         pending = list(emptied)
         while pending:  # the tables that reference those being emptied
@@ -78,26 +78,13 @@ def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
                 emptied.append(child)
                 pending.append(child)
                 notices.append(f'truncate cascades to table "{child.name}"')
-        _empty(con, _referencing_first(emptied, references), separately=not block)
+        _empty(con, existence.referencing_first(emptied, references), separately=not block)
         if truncate.restart_identity:
             for table in emptied:
                 for sequence in existence.owned_sequences(
                         con, (table.database, table.schema, table.name)):
                     sequences.restart_at_start(con, sequence)
     return Result("TRUNCATE TABLE", None, None, notices=tuple(notices))
-
-
-def _referencing_first(tables: list[Relation], references: dict[Relation, list[Relation]]
-                       ) -> list[Relation]:
-    """`tables` ordered so that a table comes after every other one of them referencing it (a
-    cycle of references: in the given order)."""
-    remaining, ordered = list(tables), []
-    while remaining:
-        free = next((t for t in remaining if not any(
-            child in remaining and child != t for child in references.get(t, ()))), remaining[0])
-        ordered.append(free)
-        remaining.remove(free)
-    return ordered
 
 
 def _empty(con: duckdb.DuckDBPyConnection, tables: list[Relation], *, separately: bool) -> None:
@@ -121,17 +108,3 @@ def _empty(con: duckdb.DuckDBPyConnection, tables: list[Relation], *, separately
                             "foreign keys against the rows the transaction began with).") from None
     except duckdb.Error as exc:
         raise from_duckdb(exc) from None
-
-
-def _references(con: duckdb.DuckDBPyConnection) -> dict[Relation, list[Relation]]:
-    """For each table some foreign key references: the tables whose keys reference it."""
-    found: dict[Relation, list[Relation]] = {}
-    for database, schema, table, oid, referenced, referenced_oid in con.execute(
-            "SELECT c.database_name, c.schema_name, c.table_name, c.table_oid, "
-            "c.referenced_table, t.table_oid FROM duckdb_constraints() c JOIN duckdb_tables() t "
-            "ON t.database_name = c.database_name AND t.schema_name = c.schema_name AND "
-            "t.table_name = c.referenced_table WHERE c.constraint_type = 'FOREIGN KEY'"
-    ).fetchall():
-        found.setdefault(Relation(database, schema, referenced, referenced_oid), []).append(
-            Relation(database, schema, table, oid))
-    return found

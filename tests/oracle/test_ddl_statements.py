@@ -121,6 +121,16 @@ CASES = {
         "BEGIN", "LOCK TABLE x_l IN SHARE UPDATE EXCLUSIVE MODE",
         "LOCK TABLE ONLY x_l, x_l IN ROW EXCLUSIVE MODE NOWAIT", "LOCK TABLE x_nope",
         "ROLLBACK", "BEGIN", "LOCK TABLE x_l IN BOGUS MODE", "ROLLBACK", "DROP TABLE x_l"),
+    "constraints_added": (  # as Django's and Rails' migrations add them
+        "CREATE TABLE x_a (id serial PRIMARY KEY, name text)",
+        "CREATE TABLE x_b (id serial PRIMARY KEY, a_id int, qty int)",
+        "INSERT INTO x_a (name) VALUES ('x')", "INSERT INTO x_b (a_id, qty) VALUES (1, 5)",
+        'ALTER TABLE "x_b" ADD CONSTRAINT "x_b_a_id_fk" FOREIGN KEY ("a_id") REFERENCES '
+        '"x_a" ("id") DEFERRABLE INITIALLY DEFERRED',
+        "ALTER TABLE x_b ADD CONSTRAINT x_b_qty_positive CHECK (qty > 0)",
+        "ALTER TABLE IF EXISTS x_nope ADD CONSTRAINT c CHECK (x > 0)",
+        "INSERT INTO x_b (a_id, qty) VALUES (1, 2) RETURNING id",
+        "SELECT id, a_id, qty FROM x_b ORDER BY id", "DROP TABLE x_a, x_b"),
     "time_zone": (  # the session's zone reads timestamptz text and cuts its days
         "SET TIME ZONE 'America/New_York'", "SELECT '2024-05-17 13:04'::timestamptz",
         "SELECT date_trunc('day', '2024-05-17 02:00:00+00'::timestamptz), "

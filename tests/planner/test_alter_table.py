@@ -219,3 +219,20 @@ def test_a_column_changed_to_varchar_n_or_jsonb_is_declared_and_checked(planner)
     assert (error.sqlstate, error.message) == (
         "42703", 'column "nosuch" of relation "t" does not exist')
     assert run(planner, "ALTER TABLE t ALTER COLUMN id TYPE text").command_tag == "ALTER TABLE"
+
+
+def test_added_foreign_keys_and_checks_hold_for_old_and_new_rows(planner):
+    run(planner, "CREATE TABLE parent (id int PRIMARY KEY)")
+    run(planner, "CREATE TABLE child (id int, parent_id int, qty int)")
+    run(planner, "INSERT INTO parent VALUES (1)")
+    run(planner, "INSERT INTO child VALUES (1, 1, 5), (2, 2, 5)")
+    assert fails(planner, "ALTER TABLE child ADD CONSTRAINT child_fk FOREIGN KEY (parent_id) "
+                          "REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED"
+                 ).sqlstate.value == "23503"  # row 2's parent is missing: nothing changed
+    run(planner, "DELETE FROM child WHERE id = 2")
+    run(planner, "ALTER TABLE child ADD CONSTRAINT child_fk FOREIGN KEY (parent_id) "
+                 "REFERENCES parent (id) NOT VALID")
+    run(planner, "ALTER TABLE child ADD CHECK (qty > 0)")
+    assert fails(planner, "INSERT INTO child VALUES (3, 9, 1)").sqlstate.value == "23503"
+    assert fails(planner, "INSERT INTO child VALUES (3, 1, -1)").sqlstate.value == "23514"
+    assert rows(planner, "SELECT id, parent_id, qty FROM child") == [(1, 1, 5)]
