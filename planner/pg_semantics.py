@@ -198,7 +198,7 @@ _TRIGGER = re.compile(
     r"pow|power|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
-    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b",
+    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b",
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
 # most AI prompts hold a `?` (and catalog queries a `^` in their patterns), and parsing for
@@ -1434,7 +1434,16 @@ def _literal_decimal(text: str) -> exp.DataType:
 
 def column_definition(column: exp.ColumnDef) -> exp.ColumnDef:
     """A column of CREATE TABLE or ALTER TABLE ADD COLUMN as DuckDB keeps it: a varchar(n) /
-    char(n) one with the CHECK enforcing its length, a jsonb one as JSON with its mark."""
+    char(n) one with the CHECK enforcing its length, a jsonb one as JSON with its mark, a
+    generated one (`GENERATED ALWAYS AS (expr) STORED`, PostgreSQL's only kind) as DuckDB's
+    VIRTUAL one, which reads the same values (DuckDB stores none; sqlglot printed its
+    expression without the parentheses DuckDB's grammar needs)."""
+    for constraint in column.args.get("constraints") or ():
+        computed = constraint.kind if isinstance(constraint, exp.ColumnConstraint) else None
+        if isinstance(computed, exp.ComputedColumnConstraint) and not isinstance(
+                computed.this, exp.Paren):
+            computed.set("this", exp.Paren(this=computed.this))
+            computed.set("persisted", None)
     return _jsonb_marked(_length_checked(column))
 
 

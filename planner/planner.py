@@ -16,10 +16,10 @@ refreshed first when the statement reads them; an ALTER TABLE DuckDB cannot run 
 CHECKs that keep declared types through `alter_table`; a CREATE TABLE AS through `create_table_as`,
 which keeps its query's declared types; a DROP, and the IF [NOT] EXISTS of CREATE and ALTER TABLE,
 through `existence`, which drops several names and sends PostgreSQL's notices; a CREATE TABLE of
-serial or identity columns through `serial_columns`; TRUNCATE through `truncate`, setval through
-`sequences`, CREATE / DROP EXTENSION through `extensions`), AI statements through the
-`Executor` (EXPLAIN renders the plan without the model, EXPLAIN ANALYZE runs it and shows the
-actual work), and every AI
+serial or identity columns through `serial_columns`; TRUNCATE through `truncate`, setval and
+ALTER SEQUENCE RESTART through `sequences`, CREATE / DROP EXTENSION through `extensions`), AI
+statements through the `Executor` (EXPLAIN renders the plan without the model, EXPLAIN ANALYZE
+runs it and shows the actual work), and every AI
 statement's `Result` carries its work per operator plus one summary NOTICE each (while it runs, the
 operators' progress goes to the `progress` listener, `planner.progress`). The session's `caller`
 (its backend's PID and token) is what `planner.pg_activity`'s views and functions act as.
@@ -146,6 +146,8 @@ class Planner:
             return Statement(duckdb_sql, Kind.OTHER, verb=verb)
         if truncate.read(duckdb_sql) is not None:  # (DuckDB's parser: one table, no options)
             return Statement(duckdb_sql, Kind.OTHER, verb="TRUNCATE TABLE")
+        if sequences.read_alter(duckdb_sql) is not None:  # DuckDB restarts no sequence
+            return Statement(duckdb_sql, Kind.OTHER, verb="ALTER SEQUENCE")
         if sequences.read_setval(duckdb_sql) is not None:  # DuckDB has no setval
             return Statement(duckdb_sql, Kind.UTILITY_ROWS, verb="SELECT", returns_rows=True)
         stmt = statement.classify(self.con, duckdb_sql)
@@ -258,6 +260,8 @@ class Planner:
                 return extensions.run(extension)
             if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):
                 return truncate.run(self.con, emptied)
+            if stmt.verb == "ALTER SEQUENCE" and (altered := sequences.read_alter(stmt.sql)):
+                return sequences.run_alter(self.con, altered)
             if stmt.kind is Kind.UTILITY_ROWS and (setval := sequences.read_setval(stmt.sql)):
                 return sequences.run_setval(self.con, setval)
             # (the result's columns carry the statement's origins: `run` gave them)

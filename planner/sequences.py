@@ -15,6 +15,9 @@ Contract:
   22003 in PostgreSQL's words.
 - `restart_at_start(con, quoted_name)`: the same at the sequence's first value (its MINVALUE
   ascending, MAXVALUE descending).
+- `read_alter(sql)`: ALTER SEQUENCE [IF EXISTS] name RESTART [[WITH] n] or OWNED BY ... as an
+  `AlterSequence`; `run_alter(con, alter)` restarts it (at n, else at its first value), or
+  takes OWNED BY as said (see `run_alter`).
 - `read_setval(sql)`: a SELECT whose only item is setval(sequence, value [, is_called]) (with
   or without FROM) as a `SetVal`; None for anything else.
 - `run_setval(con, setval)` runs it (`result_columns(setval)` describes its rows): its
@@ -39,10 +42,53 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect, existence
+from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.statement import Column, Result, Rows, atomic
 
 _MAY_BE_SETVAL = re.compile(r"^\s*SELECT\s+(?:pg_catalog\s*\.\s*)?setval\s*\(", re.IGNORECASE)
+
+
+_ALTER = re.compile(
+    rf"^\s*ALTER\s+SEQUENCE\s+(?P<exists>IF\s+EXISTS\s+)?(?P<name>{IDENTIFIER}"
+    rf"(?:\s*\.\s*{IDENTIFIER}){{0,2}})\s+(?:(?P<restart>RESTART)(?:\s+(?:WITH\s+)?"
+    r"(?P<value>[+-]?\d+))?|OWNED\s+BY\s+(?P<owner>\S+))\s*;?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class AlterSequence:
+    """ALTER SEQUENCE name RESTART [[WITH] n], or OWNED BY table.column | NONE."""
+
+    name: str
+    if_exists: bool
+    restart: bool
+    value: int | None  # RESTART WITH's; None: the sequence's first value
+
+
+def read_alter(sql: str) -> AlterSequence | None:
+    """`sql` as an `AlterSequence`, or None."""
+    m = _ALTER.match(sql)
+    if m is None:
+        return None
+    return AlterSequence(m["name"], bool(m["exists"]), bool(m["restart"]),
+                         int(m["value"]) if m["value"] else None)
+
+
+def run_alter(con: duckdb.DuckDBPyConnection, alter: AlterSequence) -> Result:
+    """RESTART restarts the sequence (`restart`); OWNED BY is taken as said and changes nothing
+    here: a sequence named `<table>_<column>_seq` that the column's default reads is dropped
+    with its table already (`serial_columns`), as pg_dump's serial columns are."""
+    try:
+        found = _find(con, alter.name)
+    except SqlError:
+        if not alter.if_exists:
+            raise
+        return Result("ALTER SEQUENCE", None, None, notices=(
+            f'relation "{alter.name}" does not exist, skipping',))
+    if alter.restart:
+        start = found.minimum if found.increment > 0 else found.maximum
+        restart(con, alter.name, start if alter.value is None else alter.value)
+    return Result("ALTER SEQUENCE", None, None)
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,20 @@ CASES = {
         "ALTER TABLE IF EXISTS x_nope ADD CONSTRAINT c CHECK (x > 0)",
         "INSERT INTO x_b (a_id, qty) VALUES (1, 2) RETURNING id",
         "SELECT id, a_id, qty FROM x_b ORDER BY id", "DROP TABLE x_a, x_b"),
+    "generated_columns": (
+        "CREATE TABLE x_g (id serial PRIMARY KEY, qty int, total int GENERATED ALWAYS AS "
+        "(qty * 2) STORED, price numeric(6,2), amount numeric GENERATED ALWAYS AS "
+        "(price * qty) STORED)",
+        "INSERT INTO x_g (qty, price) VALUES (2, 1.50) RETURNING *",
+        "UPDATE x_g SET qty = 3 RETURNING total, amount", "DROP TABLE x_g"),
+    "alter_sequence": (
+        "CREATE TABLE x_q (id serial PRIMARY KEY, v int)",
+        "INSERT INTO x_q (v) VALUES (1), (2) RETURNING id",
+        "ALTER SEQUENCE x_q_id_seq RESTART WITH 100",
+        "INSERT INTO x_q (v) VALUES (3) RETURNING id", "ALTER SEQUENCE x_q_id_seq RESTART",
+        "SELECT nextval('x_q_id_seq')", "ALTER SEQUENCE x_q_id_seq OWNED BY x_q.id",
+        "ALTER SEQUENCE IF EXISTS x_nope_seq RESTART", "ALTER SEQUENCE x_nope_seq RESTART",
+        "DROP TABLE x_q", "SELECT count(*) FROM pg_class WHERE relname LIKE 'x_q%'"),
     "time_zone": (  # the session's zone reads timestamptz text and cuts its days
         "SET TIME ZONE 'America/New_York'", "SELECT '2024-05-17 13:04'::timestamptz",
         "SELECT date_trunc('day', '2024-05-17 02:00:00+00'::timestamptz), "
