@@ -31,3 +31,14 @@ def con():
     shapes.load(con)
     yield con
     con.close()
+
+
+@pytest.fixture
+def planner():
+    """A planner over a fresh in-memory DuckDB, without a server (`support.planning` runs
+    statements through it)."""
+    from heron.planner.planner import Planner
+
+    instance = Planner(duckdb.connect())
+    yield instance
+    instance.close()

@@ -3,23 +3,12 @@ planner facade on a plain DuckDB connection: DROP of several names, IF [NOT] EXI
 
 from __future__ import annotations
 
-import duckdb
 import pytest
+from support.planning import run
 
 from heron.planner import existence
 from heron.planner.errors import SqlError
 from heron.planner.planner import Planner
-
-
-@pytest.fixture
-def planner():
-    instance = Planner(duckdb.connect())
-    yield instance
-    instance.close()
-
-
-def run(planner: Planner, sql: str):
-    return planner.execute(planner.prepare(sql))
 
 
 def tables(planner: Planner) -> list[str]:

@@ -4,22 +4,10 @@ tests/oracle/test_ddl_statements.py)."""
 
 from __future__ import annotations
 
-import duckdb
 import pytest
+from support.planning import run
 
 from heron.planner.errors import SqlError
-from heron.planner.planner import Planner
-
-
-@pytest.fixture
-def planner():
-    instance = Planner(duckdb.connect())
-    yield instance
-    instance.close()
-
-
-def run(planner: Planner, sql: str):
-    return planner.execute(planner.prepare(sql))
 
 
 def test_migrations_enable_them(planner):

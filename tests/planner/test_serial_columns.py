@@ -3,29 +3,12 @@ DuckDB connection: the sequence each column owns, made with the table and droppe
 
 from __future__ import annotations
 
-import duckdb
 import pytest
+from support.planning import rows, run
 
 from heron.planner import serial_columns
 from heron.planner.errors import SqlError
 from heron.planner.planner import Planner
-
-
-@pytest.fixture
-def planner():
-    instance = Planner(duckdb.connect())
-    yield instance
-    instance.close()
-
-
-def run(planner: Planner, sql: str):
-    return planner.execute(planner.prepare(sql))
-
-
-def rows(planner: Planner, sql: str) -> list[tuple]:
-    result = run(planner, sql)
-    assert result.rows is not None
-    return [tuple(row.values()) for row in result.rows.read_all().to_pylist()]
 
 
 def sequences(planner: Planner) -> list[tuple]:

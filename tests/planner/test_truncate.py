@@ -4,23 +4,12 @@ wire (the agreement with PostgreSQL: tests/oracle/test_ddl_statements.py)."""
 
 from __future__ import annotations
 
-import duckdb
 import pytest
+from support.planning import run
 
 from heron.planner import sequences, truncate
 from heron.planner.errors import SqlError
 from heron.planner.planner import Planner
-
-
-@pytest.fixture
-def planner():
-    instance = Planner(duckdb.connect())
-    yield instance
-    instance.close()
-
-
-def run(planner: Planner, sql: str):
-    return planner.execute(planner.prepare(sql))
 
 
 def first(planner: Planner, sql: str):
