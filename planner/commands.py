@@ -50,10 +50,11 @@ class SessionCommand:
 
     name: str  # as written (case kept); DEALLOCATE: folded unless quoted, "" for ALL
     value: str | None = None  # SET: the value, quotes removed; None for DEFAULT
+    local: bool = False  # SET LOCAL: until the transaction ends
 
 
 _SET = re.compile(
-    r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
+    r"^\s*SET\s+(?:SESSION\s+|(?P<local>LOCAL\s+))?(?:(?P<tz>TIME\s+ZONE)\s+(?P<tzvalue>.+?)|"
     r"(?P<name>[\w.]+)\s*(?:=|\s+TO\s+)\s*(?P<value>.+?))\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -75,8 +76,8 @@ def read_session_command(sql: str) -> SessionCommand | None:
         return settings[0]
     if m := _SET.match(sql):
         if m["tz"]:
-            return SessionCommand("TimeZone", _unquote(m["tzvalue"]))
-        return SessionCommand(m["name"], _unquote(m["value"]))
+            return SessionCommand("TimeZone", _unquote(m["tzvalue"]), bool(m["local"]))
+        return SessionCommand(m["name"], _unquote(m["value"]), bool(m["local"]))
     if m := _RESET.match(sql):
         return SessionCommand(m["name"])
     if m := _SHOW.match(sql):

@@ -225,6 +225,7 @@ class Result:
     rows: Rows | None
     notices: tuple[str, ...] = ()  # sent to the client as NOTICE messages
     work: tuple[OperatorWork, ...] = ()  # the AI work this statement did, per operator
+    warnings: tuple[str, ...] = ()  # sent to the client as WARNING messages
 
     def tag(self, rows_returned: int) -> str:
         """The command tag once `rows_returned` rows went to the client."""

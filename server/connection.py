@@ -730,6 +730,9 @@ class Connection:
             self.session.disarm_timeout()
 
     def _send_notices(self, result: Result) -> None:
+        for text in result.warnings:
+            self.send(protocol.error_response(SqlState.WARNING, text, severity="WARNING",
+                                               notice=True))
         for text in result.notices:
             self.send(protocol.error_response(SqlState.SUCCESSFUL_COMPLETION, text,
                                                severity="NOTICE", notice=True))

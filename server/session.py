@@ -178,6 +178,8 @@ class Session:
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in self._defaults_by_name().items()}
         self._settings["session_authorization"] = ("session_authorization", self.user)
+        # Settings a transaction block changed: their values before it, and whether SET LOCAL
+        self._before_block: dict[str, tuple[tuple[str, str], bool]] = {}
         role = self.database.roles.get(self.user)
         self._settings["is_superuser"] = ("is_superuser",
                                           "on" if role is not None and role.superuser else "off")
@@ -529,6 +531,16 @@ class Session:
             column = self._show_column(command.name)
             table = pa.table({column: [self.setting(name)]})
             return Result("SHOW", (Column(column, pa.string()),), Rows.of(table))
+        if kind is Kind.SET and command.local and not self._explicit_block():
+            # PostgreSQL's SET LOCAL outside a block lasts as long as its statement: no effect
+            return Result("SET", None, None,
+                          warnings=("SET LOCAL can only be used in transaction blocks",))
+        if self._explicit_block():  # what the block's end gives back (`_block_ended`)
+            for name in [s.name for s in read_transaction_settings(statement.sql) or (command,)]:
+                key = name.lower()
+                if key in self._settings and key not in TRANSACTION_SETTINGS:
+                    saved = self._before_block.setdefault(key, (self._settings[key], False))
+                    self._before_block[key] = (saved[0], saved[1] or command.local)
         if kind is Kind.SET:
             for setting in read_transaction_settings(statement.sql) or (command,):
                 if setting.value is None:
@@ -539,6 +551,23 @@ class Session:
             self._reset(command.name)
         self._settings_changed()
         return Result(kind.name, None, None)
+
+    def _explicit_block(self) -> bool:
+        return self._in_block() and not self.transaction.implicit
+
+    def _restore_block_settings(self, *, committed: bool) -> None:
+        """At a block's end: the settings a rolled-back block SET, or any block SET LOCAL, go
+        back to their values before it, as PostgreSQL's do."""
+        saved, self._before_block = self._before_block, {}
+        restored = False
+        for key, (before, local) in saved.items():
+            if local or not committed:
+                if key == "timezone":
+                    self._time_zone(before[1])
+                self._settings[key] = before
+                restored = True
+        if restored:
+            self._settings_changed()
 
     def _lock(self, command: LockCommand) -> Result:
         """LOCK TABLE: each table's lock taken for the rest of the block, in the server's lock
@@ -588,7 +617,7 @@ class Session:
         if kind is Kind.BEGIN:
             options = command if isinstance(command, TransactionOptions) else TransactionOptions()
             warning = self.transaction.begin(options, self._defaults)
-            return Result("BEGIN", None, None, notices=_warning(warning))
+            return Result("BEGIN", None, None, warnings=_warning(warning))
         if kind in {Kind.COMMIT, Kind.ROLLBACK}:
             return self._end(commit=kind is Kind.COMMIT)
         assert isinstance(command, SavepointCommand)
@@ -617,10 +646,11 @@ class Session:
             raise
         finally:
             self._block_ended(committed=committed)
-        return Result(tag, None, None, notices=_warning(warning))
+        return Result(tag, None, None, warnings=_warning(warning))
 
     def _block_ended(self, *, committed: bool) -> None:
         self._settle_notifications(committed=committed)
+        self._restore_block_settings(committed=committed)
         self._release_transaction_locks()
         if self._catalog_changed_in_block:  # committed, or rolled back: either way, news
             self._catalog_changed_in_block = False

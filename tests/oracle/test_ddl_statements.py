@@ -145,6 +145,15 @@ CASES = {
         "SELECT nextval('x_q_id_seq')", "ALTER SEQUENCE x_q_id_seq OWNED BY x_q.id",
         "ALTER SEQUENCE IF EXISTS x_nope_seq RESTART", "ALTER SEQUENCE x_nope_seq RESTART",
         "DROP TABLE x_q", "SELECT count(*) FROM pg_class WHERE relname LIKE 'x_q%'"),
+    "settings_in_transaction_blocks": (  # SET LOCAL ends with its block; a rollback undoes SET
+        "BEGIN", "BEGIN", "COMMIT", "COMMIT", "ROLLBACK",
+        "SET LOCAL statement_timeout = '1s'", "SHOW statement_timeout",
+        "BEGIN", "SET LOCAL statement_timeout = '2s'", "SHOW statement_timeout", "COMMIT",
+        "SHOW statement_timeout", "BEGIN", "SET statement_timeout = '3s'", "ROLLBACK",
+        "SHOW statement_timeout", "BEGIN", "SET statement_timeout = '4s'", "COMMIT",
+        "SHOW statement_timeout", "BEGIN", "SET LOCAL TIME ZONE 'America/New_York'",
+        "SELECT '2024-05-17 13:04'::timestamptz", "ROLLBACK",
+        "SELECT '2024-05-17 13:04'::timestamptz", "RESET statement_timeout"),
     "time_zone": (  # the session's zone reads timestamptz text and cuts its days
         "SET TIME ZONE 'America/New_York'", "SELECT '2024-05-17 13:04'::timestamptz",
         "SELECT date_trunc('day', '2024-05-17 02:00:00+00'::timestamptz), "
@@ -163,7 +172,7 @@ def _answers(server, statements: tuple[str, ...]) -> list[tuple]:
     answers = []
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         notices: list[str] = []
-        conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+        conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))
         for sql in statements:
             notices.clear()
             try:
