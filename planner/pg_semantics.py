@@ -163,6 +163,7 @@ from heron.planner import (
     pg_to_char,
     pg_to_date,
 )
+from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState
 
 if TYPE_CHECKING:  # a name only: column_origins imports pg_catalog_types, which imports this
@@ -1300,14 +1301,28 @@ def _nested_sums(con: duckdb.DuckDBPyConnection, tree: exp.Expression, select: e
 _MAY_WRITE_ARRAY_TEXT = re.compile(r"\b(?:INSERT|UPDATE)\b.*'\s*\{", re.IGNORECASE | re.DOTALL)
 
 
+_WRITE_TARGET = re.compile(
+    rf"\b(?:INSERT\s+INTO|UPDATE)\s+(?:ONLY\s+)?(?P<name>{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER})*)",
+    re.IGNORECASE)
+
+
+def _has_array_column(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    try:
+        return any(str(kind).endswith("]") for kind in _seam.bind(
+            con, f"SELECT * FROM {name}").types)
+    except duckdb.Error:
+        return False
+
+
 def written_arrays(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     """`sql` with each string literal that an INSERT's VALUES rows, an UPDATE's SET or an ON
     CONFLICT's SET write into an array column read as PostgreSQL's array literal (`'{a,b}'`,
     which DuckDB's cast to a list refuses), as a cast does (`parse_array_literal`); `sql`
     unchanged when there is none. The column types come from binding the target table on
     `con`."""
-    if _MAY_WRITE_ARRAY_TEXT.search(sql) is None:
-        return sql
+    if _MAY_WRITE_ARRAY_TEXT.search(sql) is None or not any(
+            _has_array_column(con, m["name"]) for m in _WRITE_TARGET.finditer(sql)):
+        return sql  # (a large INSERT of JSON texts is not parsed for nothing)
     tree = _parsed(sql, _MAY_WRITE_ARRAY_TEXT)
     if tree is None:
         return sql
