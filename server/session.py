@@ -6,9 +6,12 @@ prepared by the `Planner`, which decides their `Kind`; the session answers what 
 clients ask of the session itself — SET/RESET/SHOW of the parameters it knows (DateStyle,
 statement_timeout, ...; `SET SESSION CHARACTERISTICS AS TRANSACTION` and `SET TRANSACTION`
 included), transaction control with savepoints (`server.transaction`), SQL cursors (DECLARE,
-FETCH, MOVE, CLOSE over `server.portal`), and LISTEN / UNLISTEN / NOTIFY, which take effect when
+FETCH, MOVE, CLOSE over `server.portal`), LISTEN / UNLISTEN / NOTIFY, which take effect when
 their transaction commits (`listening`; committed notifications wait in `outbox` for the
-connection to publish) — and hands everything else to the planner.
+connection to publish), and LOCK TABLE (in the server's lock table, `Backend.locks`, until the
+block ends) — and hands everything else to the planner. A block's SET LOCALs, and every SET of
+a block that rolls back, are undone when it ends, as PostgreSQL's; the TimeZone setting is
+DuckDB's too, so timestamptz text is read, and days cut, in the session's zone.
 
 COPY's rows go in batch by batch through `copy_in` (one transaction), a pipelined batch of
 INSERTs in one go through `insert_many`. Statements are classified once per text while no DDL
@@ -575,7 +578,7 @@ class Session:
         mode): DuckDB has no table locks, so only LOCK TABLEs wait on each other (what
         migration tools use them for). Waits end on cancel or statement_timeout (57014);
         NOWAIT fails at once (55P03)."""
-        if not self._in_block() or self.transaction.implicit:
+        if not self._explicit_block():
             raise SqlError(SqlState.NO_ACTIVE_SQL_TRANSACTION,
                            "LOCK TABLE can only be used in transaction blocks")
         relations = [find_relation(self.planner.con, parts) for parts in command.tables]
@@ -699,7 +702,7 @@ class Session:
             self._release_transaction_locks()
 
     def _release_transaction_locks(self) -> None:
-        """pg_advisory_xact_lock's locks end with their transaction."""
+        """pg_advisory_xact_lock's and LOCK TABLE's locks end with their transaction."""
         if self.backend is not None:
             self.backend.locks.end_transaction(self.backend.pid)
 
