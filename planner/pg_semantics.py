@@ -92,7 +92,9 @@ Contract:
     refuses, the JSON of the ordered list), `jsonb_typeof` / `json_typeof` (PostgreSQL's names of
     json_type's answers),
     `substring` / `substr` with a start below 1 (PostgreSQL's count positions before the
-    string's first; DuckDB's count from its end) or a negative count (22011),
+    string's first; DuckDB's count from its end) or a negative count (22011), and
+    `substring(s FROM 'regex')` (its first group's match, or the whole match; NULL without),
+    `array_to_string(a, sep, null_text)` (DuckDB's takes two arguments),
     `regexp_match` and `regexp_matches` (`pg_regexp`: text[] of the capture groups; DuckDB's
     regexp_matches is a boolean test, which a regexp_matches where only a boolean can stand
     stays: the catalog rewrite's text writes `~` so),
@@ -197,7 +199,7 @@ _TRIGGER = re.compile(
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
     r"pow|power|"
-    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?)"
+    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b",
     re.IGNORECASE)
@@ -665,6 +667,8 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
             exp.cast(argument, "VARCHAR") for argument in call.expressions]), "TIMESTAMPTZ")
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
         return exp.Lower(this=call.copy())
+    if isinstance(call, exp.ArrayToString) and call.args.get("null") is not None:
+        return call.copy()  # sqlglot spells the NULLs' text out as DuckDB's list_transform
     if isinstance(call, exp.Initcap) or (
             isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
@@ -689,6 +693,8 @@ def _substring(call: exp.Substring) -> exp.Expression | None:
     negative count an error (22011); None where DuckDB's agrees (a start and count it sees
     are positive constants) or a bound holds an AI call, which would be copied."""
     start, count = call.args.get("start"), call.args.get("length")
+    if isinstance(start, exp.Literal) and start.is_string and count is None:
+        return _substring_match(call.this, start)
     if start is None or _asks_ai(start) or (count is not None and _asks_ai(count)) or (
             _positive_literal(start) and (count is None or _positive_literal(count))):
         return None
@@ -702,6 +708,20 @@ def _substring(call: exp.Substring) -> exp.Expression | None:
         true=exp.Anonymous(this="error", expressions=[
             exp.Literal.string("negative substring length not allowed")]))],
         default=exp.Substring(this=call.this, start=first, length=length))
+
+
+def _substring_match(value: exp.Expression, pattern: exp.Literal) -> exp.Expression:
+    """PostgreSQL's substring(s FROM pattern) of a POSIX regular expression: the part of `s`
+    its first parenthesized group matched, or the whole match without a group; NULL without a
+    match (DuckDB's regexp_extract gives '')."""
+    try:
+        group = 1 if re.compile(pattern.name).groups else 0
+    except re.error:
+        group = 0  # (DuckDB's error then reports the pattern)
+    return exp.Case(ifs=[exp.If(
+        this=exp.Anonymous(this="regexp_matches", expressions=[value.copy(), pattern.copy()]),
+        true=exp.Anonymous(this="regexp_extract", expressions=[
+            value.copy(), pattern.copy(), exp.Literal.number(group)]))])
 
 
 def _at_least(value: exp.Expression, bound: int) -> exp.Expression:

@@ -91,6 +91,11 @@ CASES: tuple[Case, ...] = (
          "(1, 'a'), (2, NULL)) t(n, s) GROUP BY n ORDER BY n"),
     Case("regexp_split_to_table_from", "SELECT w, length(w) FROM regexp_split_to_table("
          "'ab  cde f', '\\s+') AS w ORDER BY 2, 1"),
+    Case("substring_of_a_regular_expression", "SELECT substring('abc123' from '[0-9]+') AS a, "
+         "substring('abc123def' from 'c([0-9]+)d') AS b, substring('abc' from 'x') AS c, "
+         "substring('hello' from 2 for 3) AS d"),
+    Case("array_to_string_of_nulls", "SELECT array_to_string(ARRAY[1, NULL, 3], ',', '*') AS a, "
+         "array_to_string(ARRAY['a', NULL, 'b'], '-') AS b"),
     Case("regexp_split_to_table_select_list",
          "SELECT regexp_split_to_table('a,b,,c', ',') AS part"),
     Case("format_template", "SELECT format('%s-%s: %I %L %%', 1, 'a', 'My Table', 'it''s') AS f, "
