@@ -132,6 +132,8 @@ Contract:
   numeric a numeric; `date - date` is integer
   (DuckDB's bigint). The operands' types come from binding the query on `con` with them in the
   items' places. Anything else comes back unchanged.
+- `conflict_constraints(con, sql)`: an INSERT's ON CONFLICT ON CONSTRAINT name as the conflict
+  target of the constraint's columns (DuckDB has no such target).
 - `written_arrays(con, sql)`: each string literal an INSERT's VALUES, an UPDATE's SET or ON
   CONFLICT's SET writes into an array column read as PostgreSQL's array literal (`'{a,b}'`,
   which DuckDB's cast to a list refuses), the column types bound on `con`.
@@ -1332,6 +1334,38 @@ def _has_array_column(con: duckdb.DuckDBPyConnection, name: str) -> bool:
             con, f"SELECT * FROM {name}").types)
     except duckdb.Error:
         return False
+
+
+_ON_CONSTRAINT = re.compile(rf"\bON\s+CONFLICT\s+ON\s+CONSTRAINT\s+(?P<name>{IDENTIFIER})",
+                            re.IGNORECASE)
+_INSERT_TARGET = re.compile(
+    rf"^\s*(?:WITH\b.*?)?\bINSERT\s+INTO\s+(?P<name>{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER})*)",
+    re.IGNORECASE | re.DOTALL)
+
+
+def conflict_constraints(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """`sql` with an INSERT's `ON CONFLICT ON CONSTRAINT name` (DuckDB's 0A000) written as the
+    conflict target of that constraint's columns: the table's primary key (`<table>_pkey`, as
+    the catalog names it) or one of its unique constraints; an unknown name is PostgreSQL's
+    42704. `sql` unchanged without one."""
+    conflict = _ON_CONSTRAINT.search(sql)
+    target = _INSERT_TARGET.match(sql) if conflict is not None else None
+    if conflict is None or target is None:
+        return sql
+    from heron.planner import existence  # (existence reads statements through this module)
+
+    table = existence.find_relation(con, existence.name_parts(target["name"]), views=False)
+    wanted = existence.name_parts(conflict["name"])[-1]
+    for kind, name, columns in con.execute(
+            "SELECT constraint_type, constraint_name, constraint_column_names "
+            "FROM duckdb_constraints() WHERE database_name = ? AND schema_name = ? AND "
+            "table_name = ? AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')",
+            [table.database, table.schema, table.name]).fetchall():
+        if (f"{table.name}_pkey" if kind == "PRIMARY KEY" else name) == wanted:
+            listed = ", ".join(dialect.quoted(c) for c in columns)
+            return sql[:conflict.start()] + f"ON CONFLICT ({listed})" + sql[conflict.end():]
+    raise SqlError(SqlState.UNDEFINED_OBJECT,
+                   f'constraint "{wanted}" for table "{table.name}" does not exist')
 
 
 def written_arrays(con: duckdb.DuckDBPyConnection, sql: str) -> str:

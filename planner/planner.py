@@ -127,7 +127,8 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        rewritten = pg_catalog_rewrite.rewrite(sql, self._relations)
+        rewritten = pg_semantics.conflict_constraints(
+            self.con, pg_catalog_rewrite.rewrite(sql, self._relations))
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
         duckdb_sql = pg_semantics.written_arrays(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations)))

@@ -154,6 +154,14 @@ CASES = {
         "SHOW statement_timeout", "BEGIN", "SET LOCAL TIME ZONE 'America/New_York'",
         "SELECT '2024-05-17 13:04'::timestamptz", "ROLLBACK",
         "SELECT '2024-05-17 13:04'::timestamptz", "RESET statement_timeout"),
+    "on_conflict_on_constraint": (
+        "CREATE TABLE x_o (id int PRIMARY KEY, name text UNIQUE, qty int)",
+        "INSERT INTO x_o VALUES (1, 'x', 1)",
+        "INSERT INTO x_o VALUES (1, 'y', 2) ON CONFLICT ON CONSTRAINT x_o_pkey DO UPDATE SET "
+        "qty = excluded.qty RETURNING *",
+        "INSERT INTO x_o VALUES (2, 'x', 3) ON CONFLICT ON CONSTRAINT x_o_name_key DO NOTHING",
+        "INSERT INTO x_o VALUES (3, 'z', 3) ON CONFLICT ON CONSTRAINT x_o_nope DO NOTHING",
+        "SELECT * FROM x_o ORDER BY id", "DROP TABLE x_o"),
     "time_zone": (  # the session's zone reads timestamptz text and cuts its days
         "SET TIME ZONE 'America/New_York'", "SELECT '2024-05-17 13:04'::timestamptz",
         "SELECT date_trunc('day', '2024-05-17 02:00:00+00'::timestamptz), "
