@@ -175,13 +175,16 @@ class Heron(PostgresSql):
                                           expressions=list(args[1:])),
             # Kept as written: sqlglot would translate to_char's, to_date's and to_timestamp's
             # templates
-            # (losing what they cannot map), read div as DuckDB's `//` (a double's division
+            # (losing what they cannot map), make_interval's named arguments as the text of an
+            # interval literal (`days => n` as '2 day' of the letter n), read div as DuckDB's
+            # `//` (a double's division
             # for decimals), array_remove as a filter with `<>` (which removes nothing but
             # every element when the one to remove is NULL), and regexp_extract's third
             # argument (DuckDB's group, in the catalog rewrite's text) as a position, so that
             # pg_typeof of an array was 'text' in a statement `pg_semantics` rewrote.
             **{name: _kept(name) for name in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP", "DIV",
-                                              "ARRAY_REMOVE", "REGEXP_EXTRACT")},
+                                              "ARRAY_REMOVE", "REGEXP_EXTRACT",
+                                              "MAKE_INTERVAL")},
         }
         # DATE_PART kept apart from EXTRACT (sqlglot reads both as one): PostgreSQL's date_part
         # is double precision, its extract numeric (`pg_semantics` types both).

@@ -174,6 +174,19 @@ def _interval_macros() -> Macros:
     }
 
 
+# width_bucket(operand, low, high, count): PostgreSQL's bucket of `operand` among `count` equal
+# ones between low and high (either way round), 0 below them and count + 1 above.
+_WIDTH_BUCKET = (
+    "CASE WHEN count_arg <= 0 THEN error('count must be greater than zero') "
+    "WHEN low_arg = high_arg THEN error('lower bound cannot equal upper bound') "
+    "WHEN low_arg < high_arg THEN CASE WHEN op_arg < low_arg THEN 0 "
+    "WHEN op_arg >= high_arg THEN count_arg + 1 ELSE floor((op_arg - low_arg) * count_arg / "
+    "(high_arg - low_arg))::INTEGER + 1 END "
+    "ELSE CASE WHEN op_arg > low_arg THEN 0 WHEN op_arg <= high_arg THEN count_arg + 1 "
+    "ELSE floor((low_arg - op_arg) * count_arg / (low_arg - high_arg))::INTEGER + 1 END "
+    "END::INTEGER")
+
+
 def _session_macros() -> Macros:
     settings = f"getvariable('{SETTINGS_VARIABLE}')[lower(name_arg)]"
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
@@ -203,6 +216,13 @@ def _session_macros() -> Macros:
         "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
+        # make_interval's named parameters (PostgreSQL's `days => 2`: DuckDB reads `=>` too)
+        "make_interval": ((
+            "years := 0, months := 0, weeks := 0, days := 0, hours := 0, mins := 0, secs := 0.0",
+            "to_years(years::INTEGER) + to_months(months::INTEGER) + "
+            "to_days((weeks * 7 + days)::INTEGER) + to_hours(hours::BIGINT) + "
+            "to_minutes(mins::BIGINT) + to_microseconds(round(secs * 1000000)::BIGINT)"),),
+        "width_bucket": (("op_arg, low_arg, high_arg, count_arg", _WIDTH_BUCKET),),
         # the extensions' functions (`extensions`): uuid-ossp's and pgcrypto's digest
         "uuid_generate_v4": (("", "gen_random_uuid()"),),
         "uuid_nil": (("", "'00000000-0000-0000-0000-000000000000'::UUID"),),

@@ -96,6 +96,11 @@ CASES: tuple[Case, ...] = (
          "substring('hello' from 2 for 3) AS d"),
     Case("array_to_string_of_nulls", "SELECT array_to_string(ARRAY[1, NULL, 3], ',', '*') AS a, "
          "array_to_string(ARRAY['a', NULL, 'b'], '-') AS b"),
+    Case("make_interval", "SELECT make_interval(days => 2) AS a, make_interval(0, 0, 0, 1) AS b, "
+         "make_interval(hours => 1, mins => 30) AS c, make_interval(secs => 1.5) AS d"),
+    Case("width_bucket", "SELECT width_bucket(5, 0, 10, 5) AS a, width_bucket(-1, 0, 10, 5) AS b, "
+         "width_bucket(10, 0, 10, 5) AS c, width_bucket(5.5, 10, 0, 5) AS d"),
+    Case("width_bucket_without_buckets", "SELECT width_bucket(5, 0, 10, 0)"),
     Case("regexp_split_to_table_select_list",
          "SELECT regexp_split_to_table('a,b,,c', ',') AS part"),
     Case("format_template", "SELECT format('%s-%s: %I %L %%', 1, 'a', 'My Table', 'it''s') AS f, "
