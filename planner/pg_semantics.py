@@ -76,6 +76,8 @@ Contract:
     clients that lock rows before writing them retry). A second locker is not made to wait,
     nor are locked rows skipped: two workers that each lock and update the same job row see
     one of them fail with 40001 where PostgreSQL's second one waits or skips it;
+  * LIKE and ILIKE escape with a backslash unless they say otherwise, as PostgreSQL's (DuckDB's
+    have no default escape character), where the pattern may hold one;
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
     and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
     `?column?`;
@@ -203,7 +205,8 @@ _TRIGGER = re.compile(
     r"pow|power|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
-    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b",
+    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|"
+    r"\bi?like\s+(?!'[^'\\]*'(?!'))",  # a pattern that is not a literal without a backslash
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
 # most AI prompts hold a `?` (and catalog queries a `^` in their patterns), and parsing for
@@ -299,7 +302,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
-                  + _similar_to(tree) + _row_locks(tree)
+                  + _similar_to(tree) + _row_locks(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
@@ -1003,6 +1006,24 @@ def _series_tables(tree: exp.Expression) -> list[exp.Expression]:
             "generate_series"))
         table.replace(exp.Subquery(this=rows, alias=alias.copy()))
     return tables
+
+
+def _like_escapes(tree: exp.Expression) -> list[exp.Expression]:
+    """LIKE and ILIKE without an ESCAPE clause, given PostgreSQL's default escape character, the
+    backslash (DuckDB's LIKE has none: `'a_c' LIKE 'a\\_c'` was false), where the pattern may
+    hold one: a literal with a backslash, or a value (a parameter: Django escapes `%` and `_`
+    in its contains lookups so). The operators changed."""
+    changed = []
+    for like in list(tree.find_all(exp.Like, exp.ILike)):
+        pattern = like.expression
+        if isinstance(like.parent, exp.Escape) or (
+                isinstance(pattern, exp.Literal) and "\\" not in pattern.name):
+            continue
+        holder = exp.null()
+        like.replace(holder)
+        holder.replace(exp.Escape(this=like, expression=exp.Literal.string("\\")))
+        changed.append(like)
+    return changed
 
 
 def _row_locks(tree: exp.Expression) -> list[exp.Expression]:

@@ -96,6 +96,11 @@ CASES: tuple[Case, ...] = (
          "substring('hello' from 2 for 3) AS d"),
     Case("array_to_string_of_nulls", "SELECT array_to_string(ARRAY[1, NULL, 3], ',', '*') AS a, "
          "array_to_string(ARRAY['a', NULL, 'b'], '-') AS b"),
+    # LIKE's default escape character is the backslash (Django escapes % and _ with it)
+    Case("like_escapes", "SELECT 'a_c' LIKE 'a\\_c' AS a, 'abc' LIKE 'a\\_c' AS b, "
+         "'a%' LIKE 'a\\%' AS c, 'A_C' ILIKE 'a\\_c' AS d"),
+    Case("like_escaped_parameter", "SELECT x FROM (VALUES ('50' || chr(37)), ('500')) t(x) "
+         "WHERE x LIKE %s ORDER BY x", params=("50\\%",)),  # (psycopg2 reads % in the text)
     Case("make_interval", "SELECT make_interval(days => 2) AS a, make_interval(0, 0, 0, 1) AS b, "
          "make_interval(hours => 1, mins => 30) AS c, make_interval(secs => 1.5) AS d"),
     Case("width_bucket", "SELECT width_bucket(5, 0, 10, 5) AS a, width_bucket(-1, 0, 10, 5) AS b, "
