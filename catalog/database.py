@@ -36,6 +36,7 @@ from heron.catalog.statistics import Statistics
 from heron.planner import dialect, jsonb_storage, pg_catalog
 
 DATABASE_FILE = "heron.duckdb"
+TIME_ZONE = "UTC"  # the TimeZone of a new connection (and session)
 STATISTICS_FILE = "statistics.json"
 # Present once the database's jsonb values are stored normalized (`jsonb_storage`).
 JSONB_NORMALIZED_FILE = "jsonb-normalized"
@@ -54,6 +55,9 @@ class Database:
         self.catalog_name = self.path.stem  # DuckDB names the catalog after the file
         first_start = not self.path.exists()
         self._root = duckdb.connect(str(self.path))
+        # Connections start in the sessions' default zone, not the machine's (a session in
+        # another sets its own: server.session)
+        self._root.execute(f"SET GLOBAL TimeZone = '{TIME_ZONE}'")
         self.roles = Roles.open(self.data_dir, bootstrap_password)
         pg_catalog.register(self._root, self._role_rows)
         if not _schema_exists(self._root, DEFAULT_SCHEMA):

@@ -43,6 +43,7 @@ import duckdb
 import pyarrow as pa
 
 from heron.catalog import Database
+from heron.catalog.database import TIME_ZONE
 from heron.engine.api import Engine
 from heron.planner import (
     Column,
@@ -102,7 +103,7 @@ REPORTED_DEFAULTS = {
     "server_version": SERVER_VERSION,
     "session_authorization": "",
     "standard_conforming_strings": "on",
-    "TimeZone": "UTC",
+    "TimeZone": TIME_ZONE,
 }
 # Settable and showable, but not reported.
 OTHER_DEFAULTS = {
@@ -196,7 +197,8 @@ class Session:
                                caller=self.backend.caller if self.backend else NO_SERVER,
                                progress=self.backend, settings=self._published(),
                                generation=lambda: self.generation.value)
-        self._time_zone(self._settings["timezone"][1])
+        if self._settings["timezone"][1] != TIME_ZONE:  # (new connections start in it)
+            self._time_zone(self._settings["timezone"][1])
         self.transaction = Transaction(self.planner)
         if self.backend is not None:  # an advisory lock's wait gives up when this is set
             self.backend.cancelled = self.planner.cancelled
