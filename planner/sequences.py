@@ -9,12 +9,11 @@ transaction (the session's when one is open). Test suites restart their keys bet
 this way (Django's sequence reset, Rails' and DatabaseCleaner's TRUNCATE ... RESTART IDENTITY).
 
 Contract:
-- `restart(con, name, next_value)`: the sequence `name` (text as a regclass is written:
-  maybe schema-qualified, maybe quoted; found through the search path, temporary first) gives
-  `next_value` at its next nextval. An unknown sequence is 42P01, a value outside its bounds
-  22003 in PostgreSQL's words.
-- `restart_at_start(con, quoted_name)`: the same at the sequence's first value (its MINVALUE
-  ascending, MAXVALUE descending).
+- `restart_at_start(con, name)`: the sequence `name` (text as a regclass is written: maybe
+  schema-qualified, maybe quoted; found through the search path, temporary first) gives its
+  first value (its MINVALUE ascending, MAXVALUE descending) at its next nextval. An unknown
+  sequence is 42P01; setval's and ALTER SEQUENCE's values outside its bounds 22003, in
+  PostgreSQL's words.
 - `read_alter(sql)`: ALTER SEQUENCE [IF EXISTS] name RESTART [[WITH] n] or OWNED BY ... as an
   `AlterSequence`; `run_alter(con, alter)` restarts it (at n, else at its first value), or
   takes OWNED BY as said (see `run_alter`).
@@ -41,7 +40,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from heron.planner import dialect, existence
+from heron.planner import dialect, existence, serial_columns
 from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.statement import Column, Result, Rows, atomic
@@ -86,8 +85,7 @@ def run_alter(con: duckdb.DuckDBPyConnection, alter: AlterSequence) -> Result:
         return Result("ALTER SEQUENCE", None, None, notices=(
             f'relation "{alter.name}" does not exist, skipping',))
     if alter.restart:
-        start = found.minimum if found.increment > 0 else found.maximum
-        restart(con, alter.name, start if alter.value is None else alter.value)
+        _restart(con, found, found.first if alter.value is None else alter.value)
     return Result("ALTER SEQUENCE", None, None)
 
 
@@ -133,8 +131,8 @@ def run_setval(con: duckdb.DuckDBPyConnection, setval: SetVal) -> Result:
                 values.append(None)  # strict, as PostgreSQL's setval
                 continue
             found = _find(con, name)
-            restart(con, name, value + found.increment if not called or called[0] else value,
-                    shown=value)
+            _restart(con, found, value + found.increment if not called or called[0] else value,
+                     shown=value)
             values.append(value)
     table = pa.table({setval.name: pa.array(values, pa.int64())})
     return Result(f"SELECT {len(values)}", result_columns(setval), Rows.of(table))
@@ -156,12 +154,22 @@ class _Sequence:
     cycle: bool
     readers: tuple[tuple[str, str, str], ...]  # (quoted table, quoted column, default text)
 
+    @property
+    def first(self) -> int:
+        """Where RESTART starts it: MINVALUE ascending, MAXVALUE descending."""
+        return self.minimum if self.increment > 0 else self.maximum
 
-def restart(con: duckdb.DuckDBPyConnection, name: str, next_value: int, *,
-            shown: int | None = None) -> None:
-    """Make `name`'s next nextval give `next_value` (see the module docstring); `shown` is the
-    value an out-of-bounds error names (setval's argument)."""
-    sequence = _find(con, name)
+
+def restart_at_start(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Make `name`'s next nextval give its first value (see the module docstring)."""
+    found = _find(con, name)
+    _restart(con, found, found.first)
+
+
+def _restart(con: duckdb.DuckDBPyConnection, sequence: _Sequence, next_value: int, *,
+             shown: int | None = None) -> None:
+    """Make the sequence's next nextval give `next_value`; `shown` is the value an
+    out-of-bounds error names (setval's argument)."""
     if not sequence.minimum <= (shown if shown is not None else next_value) <= sequence.maximum:
         raise SqlError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE,
                        f"setval: value {shown if shown is not None else next_value} is out of "
@@ -183,11 +191,6 @@ def restart(con: duckdb.DuckDBPyConnection, name: str, next_value: int, *,
         raise from_duckdb(exc) from None
 
 
-def restart_at_start(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    sequence = _find(con, name)
-    restart(con, name, sequence.minimum if sequence.increment > 0 else sequence.maximum)
-
-
 def _find(con: duckdb.DuckDBPyConnection, name: str) -> _Sequence:
     parts = existence.name_parts(name)
     if not parts:
@@ -204,8 +207,7 @@ def _find(con: duckdb.DuckDBPyConnection, name: str) -> _Sequence:
     readers = con.execute(
         "SELECT database_name, schema_name, table_name, column_name, column_default "
         "FROM duckdb_columns() WHERE column_default IN (?, ?)",
-        [f"nextval({_literal(sequence)})", f"nextval({_literal(f'{schema}.{sequence}')})"]
-    ).fetchall()
+        list(serial_columns.nextval_defaults(schema, sequence))).fetchall()
     return _Sequence(
         _quoted(database, schema, sequence), sequence, temporary, minimum, maximum, increment,
         cycle, tuple((_quoted(d, s, t), dialect.quoted(c), default)
@@ -214,7 +216,3 @@ def _find(con: duckdb.DuckDBPyConnection, name: str) -> _Sequence:
 
 def _quoted(*parts: str) -> str:
     return ".".join(dialect.quoted(p) for p in parts)
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -19,7 +19,8 @@ Contract:
   is skipped before: `existence`.)
 - `owned(table, schema, column, default)`: the name of the sequence `run` made for a column
   (`<table>_<column>_seq`, read by the column's default `default`), or None: DROP TABLE drops it
-  after the table (`existence`).
+  after the table (`existence`). `nextval_defaults(schema, sequence)` are the default texts
+  that draw from a sequence.
 
 Differences from PostgreSQL: GENERATED ALWAYS takes an explicit value where PostgreSQL refuses
 one without OVERRIDING SYSTEM VALUE (428C9), and the catalog shows an identity column as a
@@ -39,6 +40,7 @@ from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect
 from heron.planner.errors import from_duckdb
+from heron.planner.pg_catalog_types import literal
 from heron.planner.statement import Result, atomic
 
 _T = exp.DataType.Type
@@ -100,8 +102,13 @@ def owned(table: str, schema: str, column: str, default: str | None) -> str | No
     """The sequence `run` made for `column` of `table` in `schema`, if `default` (DuckDB's text of
     the column's default) is still its nextval."""
     sequence = f"{table}_{column}_seq"
-    made = {f"nextval({_literal(sequence)})", f"nextval({_literal(f'{schema}.{sequence}')})"}
-    return sequence if default in made else None
+    return sequence if default in nextval_defaults(schema, sequence) else None
+
+
+def nextval_defaults(schema: str, sequence: str) -> tuple[str, str]:
+    """DuckDB's texts of a column default drawing from `sequence` of `schema` (named plain, as
+    `run` writes it, or qualified)."""
+    return (f"nextval({literal(sequence)})", f"nextval({literal(f'{schema}.{sequence}')})")
 
 
 def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> str | None:
@@ -140,7 +147,3 @@ def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> st
     temp = "TEMPORARY " if temporary else ""
     sequence = ".".join(dialect.quoted(p) for p in [*schema, name])
     return f"CREATE {temp}SEQUENCE {sequence} {settings}{' CYCLE' if cycle else ''}"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
