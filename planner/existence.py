@@ -20,7 +20,7 @@ Contract:
   DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there.
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
-  `owned_sequences(con, parts)` the sequences a table's serial and identity columns own
+  `owned_sequences(con, table)` the sequences a table's serial and identity columns own
   (quoted names); `name_parts(text)` a name's parts as PostgreSQL folds them; `references(con)`
   the tables each table's foreign keys reference it from, `referencing_first(tables, refs)`
   the tables in an order that empties or drops referencing ones first.
@@ -125,12 +125,13 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
             else:
                 raise missing
         if drop.kind == "TABLE":  # (DuckDB drops no table while another's keys reference it)
-            tables = {find_relation(con, parts, views=False): parts for parts in present.values()}
-            ordered = referencing_first(list(tables), references(con))
-            present = {tuple(p.lower() for p in tables[t]): tables[t] for t in ordered}
-        for parts in present.values():
-            owned = owned_sequences(con, parts) if drop.kind == "TABLE" else []
-            name = ".".join(dialect.quoted(p) for p in parts)
+            tables = [find_relation(con, parts, views=False) for parts in present.values()]
+            targets = [(t.quoted, owned_sequences(con, t))
+                       for t in referencing_first(tables, references(con))]
+        else:
+            targets = [(".".join(dialect.quoted(p) for p in parts), [])
+                       for parts in present.values()]
+        for name, owned in targets:
             try:
                 con.execute(f"DROP {drop.kind} {name} {drop.behaviour}")
                 for sequence in owned:  # (after: the table's defaults depend on them)
@@ -212,23 +213,18 @@ def _missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], 
                                        f'{kind.lower()} "{name}" does not exist')
 
 
-def owned_sequences(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> list[str]:
+def owned_sequences(con: duckdb.DuckDBPyConnection, table: Relation) -> list[str]:
     """The sequences a table's serial and identity columns own (`serial_columns`), as quoted
-    names: the table found as a statement finds it (temporary first, then the search path)."""
-    name = parts[-1]
-    order = [parts[-2]] if len(parts) > 1 else ["", *search_path(con)]  # "": temporary
-    found: dict[str, list[tuple[str, str, str | None]]] = {}
-    for database, schema, column, default in con.execute(
-            "SELECT database_name, schema_name, column_name, column_default FROM duckdb_columns() "
-            "WHERE table_name = ? AND database_name IN (current_database(), 'temp')",
-            [name]).fetchall():
-        key = "" if database == "temp" and len(parts) == 1 else schema
-        found.setdefault(key, []).append((database, schema, column, default))
-    columns = next((found[key] for key in order if key in found), [])
+    names."""
     owned = []
-    for database, schema, column, default in columns:
-        if (sequence := serial_columns.owned(name, schema, column, default)) is not None:
-            owned.append(".".join(dialect.quoted(p) for p in (database, schema, sequence)))
+    for column, default in con.execute(
+            "SELECT column_name, column_default FROM duckdb_columns() WHERE database_name = ? "
+            "AND schema_name = ? AND table_name = ?",
+            [table.database, table.schema, table.name]).fetchall():
+        sequence = serial_columns.owned(table.name, table.schema, column, default)
+        if sequence is not None:
+            owned.append(".".join(dialect.quoted(p) for p in (table.database, table.schema,
+                                                              sequence)))
     return owned
 
 

@@ -81,8 +81,7 @@ def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
         _empty(con, existence.referencing_first(emptied, references), separately=not block)
         if truncate.restart_identity:
             for table in emptied:
-                for sequence in existence.owned_sequences(
-                        con, (table.database, table.schema, table.name)):
+                for sequence in existence.owned_sequences(con, table):
                     sequences.restart_at_start(con, sequence)
     return Result("TRUNCATE TABLE", None, None, notices=tuple(notices))
 
