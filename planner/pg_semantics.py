@@ -288,7 +288,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
         rewritten.append(tree)
         tree = created
     # Before the casts' types become JSON: what becomes jsonb is stored normalized.
-    rewritten += _jsonb_operators(tree, relations)
+    rewritten += _jsonb_operators(tree, sql, relations)
     rewritten += (jsonb_storage.compared(tree, relations) + jsonb_storage.casts(tree)
                   + jsonb_storage.writes(tree, relations))
 
@@ -745,13 +745,18 @@ _BUILDING = {"jsonb_set": (3, (exp.true(),)), "jsonb_strip_nulls": (1, ()),
              "jsonb_pretty": (1, ())}
 
 
-def _jsonb_operators(tree: exp.Expression, relations: Relations | Callable[[], Relations] | None
+def _jsonb_operators(tree: exp.Expression, sql: str,
+                     relations: Relations | Callable[[], Relations] | None
                      ) -> list[exp.Expression]:
     """jsonb's `||` (concatenation; DuckDB's concatenates the texts) and `-` (deletion of a
     key, of keys, or of an array's element), where an operand is jsonb as `column_origins`
     declares it (a cast to jsonb, a jsonb column, `->` of one), as `pg_jsonb`'s functions;
-    before the casts to jsonb are rewritten. The operators changed."""
+    before the casts to jsonb are rewritten. The operators changed. (Only a statement that
+    names jsonb or a table with a jsonb column is looked at: each operand's origin costs a
+    resolution of the query's sources.)"""
     changed: list[exp.Expression] = []
+    if "jsonb" not in sql.lower() and not jsonb_storage.names_jsonb_table(sql, relations):
+        return changed
     for node in list(tree.find_all(exp.DPipe, exp.Sub)):
         left, right = node.this, node.expression
         if isinstance(node, exp.DPipe):
