@@ -755,9 +755,11 @@ def _jsonb_operators(tree: exp.Expression, sql: str,
     names jsonb or a table with a jsonb column is looked at: each operand's origin costs a
     resolution of the query's sources.)"""
     changed: list[exp.Expression] = []
-    if "jsonb" not in sql.lower() and not jsonb_storage.names_jsonb_table(sql, relations):
+    operators = list(tree.find_all(exp.DPipe, exp.Sub))
+    if not operators or ("jsonb" not in sql.lower()
+                         and not jsonb_storage.names_jsonb_table(sql, relations)):
         return changed
-    for node in list(tree.find_all(exp.DPipe, exp.Sub)):
+    for node in operators:
         left, right = node.this, node.expression
         if isinstance(node, exp.DPipe):
             if not (jsonb_storage.jsonb_valued(left, relations)
