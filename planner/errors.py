@@ -421,7 +421,9 @@ def from_duckdb(exc: BaseException) -> SqlError:
                         fields["hint"])
     prefix = _PREFIX.match(text)
     cls: type[BaseException] = type(exc)
-    if not isinstance(exc, duckdb.Error):
+    if not isinstance(exc, duckdb.Error) or (prefix and prefix["name"] == "INTERRUPT"):
+        # (an interruption can surface as another class, as one ending a Python function's
+        # wait did under statement_timeout: XX000 instead of 57014)
         cls = _PREFIX_CLASSES.get(prefix["name"], duckdb.Error) if prefix else duckdb.Error
     code = next(code for base, code in _DUCKDB_CODES if issubclass(cls, base))
     body = _DIAGRAM.sub("", _PREFIX.sub("", text, count=1)).strip()
