@@ -46,9 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from heron.planner import column_origins, dialect, pg_semantics, statement
 from heron.planner.commands import IDENTIFIER, identifier
@@ -112,11 +110,8 @@ def parse(sql: str) -> AddColumns | AlterType | AddConstraint | None:
     adds, alters = _MAY_ADD_CHECKED.search(sql), _MAY_ALTER_TYPE.search(sql)
     if adds is None and alters is None:
         return None
-    try:
-        # PostgreSQL's reading keeps VARCHAR(n) (DuckDB's reads it as TEXT)
-        tree = sqlglot.parse_one(sql, read=dialect.PostgresSql)
-    except (SqlglotError, ValueError):
-        return None
+    # PostgreSQL's reading keeps VARCHAR(n) (DuckDB's reads it as TEXT)
+    tree = dialect.read_postgres(sql)
     if not isinstance(tree, exp.Alter) or (tree.args.get("kind") or "").upper() != "TABLE" or (
             tree.this.args.get("catalog") is not None):  # another database's: DuckDB's
         return None

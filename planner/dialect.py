@@ -20,6 +20,7 @@ and DuckDB's rule: in double quotes, each inner one doubled). `->` is json's ope
 stands (PostgreSQL has no lambdas; `PostgresSql` is sqlglot's PostgreSQL so read, without the AI
 spellings), and only PostgreSQL's `INTERVAL_FIELDS` qualify an interval (another word after
 `interval '3'` or `::interval` is an alias), a literal of one field kept as written.
+`read_postgres(sql)` reads with that grammar alone and answers None where it cannot.
 PostgreSQL's to_char, to_date, div and array_remove, and DuckDB's regexp_extract (in the catalog
 rewrite's text), stay calls as written, for `pg_semantics` and the shared macros to give them
 PostgreSQL's meaning. `BLANK_PADDED` are sqlglot's types of char(n). Syntax errors raise
@@ -34,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from heron.planner.errors import SqlError, SqlState
@@ -220,6 +222,16 @@ def parse(sql: str) -> exp.Expression:
         raise SqlError(SqlState.SYNTAX_ERROR,
                        "cannot insert multiple commands into a prepared statement")
     return statements[0]
+
+
+def read_postgres(sql: str) -> exp.Expression | None:
+    """`sql`'s tree by PostgreSQL's grammar alone (`PostgresSql`: no AI spellings), or None where
+    that grammar does not read it: for the readers that recognise one kind of statement and hand
+    every other on unread."""
+    try:
+        return sqlglot.parse_one(sql, read=PostgresSql)
+    except (SqlglotError, ValueError):
+        return None
 
 
 def sql(tree: exp.Expression) -> str:

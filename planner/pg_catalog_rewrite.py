@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from heron.planner import (
@@ -134,9 +133,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     if not any(word in lowered for word in _TRIGGER_WORDS) or not _TRIGGER.search(sql):
         return sql
     text = parseable(sql)
-    try:
-        tree = sqlglot.parse_one(text, read=dialect.PostgresSql)
-    except SqlglotError:
+    tree = dialect.read_postgres(text)
+    if tree is None:
         return sql
     changed = text != sql
     folded = normalize_identifiers(tree.copy(), dialect="postgres")

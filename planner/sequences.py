@@ -36,9 +36,7 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect, existence, serial_columns
 from heron.planner.commands import IDENTIFIER
@@ -99,10 +97,7 @@ def read_setval(sql: str) -> SetVal | None:
     """`sql` as a `SetVal`, or None (see the module docstring)."""
     if _MAY_BE_SETVAL.match(sql) is None:
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect.PostgresSql)
-    except (SqlglotError, ValueError):
-        return None
+    tree = dialect.read_postgres(sql)
     if not isinstance(tree, exp.Select) or len(tree.expressions) != 1:
         return None
     item = tree.expressions[0]

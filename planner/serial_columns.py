@@ -34,9 +34,7 @@ import re
 from dataclasses import dataclass
 
 import duckdb
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect
 from heron.planner.errors import from_duckdb
@@ -64,10 +62,7 @@ def read(sql: str) -> SerialTable | None:
     """`sql` as a `SerialTable`, or None (see the module docstring)."""
     if _MAY_BE.match(sql) is None:
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect.PostgresSql)
-    except (SqlglotError, ValueError):
-        return None
+    tree = dialect.read_postgres(sql)
     if not isinstance(tree, exp.Create) or (tree.kind or "").upper() != "TABLE" or (
             not isinstance(tree.this, exp.Schema)):
         return None
