@@ -61,6 +61,7 @@ from heron.planner import (
     parameters,
     pg_catalog,
     pg_catalog_rewrite,
+    pg_ddl,
     pg_semantics,
     sequences,
     serial_columns,
@@ -127,6 +128,7 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
+        sql = pg_ddl.rewrite(sql)  # pg_dump's DDL spellings, as DuckDB's
         rewritten = pg_semantics.conflict_constraints(
             self.con, pg_catalog_rewrite.rewrite(sql, self._relations))
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
@@ -142,6 +144,8 @@ class Planner:
         if serial_columns.read(duckdb_sql) is not None:
             # DuckDB knows neither serial types nor identity columns
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
+        if serial_columns.read_add_identity(duckdb_sql) is not None:
+            return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
         if (extension := extensions.read(duckdb_sql)) is not None:  # DuckDB has none
             verb = "CREATE EXTENSION" if extension.create else "DROP EXTENSION"
             return Statement(duckdb_sql, Kind.OTHER, verb=verb)
@@ -244,6 +248,9 @@ class Planner:
             self.catalog.refresh(stmt.sql)
             if stmt.verb == "ALTER TABLE" and (added := alter_table.parse(stmt.sql)) is not None:
                 return alter_table.run(self.con, added, stmt)  # around DuckDB's CHECKs
+            if stmt.verb == "ALTER TABLE" and (
+                    identity := serial_columns.read_add_identity(stmt.sql)) is not None:
+                return serial_columns.run_add_identity(self.con, identity)
             if stmt.kind is Kind.CREATE and stmt.param_count == 0 and (
                     created := create_table_as.parse(stmt.sql)) is not None:
                 return create_table_as.run(self.con, created, stmt)  # declared types kept

@@ -17,13 +17,20 @@ Contract:
   largest value), then the table, the column `NOT NULL DEFAULT nextval('<sequence>')`, all in
   one transaction (the session's when one is open). (An IF NOT EXISTS over an existing relation
   is skipped before: `existence`.)
+- `read_add_identity(sql)`: `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c ADD GENERATED
+  {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]`, as pg_dump writes an identity column (after
+  its CREATE TABLE), as an `AddIdentity`; None for anything else. `run_add_identity(con, add)`
+  creates the sequence (SEQUENCE NAME's, else `<table>_<column>_seq` beside the table), bounded
+  by the column's type and with the sequence options given, and makes the column default to
+  it, in one transaction. A column of another type than smallint, integer or bigint is 22023.
 - `owned(table, schema, column, default)`: the name of the sequence `run` made for a column
   (`<table>_<column>_seq`, read by the column's default `default`), or None: DROP TABLE drops it
   after the table (`existence`). `nextval_defaults(schema, sequence)` are the default texts
   that draw from a sequence.
 
 Differences from PostgreSQL: GENERATED ALWAYS takes an explicit value where PostgreSQL refuses
-one without OVERRIDING SYSTEM VALUE (428C9), and the catalog shows an identity column as a
+one without OVERRIDING SYSTEM VALUE (428C9); an identity is added to a nullable column (PostgreSQL:
+55000) or one with a default (it is replaced); and the catalog shows an identity column as a
 serial one (attidentity empty, a nextval default); a sequence name is not shortened to 63 bytes
 nor given a number when taken (the CREATE fails with 42P07 instead).
 """
@@ -36,8 +43,9 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
-from heron.planner import dialect
-from heron.planner.errors import from_duckdb
+from heron.planner import dialect, pg_ddl
+from heron.planner.commands import IDENTIFIER, identifier
+from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.pg_catalog_types import literal
 from heron.planner.statement import Result, atomic
 
@@ -56,6 +64,57 @@ class SerialTable:
     create_table: str  # DuckDB's CREATE TABLE, each such column defaulting to its sequence
     create_sequences: tuple[str, ...]
     table: tuple[str, ...]  # the table's name, its parts
+
+
+@dataclass(frozen=True)
+class AddIdentity:
+    """ALTER TABLE ... ALTER COLUMN ... ADD GENERATED ... AS IDENTITY [(options)]."""
+
+    table: str  # as written (maybe qualified, maybe quoted)
+    column: str  # as written
+    sequence: str | None  # SEQUENCE NAME's, as written
+    options: str  # the other sequence options, as CREATE SEQUENCE reads them
+
+
+_ADD_IDENTITY = re.compile(
+    rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<table>{IDENTIFIER}"
+    rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ALTER\s+(?:COLUMN\s+)?(?P<column>{IDENTIFIER})\s+ADD\s+"
+    r"GENERATED\s+(?:ALWAYS|BY\s+DEFAULT)\s+AS\s+IDENTITY\s*(?:\((?P<options>[^()]*)\))?"
+    r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_SEQUENCE_NAME = re.compile(
+    rf"\bSEQUENCE\s+NAME\s+(?P<name>{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER})?)", re.IGNORECASE)
+_IDENTITY_TYPES = {"SMALLINT": "smallint", "INTEGER": "integer", "BIGINT": "bigint"}
+
+
+def read_add_identity(sql: str) -> AddIdentity | None:
+    """`sql` as an `AddIdentity`, or None (see the module docstring)."""
+    if (m := _ADD_IDENTITY.match(sql)) is None:
+        return None
+    options = m["options"] or ""
+    named = _SEQUENCE_NAME.search(options)
+    return AddIdentity(m["table"], m["column"], named["name"] if named else None,
+                       _SEQUENCE_NAME.sub(" ", options).strip())
+
+
+def run_add_identity(con: duckdb.DuckDBPyConnection, add: AddIdentity) -> Result:
+    """Run `add` (see the module docstring)."""
+    try:
+        column = con.sql(f"SELECT {add.column} FROM {add.table}")
+        integer = _IDENTITY_TYPES.get(str(column.types[0]))
+        if integer is None:
+            raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                           "identity column type must be smallint, integer, or bigint")
+        *schema, table = [identifier(p) for p in re.findall(IDENTIFIER, add.table)]
+        sequence = [identifier(p) for p in re.findall(IDENTIFIER, add.sequence)] if (
+            add.sequence) else [*schema, f"{table}_{identifier(add.column)}_seq"]
+        quoted = ".".join(dialect.quoted(p) for p in sequence)
+        with atomic(con):
+            con.execute(pg_ddl.rewrite(f"CREATE SEQUENCE {quoted} AS {integer} {add.options}"))
+            con.execute(f"ALTER TABLE {add.table} ALTER COLUMN {add.column} SET DEFAULT "
+                        f"nextval({literal('.'.join(sequence))})")
+    except duckdb.Error as exc:
+        raise from_duckdb(exc) from None
+    return Result("ALTER TABLE", None, None)
 
 
 def read(sql: str) -> SerialTable | None:

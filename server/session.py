@@ -121,6 +121,12 @@ OTHER_DEFAULTS = {
     "default_transaction_deferrable": "off",
     "jit": "off",
     "server_version_num": SERVER_VERSION_NUM,
+    # What pg_dump's scripts set first; Heron's behavior is these values' whatever is set.
+    "check_function_bodies": "on",
+    "xmloption": "content",
+    "row_security": "on",
+    "default_tablespace": "",
+    "default_table_access_method": "heap",
     # While an AI statement runs, a NOTICE per operator this often (server.activity).
     "heron.progress": "on",
     "heron.progress_interval": "2s",
@@ -291,8 +297,10 @@ class Session:
             value = _isolation(value).value
         elif key in ("default_transaction_read_only", "transaction_read_only",
                      "default_transaction_deferrable", "transaction_deferrable",
-                     "heron.progress"):
+                     "heron.progress", "check_function_bodies", "row_security"):
             value = "on" if _boolean(name, value) else "off"
+        elif key in _CHOICES:
+            value = _choice(name, value, _CHOICES[key])
         if key in TRANSACTION_SETTINGS:
             self._set_transaction(key, value)
             return
@@ -952,6 +960,24 @@ def _isolation(value: str) -> Isolation:
                        f'invalid value for parameter "transaction_isolation": "{value}"',
                        hint='Available values: serializable, repeatable read, read committed, '
                             'read uncommitted.') from None
+
+
+# Settings of a few values: an enumeration, and the one tablespace and table access method Heron
+# has (PostgreSQL's: the hint lists an enumeration's values; the detail says an object is
+# missing).
+_CHOICES = {"xmloption": (("content", "document"), None),
+            "default_tablespace": (("", "pg_default"), 'Tablespace "{}" does not exist.'),
+            "default_table_access_method": (("heap",), 'Table access method "{}" does not exist.')}
+
+
+def _choice(name: str, value: str, choices: tuple[tuple[str, ...], str | None]) -> str:
+    values, missing = choices
+    if value.strip().lower() not in values:
+        raise SqlError(SqlState.INVALID_PARAMETER_VALUE,
+                       f'invalid value for parameter "{name}": "{value}"',
+                       detail=missing.format(value) if missing else None,
+                       hint=None if missing else f"Available values: {', '.join(values)}.")
+    return value.strip().lower()
 
 
 def _boolean(name: str, value: str) -> bool:
