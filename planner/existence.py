@@ -21,7 +21,9 @@ Contract:
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
   `owned_sequences(con, table)` the sequences a table's serial and identity columns own
-  (quoted names); `name_parts(text)` a name's parts as PostgreSQL folds them; `references(con)`
+  (quoted names); `missing(con, kind, parts)` PostgreSQL's error for an object of a kind
+  (TABLE, VIEW, INDEX, SEQUENCE, TYPE, SCHEMA) that is not there, else None;
+  `name_parts(text)` a name's parts as PostgreSQL folds them; `references(con)`
   the tables each table's foreign keys reference it from, `referencing_first(tables, refs)`
   the tables in an order that empties or drops referencing ones first.
 - `skipped(con, ddl)`, asked before DuckDB runs a `CreateIfNotExists` or an `AlterIfExists`
@@ -117,13 +119,13 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
     with atomic(con):
         present: dict[tuple[str, ...], tuple[str, ...]] = {}
         for parts in drop.names:
-            if (missing := _missing(con, drop.kind, parts)) is None:
+            if (error := missing(con, drop.kind, parts)) is None:
                 # (DuckDB's names are case-insensitive: "T" and t name one table there)
                 present.setdefault(tuple(p.lower() for p in parts), parts)
             elif drop.if_exists:
-                notices.append(f"{missing.message}, skipping")
+                notices.append(f"{error.message}, skipping")
             else:
-                raise missing
+                raise error
         if drop.kind == "TABLE":  # (DuckDB drops no table while another's keys reference it)
             tables = [find_relation(con, parts, views=False) for parts in present.values()]
             targets = [(t.quoted, owned_sequences(con, t))
@@ -150,7 +152,7 @@ def skipped(con: duckdb.DuckDBPyConnection, ddl: CreateIfNotExists | AlterIfExis
     parts = ddl.name
     if ddl.temporary and len(parts) == 1:
         parts = ("temp", "main", parts[0])
-    if _missing(con, ddl.kind, parts, of_kind=False) is not None:
+    if missing(con, ddl.kind, parts, of_kind=False) is not None:
         return None
     noun = "schema" if ddl.kind == "SCHEMA" else "relation"
     return f'{noun} "{ddl.name[-1]}" already exists, skipping'
@@ -183,7 +185,7 @@ _UNDEFINED = {"TABLE": SqlState.UNDEFINED_TABLE, "VIEW": SqlState.UNDEFINED_TABL
               "TYPE": SqlState.UNDEFINED_OBJECT, "SCHEMA": SqlState.INVALID_SCHEMA_NAME}
 
 
-def _missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], *,
+def missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], *,
              of_kind: bool = True) -> SqlError | None:
     """None when the object exists, else PostgreSQL's error for the one that does not (the
     schema of a qualified name first). A table named where a view is meant, or a view where a

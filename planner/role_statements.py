@@ -1,8 +1,10 @@
-"""Role statements: CREATE/ALTER/DROP ROLE (or USER) and GRANT/REVOKE of predefined roles.
+"""Role statements: CREATE/ALTER/DROP ROLE (or USER), GRANT/REVOKE of predefined roles, and the
+owners and privileges of objects.
 
-Contract: `run(sql, roles, actor)` reads a statement `planner.statement` classified as
-`Kind.ROLE` with PostgreSQL's grammar and applies it to `roles` on behalf of the role `actor`,
-returning the `Result` PostgreSQL would send (command tag, notices).
+Contract: `run(sql, roles, actor, con)` reads a statement `planner.statement` classified as
+`Kind.ROLE` with PostgreSQL's grammar and applies it to `roles` on behalf of the role `actor`
+(the objects it names looked up on the DuckDB connection `con`), returning the `Result`
+PostgreSQL would send (command tag, notices).
 Supported: `CREATE ROLE|USER name [[WITH] option ...]` (USER implies LOGIN), `ALTER ROLE|USER name
 [WITH] option ...`, `ALTER ROLE|USER name RENAME TO new`, `DROP ROLE|USER [IF EXISTS] name [,
 ...]`, `GRANT pg_read_server_files|pg_write_server_files [, ...] TO name [, ...]` and the matching
@@ -10,10 +12,17 @@ REVOKE ... FROM; options SUPERUSER, NOSUPERUSER, LOGIN, NOLOGIN, [ENCRYPTED] PAS
 NULL (a SCRAM-SHA-256 verifier, as psql's \\password sends, is stored as given; other text is
 hashed into one; an empty password clears it, with PostgreSQL's notice), and the no-op options
 that describe what Heron does anyway (NOCREATEDB, NOCREATEROLE, NOREPLICATION, NOBYPASSRLS,
-INHERIT). Anything else is refused with 0A000 and a hint. Only superusers change roles, except
-that any role may change its own password (42501 otherwise, with PostgreSQL's wording); nobody
-may drop the current user or the bootstrap superuser, or take SUPERUSER from the latter. Role
-changes apply at once, outside DuckDB's transactions (a ROLLBACK does not undo them).
+INHERIT). Heron keeps no object owners and no privileges on tables, sequences or schemas (every
+role may read and write every table), so what would only add to a role's rights is accepted with
+a notice saying so, once the roles and objects it names exist (42704, 42P01, 3F000 otherwise):
+`GRANT privilege [, ...] | ALL ON [TABLE | SEQUENCE] name [, ...] | ALL TABLES | SEQUENCES IN
+SCHEMA s [, ...] | SCHEMA s [, ...] TO role [, ...]` and `ALTER TABLE | VIEW | SEQUENCE | TYPE |
+SCHEMA name OWNER TO role`, as pg_dump writes them after each object. REVOKE of such privileges,
+which Heron could not honour, and anything else is refused with 0A000 and a hint. Only
+superusers change roles, except that any role may change its own password (42501 otherwise,
+with PostgreSQL's wording); nobody may drop the current user or the bootstrap superuser, or
+take SUPERUSER from the latter. Role changes apply at once, outside DuckDB's transactions (a
+ROLLBACK does not undo them).
 """
 
 from __future__ import annotations
@@ -21,7 +30,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import duckdb
+
 from heron.catalog.roles import BOOTSTRAP_USER, Predefined, Roles, Verifier
+from heron.planner import existence
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.statement import Result
 
@@ -124,13 +136,17 @@ def _options(tokens: list[_Token]) -> _Options:
     return _Options(superuser, login, verifier, notices)
 
 
-def run(sql: str, roles: Roles, actor: str) -> Result:
+def run(sql: str, roles: Roles, actor: str, con: duckdb.DuckDBPyConnection) -> Result:
     tokens = _tokens(sql)
     verb = tokens[0].upper
     acting = roles.get(actor)
     is_superuser = acting is not None and acting.superuser
+    if verb == "GRANT" and "ON" in [t.upper for t in tokens]:
+        return _grant_on(tokens[1:], roles, actor, con)
     if verb in {"GRANT", "REVOKE"}:
         return _grant_or_revoke(verb, tokens[1:], roles, is_superuser)
+    if verb == "ALTER" and tokens[1].upper not in {"ROLE", "USER"}:
+        return _owner_to(tokens[1:], roles, actor, con)
     if verb == "DROP":
         return _drop(tokens[2:], roles, actor, is_superuser)
     name = _name(tokens[2] if len(tokens) > 2 else None)
@@ -213,3 +229,91 @@ def _grant_or_revoke(verb: str, tokens: list[_Token], roles: Roles, is_superuser
         for name in granted:
             (roles.grant if verb == "GRANT" else roles.revoke)(predefined[name], member)
     return Result(f"{verb} ROLE", None, None)
+
+
+# What Heron answers instead of PostgreSQL's silence where it accepts an owner or a privilege.
+_NO_PRIVILEGES = ("Heron keeps no object owners or privileges on tables, sequences and schemas: "
+                  "every role may read and write every table")
+_ROLE_SPECS = {"CURRENT_USER", "CURRENT_ROLE", "SESSION_USER"}
+_PRIVILEGES = {"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER",
+               "USAGE", "CREATE", "ALL", "PRIVILEGES"}
+
+
+def _owner_to(tokens: list[_Token], roles: Roles, actor: str,
+              con: duckdb.DuckDBPyConnection) -> Result:
+    """ALTER kind [IF EXISTS] name OWNER TO role (`planner.statement` matched its shape)."""
+    kind = tokens[0].upper
+    if_exists = [t.upper for t in tokens[1:3]] == ["IF", "EXISTS"]
+    parts, _ = _qualified(tokens, 3 if if_exists else 1)
+    error = _missing_object(con, kind, parts)
+    if error is not None:
+        if not if_exists:
+            raise error
+        return Result(f"ALTER {kind}", None, None,
+                      notices=(f'relation "{parts[-1]}" does not exist, skipping',))
+    _existing_role(tokens[-1], roles, actor)
+    return Result(f"ALTER {kind}", None, None, notices=(_NO_PRIVILEGES,))
+
+
+def _grant_on(tokens: list[_Token], roles: Roles, actor: str,
+              con: duckdb.DuckDBPyConnection) -> Result:
+    """GRANT privileges ON objects TO roles: accepted when they all exist."""
+    words = [t.upper for t in tokens]
+    on = words.index("ON")
+    depth = 0  # column lists, as in SELECT (a, b)
+    for token in tokens[:on]:
+        depth += (token.text == "(") - (token.text == ")")
+        if depth == 0 and token.text not in {",", ")"} and token.upper not in _PRIVILEGES:
+            raise _unsupported(f"GRANT of {token.text}")
+    if "TO" not in words[on:]:
+        raise SqlError(SqlState.SYNTAX_ERROR, "syntax error: GRANT ... ON needs TO")
+    to = on + words[on:].index("TO")
+    kind, i = "TABLE", on + 1
+    if words[i] in {"TABLE", "SEQUENCE", "SCHEMA"}:
+        kind, i = words[i], i + 1
+    elif words[i:i + 3] in (["ALL", "TABLES", "IN"], ["ALL", "SEQUENCES", "IN"]):
+        kind, i = "SCHEMA", i + 4
+    elif words[i] in {"DATABASE", "FUNCTION", "PROCEDURE", "ROUTINE", "LANGUAGE", "DOMAIN",
+                      "TYPE", "FOREIGN", "LARGE", "TABLESPACE", "PARAMETER"}:
+        raise _unsupported(f"GRANT ON {tokens[i].text}")
+    end = next((j for j in range(to + 1, len(words)) if words[j] in {"WITH", "GRANTED"}),
+               len(words))
+    for token in tokens[to + 1:end:2]:  # (PostgreSQL looks the roles up first)
+        if token.upper != "PUBLIC":
+            _existing_role(token, roles, actor)
+    while i < to:
+        parts, i = _qualified(tokens, i)
+        if (error := _missing_object(con, kind, parts)) is not None:
+            raise error
+        i += 1  # the comma
+    return Result("GRANT", None, None, notices=(_NO_PRIVILEGES,))
+
+
+def _qualified(tokens: list[_Token], i: int) -> tuple[tuple[str, ...], int]:
+    """The (maybe schema-qualified) name starting at `tokens[i]`, and the index after it."""
+    parts = [_name(tokens[i] if i < len(tokens) else None)]
+    while i + 2 < len(tokens) and tokens[i + 1].text == ".":
+        parts.append(_name(tokens[i + 2]))
+        i += 2
+    return tuple(parts), i + 1
+
+
+def _existing_role(token: _Token, roles: Roles, actor: str) -> str:
+    name = actor if token.upper in _ROLE_SPECS else _name(token)
+    if roles.get(name) is None:
+        raise SqlError(SqlState.UNDEFINED_OBJECT, f'role "{name}" does not exist')
+    return name
+
+
+def _missing_object(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...]
+                    ) -> SqlError | None:
+    """PostgreSQL's error for an object that is not there, else None. ALTER TABLE, VIEW and
+    SEQUENCE and GRANT ON TABLE take any relation: a table, a view or a sequence."""
+    if kind in {"TYPE", "SCHEMA"}:
+        return existence.missing(con, kind, parts)
+    error = existence.missing(con, "TABLE", parts, of_kind=False)
+    if error is None or existence.missing(con, "SEQUENCE", parts) is None:
+        return None
+    if error.sqlstate is SqlState.UNDEFINED_TABLE:  # (a missing schema is 3F000)
+        return SqlError(SqlState.UNDEFINED_TABLE, f'relation "{".".join(parts)}" does not exist')
+    return error

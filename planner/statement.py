@@ -90,7 +90,7 @@ class Kind(enum.Enum):
     RESET = "reset"
     SHOW = "show"
     DEALLOCATE = "deallocate"  # protocol-level prepared statements: the connection answers
-    ROLE = "role"  # CREATE/ALTER/DROP ROLE, GRANT/REVOKE: the session answers (role_statements)
+    ROLE = "role"  # CREATE/ALTER/DROP ROLE, GRANT/REVOKE, ALTER ... OWNER TO: role_statements
     COPY_IN = "copy in"  # COPY ... FROM STDIN: the connection runs the COPY sub-protocol
     COPY_OUT = "copy out"  # COPY ... TO STDOUT
     SAVEPOINT = "savepoint"  # SAVEPOINT, RELEASE, ROLLBACK TO: the session answers
@@ -267,6 +267,11 @@ _TRANSACTION_KINDS = {"BEGIN": Kind.BEGIN, "START": Kind.BEGIN, "COMMIT": Kind.C
 
 _ROLE = re.compile(r"^\s*(?:(?P<verb>CREATE|ALTER|DROP)\s+(?:ROLE|USER)\b|"
                    r"(?P<grant>GRANT|REVOKE)\b)", re.IGNORECASE)
+# ALTER ... OWNER TO, which pg_dump writes after each object: the session answers it with the roles
+_OWNER_TO = re.compile(
+    rf"^\s*ALTER\s+(?P<kind>TABLE|VIEW|SEQUENCE|TYPE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?"
+    rf"{commands.IDENTIFIER}(?:\s*\.\s*{commands.IDENTIFIER})?\s+OWNER\s+TO\s+"
+    rf"{commands.IDENTIFIER}\s*;?\s*$", re.IGNORECASE)
 
 _VERB = re.compile(r"\s*(\w+)" + r"(?:\s+(\w+))?" * 4)
 _DUCKDB_KINDS = {
@@ -305,6 +310,8 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     if m := _ROLE.match(sql):  # DuckDB has no roles: none of these parse there
         verb = f"{m['verb'].upper()} ROLE" if m["verb"] else m["grant"].upper()
         return Statement(sql, Kind.ROLE, verb=verb)
+    if m := _OWNER_TO.match(sql):
+        return Statement(sql, Kind.ROLE, verb=f"ALTER {m['kind'].upper()}")
     if (listen := commands.read_listen(sql)) is not None:
         return Statement(sql, Kind.LISTEN, verb="LISTEN" if listen.listen else "UNLISTEN",
                          command=listen)

@@ -517,7 +517,8 @@ class Session:
         if kind in _TRANSACTION_KINDS:
             return self._transaction(statement)
         if kind is Kind.ROLE:
-            return run_role_statement(statement.sql, self.database.roles, self.user)
+            return run_role_statement(statement.sql, self.database.roles, self.user,
+                                      self.planner.con)
         if kind in {Kind.DECLARE, Kind.FETCH, Kind.CLOSE}:
             return self._cursor(statement, params)
         if kind is Kind.COPY_OUT:

@@ -201,6 +201,14 @@ CASES = {
         "WHERE sequencename = 'x_small'",
         "DROP TABLE x_e, x_d, x_f", "DROP SEQUENCE x_small",
         "SELECT count(*) FROM pg_class WHERE relname LIKE 'x_%'"),
+    "owners_and_grants_of_missing_things": (  # (those that exist: test_pg_dump_restore.py)
+        "CREATE TABLE x_o (i int)", "ALTER TABLE x_nope OWNER TO heron",
+        "ALTER TABLE x_o OWNER TO x_nobody", "ALTER TABLE IF EXISTS x_nope OWNER TO heron",
+        "ALTER SEQUENCE public.x_nope OWNER TO heron", "ALTER TYPE x_nope OWNER TO heron",
+        "ALTER SCHEMA x_nope OWNER TO heron", "GRANT SELECT ON x_nope TO heron",
+        "GRANT SELECT, UPDATE (i) ON TABLE x_o TO x_nobody",
+        "GRANT USAGE ON SCHEMA x_nope TO heron",
+        "DROP TABLE x_o"),
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),

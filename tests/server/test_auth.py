@@ -110,6 +110,15 @@ def test_roles_made_in_sql_log_in_and_lack_server_privileges(scram_server, tmp_p
                          autocommit=True) as alice:
         assert alice.info.parameter_status("is_superuser") == "off"
         alice.execute("CREATE TABLE alice_t AS SELECT 1 AS a")  # tables are everyone's
+        # so a privilege or an owner given adds nothing (accepted, with a notice saying so);
+        # one taken away could not be honoured
+        notices = []
+        alice.add_notice_handler(lambda d: notices.append(d.message_primary))
+        for sql in ("GRANT SELECT ON alice_t TO bob", "ALTER TABLE alice_t OWNER TO bob"):
+            alice.execute(sql)
+        assert len(notices) == 2 and "every role may read and write every table" in notices[0]
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            alice.execute("REVOKE SELECT ON alice_t FROM bob")
         refused = [
             f"SELECT * FROM read_csv('{csv}')",
             f"SELECT * FROM '{csv}'",
