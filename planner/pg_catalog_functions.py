@@ -374,13 +374,13 @@ def _constraint_definition() -> str:
 
 
 def _index_definition() -> str:
-    """pg_get_indexdef: the CREATE INDEX statement (column 0) or one key column's name."""
+    """pg_get_indexdef: the CREATE INDEX statement (column 0) or one key (a column's name or
+    an expression)."""
     entry = lookup("heron_indexes heron_i", "heron_i.oid",
-                   "{'statement': heron_i.definition, 'columns': heron_i.column_names}",
-                   "index_arg")
+                   "{'statement': heron_i.definition, 'keys': heron_i.keys}", "index_arg")
     return let({"index": entry, "column": "column_arg"},
                "CASE WHEN coalesce(v.column, 0) = 0 THEN v.index.statement "
-               "ELSE quote_ident(v.index.columns[v.column]) END")
+               "ELSE v.index.keys[v.column] END")
 
 
 # The fixed OIDs of the catalogs objects are described in (obj_description's second argument).

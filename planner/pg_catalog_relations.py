@@ -47,6 +47,7 @@ from heron.planner.pg_catalog_types import (
     PG_TYPE_COLUMNS,
     ROW_TYPE_OID_BASE,
     TYPE_NAMES,
+    literal,
     pg_type_values,
     values,
     wire_oid_sql,
@@ -237,28 +238,43 @@ _CONSTRAINTS = f"""
            AND NOT {_is_jsonb_mark('c')})"""
 
 # Indexes: those PostgreSQL makes for primary keys and unique constraints (DuckDB keeps them
-# inside the table) and those of CREATE INDEX (their columns are parsed from `expressions`).
-_INDEXES = f"""
+# inside the table) and those of CREATE INDEX, whose keys are read from DuckDB's `expressions`:
+# a list printed with each item that needs it in single quotes (backslash-escaped), a column
+# name double-quoted where it is a keyword or not plain, an expression in parentheses.
+# `columns` are the key columns' numbers (0 for an expression, as PostgreSQL's indkey), `keys`
+# the keys as pg_get_indexdef prints them (a function call without DuckDB's parentheses).
+_INDEX_ITEM = r"'(?:[^'\\]|\\.)*'|[^,\[\]\s][^,\]]*"
+_INDEXES = rf"""
     SELECT *, 'CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX '
               || quote_ident(name) || ' ON ' || quote_ident(schema_name) || '.'
-              || quote_ident(table_name) || ' USING btree ('
-              || array_to_string(list_transform(column_names, lambda x: quote_ident(x)), ', ')
+              || quote_ident(table_name) || ' USING btree (' || array_to_string(keys, ', ')
               || ')' AS definition
     FROM (
       SELECT oid, relid, namespace, schema_name, table_name, name, contype = 'p' AS is_primary,
-             true AS is_unique, columns, column_names, oid AS constraint_oid
+             true AS is_unique, columns, column_names, oid AS constraint_oid,
+             list_transform(column_names, lambda x: quote_ident(x)) AS keys
       FROM heron_constraints WHERE contype IN ('p', 'u')
       UNION ALL
       SELECT i.index_oid::UINTEGER, i.table_oid::UINTEGER, n.oid, n.nspname, i.table_name,
              i.index_name, false, i.is_unique,
-             list_transform(e.names, lambda x: list_position(tc.names, x))::SMALLINT[], e.names,
-             NULL::UINTEGER
+             list_transform(e.names, lambda x: coalesce(list_position(tc.names, x), 0)
+                            )::SMALLINT[],
+             e.names, NULL::UINTEGER,
+             list_transform(list_zip(r.items, e.names), lambda p: CASE
+               WHEN p[2] IS NOT NULL THEN quote_ident(p[2])
+               WHEN regexp_full_match(p[1], '\([A-Za-z_][A-Za-z0-9_.]*\(.*\)\)') THEN p[1][2:-2]
+               ELSE p[1] END)
       FROM duckdb_indexes() i
       JOIN heron_namespaces n ON n.database_name = i.database_name
            AND n.schema_name = i.schema_name
       JOIN {_COLUMN_NAMES} tc ON tc.table_oid = i.table_oid,
-      LATERAL (SELECT list_transform(string_split(trim(i.expressions, '[]'), ','),
-                                     lambda x: trim(trim(x), '"')) AS names) e)"""
+      LATERAL (SELECT list_transform(regexp_extract_all(i.expressions, {literal(_INDEX_ITEM)}),
+                 lambda x: CASE WHEN starts_with(x, '''')
+                                THEN regexp_replace(x[2:-2], '\\(.)', '\1', 'g')
+                                ELSE trim(x) END) AS items) r,
+      LATERAL (SELECT list_transform(r.items, lambda x: CASE
+                 WHEN regexp_full_match(x, '"(?:[^"]|"")*"') THEN replace(x[2:-2], '""', '"')
+                 WHEN regexp_full_match(x, '[A-Za-z_][A-Za-z0-9_$]*') THEN x END) AS names) e)"""
 
 _RELATIONS = f"""
     SELECT t.table_oid::UINTEGER AS oid, t.table_name AS relname, n.oid AS relnamespace,

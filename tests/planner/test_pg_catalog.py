@@ -144,6 +144,24 @@ def test_relations_columns_constraints_and_indexes(catalog):
         ("authors_pkey",)]
 
 
+def test_index_keys_named_as_keywords_quoted_or_computed(catalog):
+    """DuckDB lists an index's keys as text, quoting some; each is a column or an expression."""
+    catalog.con.execute('CREATE TABLE t (name VARCHAR, "Upper" INTEGER, "a,b" INTEGER, '
+                        'v INTEGER); CREATE INDEX k1 ON t (name); '
+                        'CREATE INDEX k2 ON t ("Upper", "a,b"); CREATE INDEX k3 ON t (lower(name)); '
+                        "CREATE INDEX k4 ON t ((v + 1)); CREATE INDEX k5 ON t ((name || 'it''s'))")
+    assert query(catalog, "SELECT indexrelid::regclass, indkey, pg_get_indexdef(indexrelid), "
+                          "pg_get_indexdef(indexrelid, 1, true) FROM pg_catalog.pg_index "
+                          "WHERE indrelid = 't'::regclass ORDER BY 1") == [
+        ("k1", "1", "CREATE INDEX k1 ON main.t USING btree (name)", "name"),
+        ("k2", "2 3", 'CREATE INDEX k2 ON main.t USING btree ("Upper", "a,b")', '"Upper"'),
+        # (an expression as DuckDB prints it: PostgreSQL's leaves name unquoted)
+        ("k3", "0", 'CREATE INDEX k3 ON main.t USING btree (lower("name"))', 'lower("name")'),
+        ("k4", "0", "CREATE INDEX k4 ON main.t USING btree (((v + 1)))", "((v + 1))"),
+        ("k5", "0", """CREATE INDEX k5 ON main.t USING btree ((("name" || 'it''s')))""",
+         """(("name" || 'it''s'))""")]
+
+
 def test_varchar_length_kept_as_a_check_is_varchar_n(catalog):
     catalog.con.execute("CREATE TABLE t (title VARCHAR CHECK (length(title) <= 200), "
                         "body VARCHAR CHECK (length(body) > 2))")
