@@ -113,9 +113,10 @@ Contract:
     `column_origins.moved_columns`'s, over both sides' columns (`relations`, the tables and
     views the statement may read); a star it cannot be sure of is left as it is;
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
-    `strpos`/`position`, `array_length`, `cardinality`) return `integer`, as PostgreSQL's do
-    (DuckDB's return BIGINT), and `octet_length` counts a text's UTF-8 bytes too (DuckDB's takes
-    only BLOB and BIT: on text, or on an unknown literal, it fails to bind).
+    `strpos`/`position`, `array_length`, `cardinality`) and the window function `ntile` return
+    `integer`, as PostgreSQL's do (DuckDB's return BIGINT), and `octet_length` counts a text's
+    UTF-8 bytes too (DuckDB's takes only BLOB and BIT: on text, or on an unknown literal, it
+    fails to bind).
   * what turns an interval into text prints it as PostgreSQL's interval_out does
     (`pg_interval.TEXT_MACRO`; DuckDB's cast prints `-1 day`, `2 months`): a cast to text or
     varchar of anything but a constant, each argument of concat and concat_ws, and an operand
@@ -202,7 +203,7 @@ _TRIGGER = re.compile(
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
-    r"pow|power|"
+    r"pow|power|ntile|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|"
@@ -262,7 +263,7 @@ def _operator(sql: str, characters: str) -> bool:
 
 
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
-_INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize)
+_INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize, exp.Ntile)
 _INTEGER_RESULT_NAMES = frozenset({"octet_length", "cardinality"})
 _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
@@ -544,7 +545,10 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         if isinstance(call, exp.Anonymous) and call.name.lower() == "octet_length" and len(
                 call.expressions) == 1 and not _asks_ai(call):
             value = _octet_length(call.expressions[0])
-        _take_place(call, _call_name(call, sql)).replace(exp.cast(value, "INTEGER", copy=False))
+        name = _call_name(call, sql)
+        if isinstance(call.parent, exp.Window):  # ntile(n) OVER (...): the window's value
+            value = call = call.parent
+        _take_place(call, name).replace(exp.cast(value, "INTEGER", copy=False))
     return calls
 
 

@@ -135,6 +135,8 @@ CASES: tuple[Case, ...] = (
          "position('l' in 'hello'), array_length(ARRAY[1, 2], 1), cardinality(ARRAY[1, 2]), "
          "length('ab') + 1"),
     Case("bytea_parameter", "SELECT %s::bytea AS b", (b"\x00\xff\x10",)),
+    Case("ntile", "SELECT ntile(3) OVER (ORDER BY g), ntile(2) OVER w AS half, row_number() "
+         "OVER w FROM generate_series(1, 5) AS g WINDOW w AS (ORDER BY g DESC) ORDER BY g"),
     # -- text types
     Case("varchar_cast_truncates", "SELECT 'abcdef'::varchar(3) AS v"),
     Case("varchar_column_enforced", "INSERT INTO w_short VALUES ('abcd')",

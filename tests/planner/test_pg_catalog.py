@@ -148,7 +148,8 @@ def test_index_keys_named_as_keywords_quoted_or_computed(catalog):
     """DuckDB lists an index's keys as text, quoting some; each is a column or an expression."""
     catalog.con.execute('CREATE TABLE t (name VARCHAR, "Upper" INTEGER, "a,b" INTEGER, '
                         'v INTEGER); CREATE INDEX k1 ON t (name); '
-                        'CREATE INDEX k2 ON t ("Upper", "a,b"); CREATE INDEX k3 ON t (lower(name)); '
+                        'CREATE INDEX k2 ON t ("Upper", "a,b"); '
+                        'CREATE INDEX k3 ON t (lower(name)); '
                         "CREATE INDEX k4 ON t ((v + 1)); CREATE INDEX k5 ON t ((name || 'it''s'))")
     assert query(catalog, "SELECT indexrelid::regclass, indkey, pg_get_indexdef(indexrelid), "
                           "pg_get_indexdef(indexrelid, 1, true) FROM pg_catalog.pg_index "
