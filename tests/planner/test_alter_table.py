@@ -219,3 +219,14 @@ def test_added_foreign_keys_and_checks_hold_for_old_and_new_rows(planner):
     assert fails(planner, "INSERT INTO child VALUES (3, 9, 1)").sqlstate.value == "23503"
     assert fails(planner, "INSERT INTO child VALUES (3, 1, -1)").sqlstate.value == "23514"
     assert rows(planner, "SELECT id, parent_id, qty FROM child") == [(1, 1, 5)]
+
+
+def test_foreign_key_actions_are_refused_with_what_to_do_instead(planner):
+    run(planner, "CREATE TABLE p (id int PRIMARY KEY)")
+    run(planner, "CREATE TABLE c (id int, pid int)")
+    for sql in ("CREATE TABLE d (pid int REFERENCES p (id) ON DELETE CASCADE)",
+                "ALTER TABLE c ADD CONSTRAINT c_pid_fkey FOREIGN KEY (pid) REFERENCES p (id) "
+                "ON UPDATE SET NULL"):
+        error = fails(planner, sql)
+        assert error.sqlstate.value == "0A000" and "NO ACTION" in error.hint
+    run(planner, "CREATE TABLE d (pid int REFERENCES p (id) ON DELETE NO ACTION)")
