@@ -76,6 +76,9 @@ Contract:
     clients that lock rows before writing them retry). A second locker is not made to wait,
     nor are locked rows skipped: two workers that each lock and update the same job row see
     one of them fail with 40001 where PostgreSQL's second one waits or skips it;
+  * `FETCH FIRST n ROWS WITH TIES` (DuckDB's grammar has no WITH TIES) keeps the rows ranked
+    within the first n + offset by the ORDER BY (a QUALIFY on rank()); without ORDER BY it is
+    42601 as PostgreSQL's, over DISTINCT or a set operation 0A000;
   * LIKE and ILIKE escape with a backslash unless they say otherwise, as PostgreSQL's (DuckDB's
     have no default escape character), where the pattern may hold one;
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
@@ -206,7 +209,7 @@ _TRIGGER = re.compile(
     r"pow|power|ntile|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
-    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|"
+    r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
     r"\bi?like\s+(?!'[^'\\]*'(?!'))",  # a pattern that is not a literal without a backslash
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
@@ -303,7 +306,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
-                  + _similar_to(tree) + _row_locks(tree) + _like_escapes(tree)
+                  + _similar_to(tree) + _row_locks(tree) + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
@@ -1044,6 +1047,49 @@ def _row_locks(tree: exp.Expression) -> list[exp.Expression]:
     for lock in locks:
         lock.pop()
     return locks
+
+
+def _with_ties(tree: exp.Expression) -> list[exp.Expression]:
+    """FETCH FIRST n ROWS WITH TIES, which DuckDB's grammar lacks (and sqlglot would print as a
+    plain LIMIT): the rows ranked within the first n + offset by the query's ORDER BY (a
+    QUALIFY, before the ORDER BY and OFFSET, which stay), which are the first n after the offset
+    and those tied with the last of them. Without ORDER BY it is PostgreSQL's 42601; over
+    DISTINCT or a set operation (ties among the rows that come out of them) it is refused. The
+    clauses rewritten."""
+    fetches = [f for f in tree.find_all(exp.Fetch)
+               if (f.args.get("limit_options") or exp.LimitOptions()).args.get("with_ties")]
+    for fetch in fetches:
+        query = fetch.parent
+        order = query.args.get("order") if isinstance(query, exp.Query) else None
+        if order is None:
+            raise SqlError(SqlState.SYNTAX_ERROR,
+                           "WITH TIES cannot be specified without ORDER BY clause")
+        if not isinstance(query, exp.Select) or query.args.get("distinct"):
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "FETCH ... WITH TIES over DISTINCT "
+                           "or a set operation is not supported",
+                           hint="Put the DISTINCT or set operation in a subquery.")
+        items = {i.alias_or_name: i.unalias() for i in query.expressions if i.alias}
+        keys = []
+        for ordered in order.expressions:
+            key = ordered.copy()
+            value = key.this
+            if isinstance(value, exp.Literal) and value.is_int:  # ORDER BY 2: the second item
+                key.set("this", query.expressions[int(value.name) - 1].unalias().copy())
+            elif isinstance(value, exp.Column) and not value.table and value.name in items:
+                key.set("this", items[value.name].copy())
+            keys.append(key)
+        count = fetch.args.get("count") or exp.Literal.number(1)
+        offset = query.args.get("offset")
+        bound = count.copy() if offset is None else exp.Add(
+            this=exp.Paren(this=count.copy()), expression=exp.Paren(
+                this=offset.args["expression"].copy()))
+        ranked = exp.LTE(this=exp.Window(this=exp.Anonymous(this="rank"), order=exp.Order(
+            expressions=keys)), expression=bound)
+        qualify = query.args.get("qualify")
+        query.set("qualify", exp.Qualify(this=ranked if qualify is None else exp.and_(
+            qualify.this, ranked)))
+        fetch.pop()
+    return fetches
 
 
 def _split_tables(tree: exp.Expression) -> list[exp.Expression]:

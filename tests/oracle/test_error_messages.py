@@ -35,6 +35,7 @@ CASES = {
     "undefined_table": ((), "SELECT * FROM e_nowhere"),
     "undefined_column": ((), "SELECT nothing FROM cat_books"),
     "bad_integer": ((), "SELECT 'abc'::int"),
+    "with_ties_without_order_by": ((), "SELECT 1 FETCH FIRST 1 ROW WITH TIES"),
 }
 EXPECTED_FAILURES = {
     "not_null": "PostgreSQL's detail shows the failing row ('Failing row contains (null).'), "

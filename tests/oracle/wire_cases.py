@@ -135,6 +135,10 @@ CASES: tuple[Case, ...] = (
          "position('l' in 'hello'), array_length(ARRAY[1, 2], 1), cardinality(ARRAY[1, 2]), "
          "length('ab') + 1"),
     Case("bytea_parameter", "SELECT %s::bytea AS b", (b"\x00\xff\x10",)),
+    Case("fetch_with_ties", "SELECT r, r * 2 AS d FROM (VALUES (1), (2), (2), (3)) AS v(r) "
+         "ORDER BY r FETCH FIRST 2 ROWS WITH TIES"),
+    Case("fetch_with_ties_after_an_offset", "SELECT r FROM (VALUES (1), (2), (2), (3), (3)) AS "
+         "v(r) ORDER BY 1 DESC OFFSET 1 ROW FETCH NEXT 1 ROW WITH TIES"),
     Case("ntile", "SELECT ntile(3) OVER (ORDER BY g), ntile(2) OVER w AS half, row_number() "
          "OVER w FROM generate_series(1, 5) AS g WINDOW w AS (ORDER BY g DESC) ORDER BY g"),
     # -- text types
