@@ -58,6 +58,7 @@ from heron.planner import (
     extensions,
     jsonb_storage,
     logical,
+    maintenance,
     parameters,
     pg_catalog,
     pg_catalog_rewrite,
@@ -87,6 +88,7 @@ _AI_KINDS = frozenset({Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE,
                        Kind.MERGE, Kind.CREATE, Kind.OTHER})
 # Statements whose result columns `column_origins` can follow (a query's, RETURNING's).
 _RESULT_KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE})
+_MAINTENANCE = frozenset({"VACUUM", "ANALYZE", "REINDEX", "CLUSTER"})
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
 
 
@@ -149,6 +151,8 @@ class Planner:
         if (extension := extensions.read(duckdb_sql)) is not None:  # DuckDB has none
             verb = "CREATE EXTENSION" if extension.create else "DROP EXTENSION"
             return Statement(duckdb_sql, Kind.OTHER, verb=verb)
+        if (maintained := maintenance.read(duckdb_sql)) is not None:  # (DuckDB's: no options)
+            return Statement(duckdb_sql, Kind.OTHER, verb=maintained.command)
         if truncate.read(duckdb_sql) is not None:  # (DuckDB's parser: one table, no options)
             return Statement(duckdb_sql, Kind.OTHER, verb="TRUNCATE TABLE")
         if sequences.read_alter(duckdb_sql) is not None:  # DuckDB restarts no sequence
@@ -266,6 +270,8 @@ class Planner:
                 return serial_columns.run(self.con, serial)
             if stmt.verb.endswith(" EXTENSION") and (extension := extensions.read(stmt.sql)):
                 return extensions.run(extension)
+            if stmt.verb in _MAINTENANCE and (maintained := maintenance.read(stmt.sql)):
+                return maintenance.run(self.con, maintained)
             if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):
                 return truncate.run(self.con, emptied)
             if stmt.verb == "ALTER SEQUENCE" and (altered := sequences.read_alter(stmt.sql)):

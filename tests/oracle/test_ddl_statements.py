@@ -209,6 +209,13 @@ CASES = {
         "GRANT SELECT, UPDATE (i) ON TABLE x_o TO x_nobody",
         "GRANT USAGE ON SCHEMA x_nope TO heron",
         "DROP TABLE x_o"),
+    "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
+        "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
+        "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",
+        "VACUUM x_nope", "ANALYZE public.x_nope", "REINDEX TABLE x_m", "REINDEX INDEX x_m_v",
+        "REINDEX INDEX x_nope", "REINDEX SCHEMA x_nope", "REINDEX DATABASE x_other",
+        "CLUSTER x_m", "CLUSTER x_m USING x_nope", "CLUSTER x_m USING x_m_v", "BEGIN",
+        "VACUUM x_m", "ROLLBACK", "DROP TABLE x_m"),
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),
