@@ -268,6 +268,8 @@ def _operator(sql: str, characters: str) -> bool:
 # Functions returning PostgreSQL's `integer` where DuckDB's return BIGINT (or UBIGINT).
 _INTEGER_RESULTS = (exp.Length, exp.BitLength, exp.StrPosition, exp.ArraySize, exp.Ntile)
 _INTEGER_RESULT_NAMES = frozenset({"octet_length", "cardinality"})
+# Where a call is part of a table's definition (a CHECK, a default), not of a result column.
+_DEFINITIONS = (exp.ColumnDef, exp.Constraint, exp.CheckColumnConstraint)
 _T = exp.DataType.Type
 _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
 _BLANK_PADDED = dialect.BLANK_PADDED
@@ -542,7 +544,7 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
     counting the UTF-8 bytes of its text; the calls wrapped (`_take_place` names them)."""
     calls = [node for node in tree.find_all(exp.Func) if (isinstance(node, _INTEGER_RESULTS) or (
         isinstance(node, exp.Anonymous) and node.name.lower() in _INTEGER_RESULT_NAMES))
-        and node.find_ancestor(exp.ColumnDef, exp.Constraint) is None]  # a CHECK: no result
+        and node.find_ancestor(*_DEFINITIONS) is None]
     for call in reversed(calls):  # breadth first, reversed: the innermost first
         value = call
         if isinstance(call, exp.Anonymous) and call.name.lower() == "octet_length" and len(

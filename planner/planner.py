@@ -52,6 +52,7 @@ from heron.planner import (
     alter_table,
     column_origins,
     create_table_as,
+    create_table_like,
     dialect,
     existence,
     explain,
@@ -67,6 +68,7 @@ from heron.planner import (
     sequences,
     serial_columns,
     statement,
+    temp_tables,
     truncate,
     views,
 )
@@ -115,6 +117,8 @@ class Planner:
         self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
                                  answers if answers is not None else AnswerStore(), progress)
         self.prepared = statement.PreparedStatements()
+        self.on_commit = temp_tables.OnCommitActions()  # the session's temporary tables'
+        self._in_transaction = False  # between begin() and commit() / rollback()
 
     @property
     def engine(self) -> Engine | None:
@@ -130,7 +134,8 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        sql = pg_ddl.rewrite(sql)  # pg_dump's DDL spellings, as DuckDB's
+        # pg_dump's DDL spellings, and CREATE TABLE (LIKE ...), as DuckDB's
+        sql = create_table_like.rewrite(self.con, pg_ddl.rewrite(sql))
         rewritten = pg_semantics.conflict_constraints(
             self.con, pg_catalog_rewrite.rewrite(sql, self._relations))
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations
@@ -145,6 +150,8 @@ class Planner:
             return Statement(duckdb_sql, Kind.OTHER, verb=f"DROP {drop.kind}")
         if serial_columns.read(duckdb_sql) is not None:
             # DuckDB knows neither serial types nor identity columns
+            return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
+        if temp_tables.read(duckdb_sql) is not None:  # DuckDB: ON COMMIT PRESERVE ROWS only
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
         if serial_columns.read_add_identity(duckdb_sql) is not None:
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
@@ -241,7 +248,10 @@ class Planner:
         try:
             if self.cancelled.is_set():
                 raise query_canceled()
-            return self._execute(stmt, params, stream)
+            result = self._execute(stmt, params, stream)
+            if not self._in_transaction and stmt.kind is not Kind.SELECT:
+                self.on_commit.before_commit(self.con)  # (DuckDB committed it: autocommit)
+            return result
         finally:
             if self.cancelled.is_set():  # what was cancelled is over
                 self.cancelled.clear()
@@ -266,6 +276,10 @@ class Planner:
                 skip = existence.skipped(self.con, ddl)
                 if skip is not None and isinstance(ddl, existence.CreateIfNotExists):
                     return Result(stmt.verb, None, None, notices=(skip,))  # nothing to run
+            if stmt.verb == "CREATE TABLE" and (on_commit := temp_tables.read(stmt.sql)):
+                result = self.execute(self.prepare(on_commit.create))
+                self.on_commit.add(on_commit)
+                return result
             if stmt.verb == "CREATE TABLE" and (serial := serial_columns.read(stmt.sql)):
                 return serial_columns.run(self.con, serial)
             if stmt.verb.endswith(" EXTENSION") and (extension := extensions.read(stmt.sql)):
@@ -320,10 +334,14 @@ class Planner:
 
     def begin(self) -> None:
         self._run("BEGIN TRANSACTION")
+        self._in_transaction = True
 
     def commit(self) -> None:
-        """Commit; if that fails the transaction is rolled back and the error raised."""
+        """Commit (the temporary tables' ON COMMIT actions first); if that fails the
+        transaction is rolled back and the error raised."""
+        self._in_transaction = False
         try:
+            self.on_commit.before_commit(self.con)
             self._run("COMMIT")
         except SqlError:
             self.rollback()
@@ -331,9 +349,11 @@ class Planner:
 
     def rollback(self) -> None:
         """Roll back; never fails (after an error DuckDB may have ended the transaction)."""
+        self._in_transaction = False
         with contextlib.suppress(SqlError):
             self._run("ROLLBACK")
         self.catalog.rolled_back()
+        self.on_commit.rolled_back()
 
     def _run(self, sql: str) -> None:
         try:

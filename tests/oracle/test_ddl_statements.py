@@ -209,6 +209,32 @@ CASES = {
         "GRANT SELECT, UPDATE (i) ON TABLE x_o TO x_nobody",
         "GRANT USAGE ON SCHEMA x_nope TO heron",
         "DROP TABLE x_o"),
+    "create_table_like": (
+        "CREATE TABLE x_s (id serial PRIMARY KEY, v varchar(5) NOT NULL DEFAULT 'x' UNIQUE, "
+        "j jsonb, q int CHECK (q > 0), c char(3))",
+        "CREATE TABLE x_l1 (LIKE x_s)", "CREATE TABLE x_l2 (LIKE x_s INCLUDING ALL)",
+        "CREATE TABLE x_l3 (LIKE public.x_s INCLUDING DEFAULTS INCLUDING CONSTRAINTS, "
+        "extra text)",
+        "CREATE TABLE x_l4 (LIKE x_s INCLUDING ALL EXCLUDING DEFAULTS EXCLUDING INDEXES)",
+        "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+        "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_class c ON "
+        "c.oid = a.attrelid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND "
+        "d.adnum = a.attnum WHERE c.relname LIKE 'x_l_' AND a.attnum > 0 ORDER BY 1, a.attnum",
+        "SELECT conrelid::regclass::text, contype, pg_get_constraintdef(oid) FROM "
+        "pg_constraint WHERE conrelid::regclass::text LIKE 'x_l_' ORDER BY 1, 2, 3",
+        "INSERT INTO x_l1 (id, v) VALUES (1, 'abcdef')", "INSERT INTO x_l1 (id, v) VALUES (1, 'a')",
+        "INSERT INTO x_l2 (v) VALUES ('a') RETURNING id", "CREATE TABLE x_l5 (LIKE x_nope)",
+        "DROP TABLE x_l1, x_l2, x_l3, x_l4, x_s"),
+    "temporary_tables_on_commit": (
+        "BEGIN", "CREATE TEMP TABLE x_oc (a int) ON COMMIT DROP", "INSERT INTO x_oc VALUES (1)",
+        "SELECT * FROM x_oc", "COMMIT", "SELECT * FROM x_oc",
+        "CREATE TEMPORARY TABLE x_od (a int) ON COMMIT DELETE ROWS",
+        "INSERT INTO x_od VALUES (1)", "SELECT count(*) FROM x_od", "BEGIN",
+        "INSERT INTO x_od VALUES (2)", "SELECT count(*) FROM x_od", "COMMIT",
+        "SELECT count(*) FROM x_od", "CREATE TABLE x_op (a int) ON COMMIT DROP", "BEGIN",
+        "CREATE TEMP TABLE x_oe ON COMMIT DROP AS SELECT 1 AS x", "SELECT x FROM x_oe",
+        "ROLLBACK", "SELECT * FROM x_oe", "CREATE TEMP TABLE x_of (a int) ON COMMIT PRESERVE ROWS",
+        "DROP TABLE x_od, x_of"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
         "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
         "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",
