@@ -143,11 +143,32 @@ _END = Token(TokenType.SEMICOLON, ";")
 class PostgresSql(Postgres):
     """sqlglot's PostgreSQL read as PostgreSQL reads it: it has no `x -> expression` lambdas, so
     within a call's arguments `->` is jsonb's and json's operator, as everywhere else (sqlglot
-    would read `f(j -> 'a')` as a lambda); an interval's qualifier is one of `INTERVAL_FIELDS`."""
+    would read `f(j -> 'a')` as a lambda); an interval's qualifier is one of `INTERVAL_FIELDS`;
+    an ORDER BY key's `USING <` or `USING >` is its ASC or DESC (nulls last or first unless it
+    says)."""
 
     class Parser(Postgres.Parser):
         LAMBDAS: ClassVar = {token: parser for token, parser in Postgres.Parser.LAMBDAS.items()
                              if token is not TokenType.ARROW}
+
+        def _parse_ordered(self, parse_method: Callable[[], exp.Expr | None] | None = None
+                           ) -> exp.Ordered | None:
+            descending: list[bool] = []
+
+            def key() -> exp.Expr | None:
+                this = parse_method() if parse_method else self._parse_disjunction()
+                if this is not None and self._match(TokenType.USING):
+                    if not self._match_set((TokenType.LT, TokenType.GT)):
+                        self.raise_error("only USING < and USING > order keys are supported")
+                    descending.append(self._prev.token_type is TokenType.GT)
+                return this
+
+            ordered = super()._parse_ordered(key)
+            if ordered is not None and descending:
+                ordered.set("desc", descending[0])
+                if self._prev.text.upper() not in ("FIRST", "LAST"):  # no NULLS FIRST / LAST
+                    ordered.set("nulls_first", descending[0])
+            return ordered
 
         def _parse_interval_span(self, this: exp.Expr, parse_function_unit: bool = True
                                  ) -> exp.Interval:

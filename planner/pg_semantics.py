@@ -76,6 +76,7 @@ Contract:
     clients that lock rows before writing them retry). A second locker is not made to wait,
     nor are locked rows skipped: two workers that each lock and update the same job row see
     one of them fail with 40001 where PostgreSQL's second one waits or skips it;
+  * an ORDER BY key's `USING <` / `USING >` is ASC / DESC (`dialect` reads them so);
   * `FETCH FIRST n ROWS WITH TIES` (DuckDB's grammar has no WITH TIES) keeps the rows ranked
     within the first n + offset by the ORDER BY (a QUALIFY on rank()); without ORDER BY it is
     42601 as PostgreSQL's, over DISTINCT or a set operation 0A000;
@@ -234,6 +235,8 @@ _INTERVAL_WORDS = re.compile(r"\binterval\b|\bage\s*\(|justify_|timestamp|\bnow\
                              r"\b(?:current_|local)?time(?:tz)?\b", re.IGNORECASE)
 
 # A query that may be SELECT ... INTO.
+# An ORDER BY key's `USING <` / `USING >`, which the dialect reads as ASC / DESC.
+_ORDER_USING = re.compile(r"\bUSING\s*[<>](?![=>])", re.IGNORECASE)
 _SELECT_INTO = re.compile(r"^\s*(?:\(\s*)*(?:WITH|SELECT)\b.*\bINTO\b", re.IGNORECASE | re.DOTALL)
 
 
@@ -282,6 +285,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     intervals = _may_print_intervals(sql, relations)
     tree = _parsed(sql, _TRIGGER, intervals or _operator(sql, "?#^")
                    or _SELECT_INTO.match(sql) is not None
+                   or _ORDER_USING.search(sql) is not None
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
                    or jsonb_storage.may_compare(sql, relations)
@@ -289,7 +293,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                        sql, relations)))
     if tree is None:
         return sql
-    rewritten: list[exp.Expression] = []
+    rewritten: list[exp.Expression] = [tree] if _ORDER_USING.search(sql) else []  # (printed)
     if (created := _select_into(tree)) is not tree:
         rewritten.append(tree)
         tree = created

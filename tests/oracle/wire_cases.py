@@ -139,6 +139,7 @@ CASES: tuple[Case, ...] = (
          "ORDER BY r FETCH FIRST 2 ROWS WITH TIES"),
     Case("fetch_with_ties_after_an_offset", "SELECT r FROM (VALUES (1), (2), (2), (3), (3)) AS "
          "v(r) ORDER BY 1 DESC OFFSET 1 ROW FETCH NEXT 1 ROW WITH TIES"),
+    Case("order_by_using", "SELECT r FROM (VALUES (1), (NULL), (3)) AS v(r) ORDER BY r USING >"),
     Case("ntile", "SELECT ntile(3) OVER (ORDER BY g), ntile(2) OVER w AS half, row_number() "
          "OVER w FROM generate_series(1, 5) AS g WINDOW w AS (ORDER BY g DESC) ORDER BY g"),
     # -- text types
