@@ -317,8 +317,11 @@ _RELATIONS = f"""
     FROM heron_indexes i LEFT JOIN duckdb_indexes() x ON x.index_oid = i.oid"""
 
 # A default as PostgreSQL prints it: a string constant cast to the column's type, a sequence
-# given to nextval as a regclass (DuckDB prints 'x' and nextval('s')).
-_DEFAULT = ("CASE WHEN regexp_matches(t.column_default, '^''([^'']|'''')*''$') "
+# given to nextval as a regclass (DuckDB prints 'x' and nextval('s')); a generated column's
+# expression without the cast to the column's type DuckDB wraps it in.
+_DEFAULT = (r"CASE WHEN t.attgenerated <> '' THEN regexp_replace(t.column_default, "
+            r"'^CAST\((.*) AS [A-Z ]+(\(\d+(, ?\d+)?\))?\)$', '\1') "
+            "WHEN regexp_matches(t.column_default, '^''([^'']|'''')*''$') "
             f"THEN t.column_default || '::' || {type_name_sql('t.atttypid')} "
             r"ELSE regexp_replace(t.column_default, '^nextval\(''(.*)''\)$', "
             r"'nextval(''\1''::regclass)') END")
@@ -337,7 +340,8 @@ _TABLE_COLUMNS = f"""
                   ((c.numeric_precision << 16) | c.numeric_scale) + 4
                 ELSE -1 END AS atttypmod,
            NOT c.is_nullable AS attnotnull, c.column_default, c.comment,
-           CASE WHEN regexp_matches(c.data_type, '\\[\\d*\\]$') THEN 1 ELSE 0 END AS attndims
+           CASE WHEN regexp_matches(c.data_type, '\\[\\d*\\]$') THEN 1 ELSE 0 END AS attndims,
+           CASE WHEN c.is_generated THEN 's' ELSE '' END AS attgenerated  -- stored, to clients
     FROM duckdb_columns() c
     JOIN heron_relations r ON r.oid = c.table_oid AND r.relkind IN ('r', 'v')
     LEFT JOIN {VARCHAR_LENGTHS} k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
@@ -352,11 +356,11 @@ _COLUMNS = """
     SELECT * FROM heron_table_columns
     UNION ALL  -- an index's columns are its key columns
     SELECT i.oid, a.attname, k.position::SMALLINT, a.atttypid, a.atttypmod, false, NULL, NULL,
-           a.attndims
+           a.attndims, ''
     FROM heron_indexes i, unnest(i.columns) WITH ORDINALITY AS k(attnum, position)
     JOIN heron_table_columns a ON a.attrelid = i.relid AND a.attnum = k.attnum
     UNION ALL  -- a sequence's row: last_value, log_cnt, is_called
-    SELECT r.oid, s.name, s.num::SMALLINT, s.type_oid::UINTEGER, -1, true, NULL, NULL, 0
+    SELECT r.oid, s.name, s.num::SMALLINT, s.type_oid::UINTEGER, -1, true, NULL, NULL, 0, ''
     FROM heron_relations r, (VALUES ('last_value', 1, 20), ('log_cnt', 2, 20),
                                     ('is_called', 3, 16)) s(name, num, type_oid)
     WHERE r.relkind = 'S'"""
@@ -452,7 +456,7 @@ RELATIONS: tuple[Relation, ...] = (
          "attbyval": "coalesce(t.typbyval, false)", "attalign": "coalesce(t.typalign, 'i')",
          "attstorage": "coalesce(t.typstorage, 'x')", "attcompression": "''",
          "attnotnull": "a.attnotnull", "atthasdef": "a.column_default IS NOT NULL",
-         "attidentity": "''", "attgenerated": "''", "attislocal": "true",
+         "attidentity": "''", "attgenerated": "a.attgenerated", "attislocal": "true",
          "attcollation": "coalesce(t.typcollation, 0)"},
         "heron_columns a LEFT JOIN pg_type t ON t.oid = a.atttypid", "r", 1249),
     Relation(

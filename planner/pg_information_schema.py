@@ -155,7 +155,7 @@ RELATIONS: tuple[Relation, ...] = (
         "generation_expression:character_data is_updatable:yes_or_no",
         {"table_catalog": _CATALOG, "table_schema": "n.nspname", "table_name": "c.relname",
          "column_name": "a.attname", "ordinal_position": "a.attnum",
-         "column_default": "d.adbin",
+         "column_default": "CASE WHEN a.attgenerated = '' THEN d.adbin END",
          "is_nullable": "CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END",
          "data_type": _DATA_TYPE,
          "character_maximum_length": "CASE WHEN a.atttypid IN (1042, 1043) "
@@ -165,7 +165,8 @@ RELATIONS: tuple[Relation, ...] = (
          "datetime_precision": _DATETIME_PRECISION, "udt_catalog": _CATALOG,
          "udt_schema": "tn.nspname", "udt_name": "t.typname", "dtd_identifier": "a.attnum",
          "is_self_referencing": "'NO'", "is_identity": "'NO'", "identity_cycle": "'NO'",
-         "is_generated": "'NEVER'",
+         "is_generated": "CASE WHEN a.attgenerated = '' THEN 'NEVER' ELSE 'ALWAYS' END",
+         "generation_expression": "CASE WHEN a.attgenerated <> '' THEN d.adbin END",
          "is_updatable": "CASE WHEN c.relkind IN ('r', 'p') THEN 'YES' ELSE 'NO' END"},
         _COLUMNS),
     Relation(

@@ -1591,12 +1591,17 @@ def column_definition(column: exp.ColumnDef) -> exp.ColumnDef:
     generated one (`GENERATED ALWAYS AS (expr) STORED`, PostgreSQL's only kind) as DuckDB's
     VIRTUAL one, which reads the same values (DuckDB stores none; sqlglot printed its
     expression without the parentheses DuckDB's grammar needs)."""
-    for constraint in column.args.get("constraints") or ():
-        computed = constraint.kind if isinstance(constraint, exp.ColumnConstraint) else None
-        if isinstance(computed, exp.ComputedColumnConstraint) and not isinstance(
-                computed.this, exp.Paren):
-            computed.set("this", exp.Paren(this=computed.this))
-            computed.set("persisted", None)
+    def computed(constraint: exp.Expression) -> exp.ComputedColumnConstraint | None:
+        kind = constraint.kind if isinstance(constraint, exp.ColumnConstraint) else None
+        return kind if isinstance(kind, exp.ComputedColumnConstraint) and (
+            kind.args.get("persisted") or not isinstance(kind.this, exp.Paren)) else None
+
+    if any(computed(c) for c in column.args.get("constraints") or ()):
+        column = column.copy()  # (a new node: the rewrite prints what it replaced)
+        for constraint in column.args.get("constraints") or ():
+            if (stored := computed(constraint)) is not None:
+                stored.set("this", exp.Paren(this=stored.this.unnest()))
+                stored.set("persisted", None)
     return _jsonb_marked(_length_checked(column))
 
 

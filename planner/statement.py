@@ -367,12 +367,18 @@ def _verb(sql: str) -> str:
     return words[0]
 
 
-def _has_token(sql: str, token_type: TokenType) -> bool:
+def _has_token(sql: str, token_type: TokenType, *, top_level: bool = False) -> bool:
+    """Whether `sql` holds a token of `token_type` (with `top_level`, outside parentheses)."""
     try:
         tokens = _TOKENIZER().tokenize(sql)
     except TokenError:
         return False
-    return any(t.token_type == token_type for t in tokens)
+    depth = 0
+    for token in tokens:
+        depth += (token.token_type is TokenType.L_PAREN) - (token.token_type is TokenType.R_PAREN)
+        if token.token_type == token_type and (depth == 0 or not top_level):
+            return True
+    return False
 
 
 # -- running on DuckDB -------------------------------------------------------------------------
@@ -825,7 +831,7 @@ def _tag(statement: Statement, n: int) -> str:
     if statement.returns_rows:
         return f"SELECT {n}"
     if kind is Kind.CREATE and statement.verb == "CREATE TABLE" and _has_token(
-            statement.sql, TokenType.ALIAS):
+            statement.sql, TokenType.ALIAS, top_level=True):  # (not a generated column's AS)
         return f"SELECT {n}"  # PostgreSQL tags CREATE TABLE AS with the row count
     if kind is Kind.COPY:
         return f"COPY {n}"

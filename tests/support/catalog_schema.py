@@ -22,7 +22,7 @@ SCHEMA = (
     "CREATE VIEW cat_cheap_books AS SELECT id, title FROM cat_books WHERE price < 10",
     "CREATE TYPE cat_mood AS ENUM ('sad', 'happy')",
     "CREATE TABLE cat_reviews (book_id INTEGER NOT NULL REFERENCES cat_books (id), "
-    "mood cat_mood, note TEXT)",
+    "mood cat_mood, note TEXT, note_length INTEGER GENERATED ALWAYS AS (length(note)) STORED)",
     "CREATE TABLE cat_events (id INTEGER PRIMARY KEY, payload JSONB NOT NULL, raw JSON)",
     "CREATE VIEW cat_event_payloads AS SELECT id, payload FROM cat_events",
     "INSERT INTO cat_authors VALUES (1, 'Le Guin'), (2, 'Lem')",
