@@ -9,8 +9,14 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
   largest value ascending, its smallest descending) unless MAXVALUE / MINVALUE say otherwise;
   `CACHE n` is dropped: every nextval takes the next value, which is what CACHE 1, PostgreSQL's
   default, does (a larger cache only lets sessions skip values).
-- `CREATE [UNIQUE] INDEX ... USING btree | hash (...)` is DuckDB's index (its ART serves both
-  equality and range look-ups); other methods (gin, gist, brin) stay, for DuckDB to refuse.
+- CREATE [UNIQUE] INDEX as DuckDB's index (its ART serves both equality and range look-ups):
+  USING btree or hash dropped (gin, gist, brin and spgist are 0A000, other methods 42704, as
+  PostgreSQL's unknown ones); an INCLUDE list, operator classes (`text_pattern_ops`) and COLLATE
+  "C" / "POSIX" dropped (they change no answer: the keys, their order and their uniqueness stay);
+  a non-unique partial index's WHERE dropped (an index over all rows gives the same answers; a
+  unique one stays partial, for DuckDB to refuse: its uniqueness would reach other rows); an
+  index without a name named as PostgreSQL names it (`<table>_<columns>_idx`, a number after it
+  while the name is taken in the table's schema: hence `con`).
 - `nextval('name'::regclass)` in a column's DEFAULT (CREATE TABLE, ALTER TABLE ... SET DEFAULT)
   is `nextval('name')`: DuckDB finds the sequence by its name's text, and a regclass cast there
   would be a catalog look-up DuckDB refuses in a default.
@@ -20,23 +26,28 @@ from __future__ import annotations
 
 import re
 
+import duckdb
 from sqlglot import exp
 
-from heron.planner import dialect
+from heron.planner import dialect, existence
+from heron.planner.errors import SqlError, SqlState
 
 _MAY_REWRITE = re.compile(
     r"^\s*(?:ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?ONLY\b|"
     r"CREATE\s+(?:(?:TEMP|TEMPORARY|UNLOGGED)\s+)?SEQUENCE\b|"
-    r"CREATE\s+(?:UNIQUE\s+)?INDEX\b.*\bUSING\s+(?:btree|hash)\b|"
+    r"CREATE\s+(?:UNIQUE\s+)?INDEX\b|"
     r"(?:CREATE|ALTER)\s+TABLE\b.*\bregclass\b)", re.IGNORECASE | re.DOTALL)
 _T = exp.DataType.Type
 _BOUNDS = {_T.SMALLINT: (-(2**15), 2**15 - 1), _T.INT: (-(2**31), 2**31 - 1),
            _T.BIGINT: (-(2**63), 2**63 - 1)}
 _DEFAULT_INDEX_METHODS = frozenset({"btree", "hash"})
+_OTHER_INDEX_METHODS = frozenset({"gin", "gist", "brin", "spgist"})
+_BINARY_COLLATIONS = frozenset({"c", "posix", "default"})
 
 
-def rewrite(sql: str) -> str:
-    """`sql` with PostgreSQL's DDL spellings as DuckDB's (see the module docstring)."""
+def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """`sql` with PostgreSQL's DDL spellings as DuckDB's (see the module docstring); without
+    `con` an index without a name keeps none."""
     if _MAY_REWRITE.match(sql) is None:
         return sql
     tree = dialect.read_postgres(sql)
@@ -49,7 +60,10 @@ def rewrite(sql: str) -> str:
     if isinstance(tree, exp.Create) and (tree.kind or "").upper() == "SEQUENCE":
         changed |= _bounded_by_type(tree)
     if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Index):
-        changed |= _default_index_method(tree.this)
+        changed |= _duckdb_index(tree.this, bool(tree.args.get("unique")))
+        if tree.this.this is None and con is not None:
+            tree.this.set("this", exp.to_identifier(_index_name(con, tree.this)))
+            changed = True
     if isinstance(tree, exp.Create | exp.Alter):
         changed |= _nextval_by_name(tree)
     return tree.sql(dialect=dialect.PostgresSql) if changed else sql
@@ -86,14 +100,57 @@ def _bounded_by_type(create: exp.Create) -> bool:
     return True
 
 
-def _default_index_method(index: exp.Index) -> bool:
-    """A CREATE INDEX's USING btree or hash dropped (DuckDB's own index serves both)."""
+def _duckdb_index(index: exp.Index, unique: bool) -> bool:
+    """A CREATE INDEX's PostgreSQL-only parts dropped (see the module docstring)."""
     parameters = index.args.get("params")
-    using = parameters.args.get("using") if parameters is not None else None
-    if using is None or using.name.lower() not in _DEFAULT_INDEX_METHODS:
+    if parameters is None:
         return False
-    parameters.set("using", None)
-    return True
+    changed = False
+    using = parameters.args.get("using")
+    if using is not None:
+        method = using.name.lower()
+        if method in _OTHER_INDEX_METHODS:
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, f'access method "{method}" is not '
+                           "supported", hint="Heron's indexes are DuckDB's (btree, hash).")
+        if method not in _DEFAULT_INDEX_METHODS:
+            raise SqlError(SqlState.UNDEFINED_OBJECT, f'access method "{method}" does not exist')
+        parameters.set("using", None)
+        changed = True
+    if parameters.args.get("include"):
+        parameters.set("include", None)
+        changed = True
+    if parameters.args.get("where") is not None and not unique:
+        parameters.set("where", None)
+        changed = True
+    for key in parameters.args.get("columns") or []:
+        inner = key.this if isinstance(key, exp.Ordered) else key
+        if isinstance(inner, exp.Opclass) or (isinstance(inner, exp.Collate) and (
+                inner.expression.name.lower() in _BINARY_COLLATIONS)):
+            inner.replace(inner.this)
+            changed = True
+    return changed
+
+
+def _index_name(con: duckdb.DuckDBPyConnection, index: exp.Index) -> str:
+    """The name PostgreSQL gives an index without one: its table's, its columns' (a call's
+    function, else "expr"), "idx", and a number while that is taken in the table's schema."""
+    table = index.args["table"]
+    keys = [k.this if isinstance(k, exp.Ordered) else k
+            for k in index.args["params"].args.get("columns") or []]
+    parts = [table.name, *(k.name if isinstance(k, exp.Column) else
+                           k.sql_name().lower() if isinstance(k, exp.Func) else "expr"
+                           for k in keys), "idx"]
+    relation = existence.find_relation(con, tuple(p.name for p in table.parts))
+    taken = {name for (name,) in con.execute(
+        "SELECT index_name FROM duckdb_indexes() WHERE schema_name = $1 AND database_name = $2 "
+        "UNION ALL SELECT table_name FROM duckdb_tables() WHERE schema_name = $1 AND "
+        "database_name = $2 UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = $1 "
+        "AND database_name = $2 UNION ALL SELECT sequence_name FROM duckdb_sequences() WHERE "
+        "schema_name = $1 AND database_name = $2", [relation.schema, relation.database]
+    ).fetchall()}
+    name = "_".join(parts)
+    return next(n for n in (name, *(f"{name}{i}" for i in range(1, len(taken) + 2)))
+                if n not in taken)
 
 
 def _nextval_by_name(tree: exp.Expression) -> bool:

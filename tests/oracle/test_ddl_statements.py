@@ -247,6 +247,15 @@ CASES = {
         "CREATE TEMP TABLE x_oe ON COMMIT DROP AS SELECT 1 AS x", "SELECT x FROM x_oe",
         "ROLLBACK", "SELECT * FROM x_oe", "CREATE TEMP TABLE x_of (a int) ON COMMIT PRESERVE ROWS",
         "DROP TABLE x_od, x_of"),
+    "index_spellings": (  # an index's PostgreSQL-only parts, and the names PostgreSQL picks
+        "CREATE TABLE x_i (a int, b text)", "CREATE INDEX x_i1 ON x_i (a) WHERE a > 0",
+        "CREATE INDEX x_i2 ON x_i (a) INCLUDE (b)",
+        "CREATE INDEX x_i3 ON x_i (b text_pattern_ops)",
+        'CREATE INDEX x_i4 ON x_i (b COLLATE "C")', "CREATE INDEX ON x_i (a)",
+        "CREATE INDEX ON x_i (a)", "CREATE INDEX ON x_i (a, lower(b))",
+        "CREATE INDEX ON public.x_i ((a + 1))", "CREATE INDEX x_i5 ON x_i USING nope (b)",
+        "SELECT relname FROM pg_class WHERE relname LIKE 'x_i%' ORDER BY 1",
+        "DROP TABLE x_i"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
         "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
         "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from heron.planner.errors import SqlError
 from heron.planner.pg_ddl import rewrite
 
 
@@ -22,6 +23,8 @@ from heron.planner.pg_ddl import rewrite
     ("CREATE SEQUENCE q CACHE 20", "CREATE SEQUENCE q"),
     ("CREATE INDEX i ON public.t USING btree (a, b DESC)", "CREATE INDEX i ON public.t(a, b DESC)"),
     ("CREATE UNIQUE INDEX i ON t USING hash (a)", "CREATE UNIQUE INDEX i ON t(a)"),
+    ("CREATE INDEX i ON t (a) INCLUDE (b) WHERE a > 0", "CREATE INDEX i ON t(a)"),
+    ('CREATE INDEX i ON t (a int4_ops, b COLLATE "C" DESC)', "CREATE INDEX i ON t(a, b DESC)"),
     ("ALTER TABLE ONLY public.t ALTER COLUMN id SET DEFAULT nextval('public.s'::regclass)",
      "ALTER TABLE public.t ALTER COLUMN id SET DEFAULT NEXTVAL('public.s')"),
     ("ALTER TABLE IF EXISTS ONLY t ADD CONSTRAINT t_pkey PRIMARY KEY (id)",
@@ -37,7 +40,7 @@ def test_rewrites_run_on_duckdb(sql, expected):
 
 
 @pytest.mark.parametrize("sql", [
-    "CREATE INDEX i ON t USING gin (a)",  # DuckDB refuses it by itself
+    "CREATE UNIQUE INDEX i ON t (a) WHERE a > 0",  # DuckDB refuses it by itself
     "SELECT nextval('s'::regclass)",  # not a default: the catalog rewrite reads the cast
     "ALTER TABLE t ADD COLUMN c int",
     "CREATE SEQUENCE s START 3",
@@ -45,3 +48,21 @@ def test_rewrites_run_on_duckdb(sql, expected):
 ])
 def test_other_statements_are_untouched(sql):
     assert rewrite(sql) == sql
+
+
+@pytest.mark.parametrize(("sql", "sqlstate"), [
+    ("CREATE INDEX i ON t USING gin (a)", "0A000"), ("CREATE INDEX i ON t USING nope (a)", "42704"),
+])
+def test_index_methods_duckdb_lacks_are_refused(sql, sqlstate):
+    with pytest.raises(SqlError) as info:
+        rewrite(sql)
+    assert info.value.sqlstate.value == sqlstate
+
+
+def test_an_index_without_a_name_is_named_as_postgresql_names_it():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (a int, b text); CREATE INDEX t_a_idx ON t (b)")
+    assert rewrite("CREATE INDEX ON t (a, lower(b))", con) == (
+        "CREATE INDEX t_a_lower_idx ON t(a, LOWER(b))")
+    assert rewrite("CREATE INDEX ON t (a)", con) == "CREATE INDEX t_a_idx1 ON t(a)"
+    assert rewrite("CREATE INDEX ON t (a)") == "CREATE INDEX ON t (a)"  # no connection
