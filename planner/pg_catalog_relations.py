@@ -54,6 +54,10 @@ from heron.planner.pg_catalog_types import (
 )
 from heron.planner.pg_types import BPCHAR, JSONB
 
+# The views holding materialized views' queries (`materialized_views`): hidden, their tables
+# shown as relkind 'm'.
+QUERY_VIEW_PREFIX = "heron_matview_"
+UNPOPULATED = "unpopulated"  # such a view's comment while its table holds no rows (WITH NO DATA)
 VIEWDEF_FUNCTION = "heron_viewdef"  # a Python function: PostgreSQL's text of a view's query
 BOOTSTRAP_SUPERUSER = 10
 DATABASE_OWNER_ROLE = 6171  # pg_database_owner, owner of `public` in PostgreSQL 15
@@ -278,15 +282,19 @@ _INDEXES = rf"""
 
 _RELATIONS = f"""
     SELECT t.table_oid::UINTEGER AS oid, t.table_name AS relname, n.oid AS relnamespace,
-           'r' AS relkind, CASE WHEN t.temporary THEN 't' ELSE 'p' END AS relpersistence,
+           CASE WHEN q.sql IS NULL THEN 'r' ELSE 'm' END AS relkind,
+           CASE WHEN t.temporary THEN 't' ELSE 'p' END AS relpersistence,
            t.column_count AS relnatts, coalesce(k.checks, 0) AS relchecks,
            i.relid IS NOT NULL AS relhasindex,
            -- PostgreSQL's foreign keys are triggers on both tables; psql reads them only then
            f.relid IS NOT NULL AS relhastriggers,
            -1 AS reltuples, 0 AS relpages, {HEAP_AM} AS relam, t.comment,
-           t.sql AS definition, n.nspname
+           coalesce(q.sql, t.sql) AS definition, n.nspname
     FROM duckdb_tables() t
     JOIN heron_namespaces n ON n.database_name = t.database_name AND n.schema_name = t.schema_name
+    -- a materialized view: its query's view (`materialized_views`)
+    LEFT JOIN duckdb_views() q ON q.database_name = t.database_name
+         AND q.schema_name = t.schema_name AND q.view_name = '{QUERY_VIEW_PREFIX}' || t.table_name
     LEFT JOIN (SELECT relid, count(*) AS checks FROM heron_constraints WHERE contype = 'c'
                GROUP BY relid) k ON k.relid = t.table_oid
     LEFT JOIN (SELECT DISTINCT relid FROM heron_indexes) i ON i.relid = t.table_oid
@@ -299,6 +307,7 @@ _RELATIONS = f"""
     FROM duckdb_views() v
     JOIN heron_namespaces n ON n.database_name = v.database_name AND n.schema_name = v.schema_name
     WHERE NOT v.internal AND NOT (v.database_name = 'temp' AND {_is_shim('v.view_name')})
+          AND NOT starts_with(v.view_name, '{QUERY_VIEW_PREFIX}')
     UNION ALL  -- the catalog's own relations
     SELECT coalesce(s.fixed_oid, v.view_oid)::UINTEGER, s.name, n.oid, s.relkind, 'p',
            v.column_count, 0, false, false, -1, 0, CASE s.relkind WHEN 'r' THEN {HEAP_AM} ELSE 0
@@ -343,7 +352,7 @@ _TABLE_COLUMNS = f"""
            CASE WHEN regexp_matches(c.data_type, '\\[\\d*\\]$') THEN 1 ELSE 0 END AS attndims,
            CASE WHEN c.is_generated THEN 's' ELSE '' END AS attgenerated  -- stored, to clients
     FROM duckdb_columns() c
-    JOIN heron_relations r ON r.oid = c.table_oid AND r.relkind IN ('r', 'v')
+    JOIN heron_relations r ON r.oid = c.table_oid AND r.relkind IN ('r', 'v', 'm')
     LEFT JOIN {VARCHAR_LENGTHS} k ON k.table_oid = c.table_oid AND k.column_name = c.column_name
     LEFT JOIN {BPCHAR_LENGTHS} b ON b.table_oid = c.table_oid AND b.column_name = c.column_name
     LEFT JOIN {JSONB_COLUMNS} j ON j.table_oid = c.table_oid AND j.column_name = c.column_name
@@ -433,7 +442,8 @@ RELATIONS: tuple[Relation, ...] = (
         "relispartition:boolean relrewrite:oid relfrozenxid:xid relminmxid:xid "
         "relacl:aclitem[] reloptions:text[] relpartbound:pg_node_tree",
         {"oid": "oid", "relname": "relname", "relnamespace": "relnamespace",
-         "reltype": f"CASE WHEN relkind IN ('r', 'v') THEN oid + {ROW_TYPE_OID_BASE} ELSE 0 END",
+         "reltype": f"CASE WHEN relkind IN ('r', 'v', 'm') THEN oid + {ROW_TYPE_OID_BASE} "
+                    "ELSE 0 END",
          "relowner": str(BOOTSTRAP_SUPERUSER), "relam": "relam",
          "relfilenode": "CASE WHEN relkind = 'v' THEN 0 ELSE oid END", "relpages": "relpages",
          "reltuples": "reltuples", "relhasindex": "relhasindex",
@@ -489,7 +499,7 @@ RELATIONS: tuple[Relation, ...] = (
                     '-' AS typmodout, '-' AS typanalyze, 'd' AS typalign, 'x' AS typstorage,
                     false AS typnotnull, 0 AS typbasetype, -1 AS typtypmod, 0 AS typndims,
                     0 AS typcollation
-             FROM heron_relations r WHERE r.relkind IN ('r', 'v')) t""",
+             FROM heron_relations r WHERE r.relkind IN ('r', 'v', 'm')) t""",
         "r", 1247),
     Relation(
         "pg_enum", "oid:oid enumtypid:oid enumsortorder:real enumlabel:name",
@@ -645,7 +655,16 @@ RELATIONS: tuple[Relation, ...] = (
     Relation(
         "pg_matviews",
         "schemaname:name matviewname:name matviewowner:name tablespace:name hasindexes:boolean "
-        "ispopulated:boolean definition:text"),
+        "ispopulated:boolean definition:text",
+        {"schemaname": "r.nspname", "matviewname": "r.relname", "matviewowner": "o.name",
+         "hasindexes": "r.relhasindex",
+         "ispopulated": f"v.comment IS DISTINCT FROM '{UNPOPULATED}'",
+         "definition": f"{VIEWDEF_FUNCTION}(r.definition, (SELECT types FROM "
+                       f"heron_column_types), false)"},
+        f"heron_relations r JOIN heron_roles o ON o.oid = {BOOTSTRAP_SUPERUSER} "
+        "JOIN heron_namespaces n ON n.oid = r.relnamespace LEFT JOIN duckdb_views() v ON "
+        "v.database_name = n.database_name AND v.schema_name = n.schema_name AND "
+        f"v.view_name = '{QUERY_VIEW_PREFIX}' || r.relname WHERE r.relkind = 'm'"),
     Relation(
         "pg_indexes",
         "schemaname:name tablename:name indexname:name tablespace:name indexdef:text",
@@ -677,7 +696,7 @@ RELATIONS: tuple[Relation, ...] = (
         {"relid": "r.oid", "schemaname": "r.nspname", "relname": "r.relname",
          "n_live_tup": "t.estimated_size"},
         "heron_relations r JOIN duckdb_tables() t ON t.table_oid = r.oid "
-        "WHERE r.relkind = 'r'"),
+        "WHERE r.relkind IN ('r', 'm')"),
     Relation(
         "pg_roles",
         "rolname:name rolsuper:boolean rolinherit:boolean rolcreaterole:boolean "

@@ -17,6 +17,8 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
   unique one stays partial, for DuckDB to refuse: its uniqueness would reach other rows); an
   index without a name named as PostgreSQL names it (`<table>_<columns>_idx`, a number after it
   while the name is taken in the table's schema: hence `con`).
+- `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
+  (`materialized_views`).
 - `nextval('name'::regclass)` in a column's DEFAULT (CREATE TABLE, ALTER TABLE ... SET DEFAULT)
   is `nextval('name')`: DuckDB finds the sequence by its name's text, and a regclass cast there
   would be a catalog look-up DuckDB refuses in a default.
@@ -32,6 +34,9 @@ from sqlglot import exp
 from heron.planner import dialect, existence
 from heron.planner.errors import SqlError, SqlState
 
+# COMMENT ON MATERIALIZED VIEW: its table's comment (`materialized_views`).
+_COMMENT_ON_MATERIALIZED_VIEW = re.compile(r"^(\s*COMMENT\s+ON\s+)MATERIALIZED\s+VIEW\b",
+                                           re.IGNORECASE)
 _MAY_REWRITE = re.compile(
     r"^\s*(?:ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?ONLY\b|"
     r"CREATE\s+(?:(?:TEMP|TEMPORARY|UNLOGGED)\s+)?SEQUENCE\b|"
@@ -48,6 +53,8 @@ _BINARY_COLLATIONS = frozenset({"c", "posix", "default"})
 def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
     """`sql` with PostgreSQL's DDL spellings as DuckDB's (see the module docstring); without
     `con` an index without a name keeps none."""
+    if (comment := _COMMENT_ON_MATERIALIZED_VIEW.match(sql)) is not None:
+        return f"{comment[1]}TABLE{sql[comment.end():]}"
     if _MAY_REWRITE.match(sql) is None:
         return sql
     tree = dialect.read_postgres(sql)

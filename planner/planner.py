@@ -60,6 +60,7 @@ from heron.planner import (
     jsonb_storage,
     logical,
     maintenance,
+    materialized_views,
     parameters,
     pg_catalog,
     pg_catalog_rewrite,
@@ -151,6 +152,8 @@ class Planner:
         if serial_columns.read(duckdb_sql) is not None:
             # DuckDB knows neither serial types nor identity columns
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
+        if (materialized := materialized_views.read(duckdb_sql)) is not None:  # DuckDB has none
+            return Statement(duckdb_sql, Kind.OTHER, verb=materialized.verb)
         if temp_tables.read(duckdb_sql) is not None:  # DuckDB: ON COMMIT PRESERVE ROWS only
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
         if serial_columns.read_add_identity(duckdb_sql) is not None:
@@ -284,6 +287,10 @@ class Planner:
                 return serial_columns.run(self.con, serial)
             if stmt.verb.endswith(" EXTENSION") and (extension := extensions.read(stmt.sql)):
                 return extensions.run(extension)
+            if stmt.verb.endswith("MATERIALIZED VIEW") and (
+                    materialized := materialized_views.read(stmt.sql)):
+                return materialized_views.run(self.con, materialized,
+                                              lambda sql: self.execute(self.prepare(sql)))
             if stmt.verb in _MAINTENANCE and (maintained := maintenance.read(stmt.sql)):
                 return maintenance.run(self.con, maintained)
             if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):

@@ -16,13 +16,13 @@ INHERIT). Heron keeps no object owners and no privileges on tables, sequences or
 role may read and write every table), so what would only add to a role's rights is accepted with
 a notice saying so, once the roles and objects it names exist (42704, 42P01, 3F000 otherwise):
 `GRANT privilege [, ...] | ALL ON [TABLE | SEQUENCE] name [, ...] | ALL TABLES | SEQUENCES IN
-SCHEMA s [, ...] | SCHEMA s [, ...] TO role [, ...]` and `ALTER TABLE | VIEW | SEQUENCE | TYPE |
-SCHEMA name OWNER TO role`, as pg_dump writes them after each object. REVOKE of such privileges,
-which Heron could not honour, and anything else is refused with 0A000 and a hint. Only
-superusers change roles, except that any role may change its own password (42501 otherwise,
-with PostgreSQL's wording); nobody may drop the current user or the bootstrap superuser, or
-take SUPERUSER from the latter. Role changes apply at once, outside DuckDB's transactions (a
-ROLLBACK does not undo them).
+SCHEMA s [, ...] | SCHEMA s [, ...] TO role [, ...]` and `ALTER TABLE | VIEW | MATERIALIZED VIEW |
+SEQUENCE | TYPE | SCHEMA name OWNER TO role`, as pg_dump writes them after each object. REVOKE
+of such privileges, which Heron could not honour, and anything else is refused with 0A000 and a
+hint. Only superusers change roles, except that any role may change its own password (42501
+otherwise, with PostgreSQL's wording); nobody may drop the current user or the bootstrap
+superuser, or take SUPERUSER from the latter. Role changes apply at once, outside DuckDB's
+transactions (a ROLLBACK does not undo them).
 """
 
 from __future__ import annotations
@@ -243,6 +243,8 @@ def _owner_to(tokens: list[_Token], roles: Roles, actor: str,
               con: duckdb.DuckDBPyConnection) -> Result:
     """ALTER kind [IF EXISTS] name OWNER TO role (`planner.statement` matched its shape)."""
     kind = tokens[0].upper
+    if kind == "MATERIALIZED":  # MATERIALIZED VIEW: a relation, as TABLE's
+        kind, tokens = "MATERIALIZED VIEW", tokens[1:]
     if_exists = [t.upper for t in tokens[1:3]] == ["IF", "EXISTS"]
     parts, _ = _qualified(tokens, 3 if if_exists else 1)
     error = _missing_object(con, kind, parts)

@@ -269,7 +269,8 @@ _ROLE = re.compile(r"^\s*(?:(?P<verb>CREATE|ALTER|DROP)\s+(?:ROLE|USER)\b|"
                    r"(?P<grant>GRANT|REVOKE)\b)", re.IGNORECASE)
 # ALTER ... OWNER TO, which pg_dump writes after each object: the session answers it with the roles
 _OWNER_TO = re.compile(
-    rf"^\s*ALTER\s+(?P<kind>TABLE|VIEW|SEQUENCE|TYPE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?"
+    rf"^\s*ALTER\s+(?P<kind>TABLE|VIEW|MATERIALIZED\s+VIEW|SEQUENCE|TYPE|SCHEMA)\s+"
+    rf"(?:IF\s+EXISTS\s+)?"
     rf"{commands.IDENTIFIER}(?:\s*\.\s*{commands.IDENTIFIER})?\s+OWNER\s+TO\s+"
     rf"{commands.IDENTIFIER}\s*;?\s*$", re.IGNORECASE)
 
@@ -311,7 +312,7 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
         verb = f"{m['verb'].upper()} ROLE" if m["verb"] else m["grant"].upper()
         return Statement(sql, Kind.ROLE, verb=verb)
     if m := _OWNER_TO.match(sql):
-        return Statement(sql, Kind.ROLE, verb=f"ALTER {m['kind'].upper()}")
+        return Statement(sql, Kind.ROLE, verb="ALTER " + " ".join(m["kind"].upper().split()))
     if (listen := commands.read_listen(sql)) is not None:
         return Statement(sql, Kind.LISTEN, verb="LISTEN" if listen.listen else "UNLISTEN",
                          command=listen)

@@ -26,7 +26,7 @@ COMMANDS = [
     r"\d cat_books", r"\d+ cat_books", r"\d cat_cheap_books", r"\d+ cat_cheap_books",
     r"\d cat_books_pkey", r"\d+ cat_books_title_idx", r"\d cat_reviews", r"\d+ cat_reviews",
     r"\d cat_events", r"\d+ cat_events", r"\d cat_event_payloads",
-    r"\dv", r"\dv+", r"\di", r"\di+",
+    r"\dv", r"\dv+", r"\di", r"\di+", r"\dm", r"\d cat_book_titles",
     r"\dn", r"\dn+", r"\du", r"\sv cat_cheap_books", r"\dT", r"\dT+", r"\ds", r"\df",
     r"\dp", r"\dd", r"\dx", r"\l", r"\l+",
 ]

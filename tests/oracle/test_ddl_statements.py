@@ -256,6 +256,26 @@ CASES = {
         "CREATE INDEX ON public.x_i ((a + 1))", "CREATE INDEX x_i5 ON x_i USING nope (b)",
         "SELECT relname FROM pg_class WHERE relname LIKE 'x_i%' ORDER BY 1",
         "DROP TABLE x_i"),
+    "materialized_views": (
+        "CREATE TABLE x_t (a int, b varchar(5))", "INSERT INTO x_t VALUES (1, 'x'), (2, 'y')",
+        "CREATE MATERIALIZED VIEW x_mv AS SELECT a, b, a * 2 AS c FROM x_t WHERE a > 1",
+        "SELECT * FROM x_mv", "INSERT INTO x_t VALUES (3, 'z')", "SELECT count(*) FROM x_mv",
+        "REFRESH MATERIALIZED VIEW x_mv", "SELECT a, c FROM x_mv ORDER BY a",
+        "CREATE MATERIALIZED VIEW x_mv AS SELECT 1", "CREATE MATERIALIZED VIEW IF NOT EXISTS "
+        "x_mv AS SELECT 1", "CREATE MATERIALIZED VIEW x_mv2 (p, q) AS SELECT a, b FROM x_t "
+        "WITH NO DATA", "REFRESH MATERIALIZED VIEW CONCURRENTLY x_mv2 WITH DATA",
+        # (read before this REFRESH: Heron's is empty, PostgreSQL's 55000)
+        "REFRESH MATERIALIZED VIEW x_mv2", "SELECT p, q FROM x_mv2 ORDER BY p",
+        "CREATE INDEX x_mv_a ON x_mv (a)",
+        "SELECT relname, relkind FROM pg_class WHERE relname LIKE 'x_mv%' ORDER BY 1",
+        "SELECT matviewname, hasindexes, ispopulated FROM pg_matviews ORDER BY 1",
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+        "'x_mv'::regclass AND attnum > 0 ORDER BY attnum",
+        "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'x_mv%'",
+        "REFRESH MATERIALIZED VIEW x_t", "REFRESH MATERIALIZED VIEW x_nope",
+        "ALTER MATERIALIZED VIEW x_nope OWNER TO heron",
+        "DROP MATERIALIZED VIEW IF EXISTS x_nope, x_mv2", "DROP MATERIALIZED VIEW x_mv2",
+        "DROP MATERIALIZED VIEW x_t", "DROP MATERIALIZED VIEW x_mv", "DROP TABLE x_t"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
         "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
         "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",

@@ -1,6 +1,6 @@
 """A PostgreSQL 15 database dumped with pg_dump restores into Heron with psql, and the restored
 tables answer as the originals: their rows, their keys' next values, the constraints and
-indexes the dump added after the rows, comments, a view, an enum.
+indexes the dump added after the rows, comments, a view, a materialized view, an enum.
 
 The dump is pg_dump's plain script with its defaults (owners and privileges included: Heron
 accepts them with a notice, as it keeps neither), read by psql with ON_ERROR_STOP, so any
@@ -44,6 +44,9 @@ INSERT INTO books (author_id, title, price, tags, meta, uid, published, rating, 
     (2, 'Second', 25.00, '{}', NULL, NULL, NULL, NULL, false);
 INSERT INTO reviews VALUES (1, 'happy', 'great'), (2, 'sad', NULL);
 GRANT SELECT ON books, cheap_books TO dump_reader;
+CREATE MATERIALIZED VIEW book_titles AS SELECT id, title FROM books WHERE price > 1;
+CREATE INDEX book_titles_title ON book_titles (title);
+COMMENT ON MATERIALIZED VIEW book_titles IS 'the titles';
 """
 # What each server answers after the restore, statement by statement (autocommit).
 AFTER = (
@@ -62,6 +65,9 @@ AFTER = (
     "SELECT indexrelid::regclass::text, indisunique, indisprimary FROM pg_index "
     "WHERE indrelid = 'books'::regclass ORDER BY 1",
     "SELECT pg_get_serial_sequence('authors', 'id'), pg_get_serial_sequence('books', 'id')",
+    "SELECT * FROM book_titles ORDER BY id",
+    "SELECT matviewname, ispopulated, hasindexes, obj_description('book_titles'::regclass) "
+    "FROM pg_matviews",
 )
 
 

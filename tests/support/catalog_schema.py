@@ -20,6 +20,7 @@ SCHEMA = (
     "tags TEXT[])",
     "CREATE INDEX cat_books_title_idx ON cat_books (title)",
     "CREATE VIEW cat_cheap_books AS SELECT id, title FROM cat_books WHERE price < 10",
+    "CREATE MATERIALIZED VIEW cat_book_titles AS SELECT id, title FROM cat_books",
     "CREATE TYPE cat_mood AS ENUM ('sad', 'happy')",
     "CREATE TABLE cat_reviews (book_id INTEGER NOT NULL REFERENCES cat_books (id), "
     "mood cat_mood, note TEXT, note_length INTEGER GENERATED ALWAYS AS (length(note)) STORED)",
