@@ -51,6 +51,7 @@ from heron.planner import dialect, serial_columns
 from heron.planner.commands import IDENTIFIER as _IDENT
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.pg_catalog_relations import QUERY_VIEW_PREFIX
 from heron.planner.statement import Result, atomic
 
 _NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
@@ -200,6 +201,9 @@ def missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], *
     elif kind in ("TABLE", "VIEW"):
         found_kind = _seam.table_kind(con, parts)
         found = found_kind != "none"
+        if found and of_kind and found_kind == "table" and _materialized(con, parts):
+            raise SqlError(SqlState.WRONG_OBJECT_TYPE, f'"{name}" is not a {kind.lower()}',
+                           hint="Use DROP MATERIALIZED VIEW to remove a materialized view.")
         if found and of_kind and found_kind != kind.lower():
             other = "VIEW" if kind == "TABLE" else "TABLE"
             raise SqlError(SqlState.WRONG_OBJECT_TYPE, f'"{name}" is not a {kind.lower()}',
@@ -213,6 +217,15 @@ def missing(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...], *
             [name, path, schema is None]).fetchall()[0][0])
     return None if found else SqlError(_UNDEFINED[kind],
                                        f'{kind.lower()} "{name}" does not exist')
+
+
+def _materialized(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...]) -> bool:
+    """Whether the table `parts` names is a materialized view's (`materialized_views`)."""
+    table = find_relation(con, parts, views=False)
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE database_name = ? AND schema_name = ? AND "
+        "view_name = ?", [table.database, table.schema, QUERY_VIEW_PREFIX + table.name]
+    ).fetchall()[0][0])
 
 
 def owned_sequences(con: duckdb.DuckDBPyConnection, table: Relation) -> list[str]:

@@ -19,9 +19,11 @@ Contract:
   An existing name is 42P07 (a notice under IF NOT EXISTS), a missing one 42P01 (a notice
   under IF EXISTS), a relation that is no materialized view 42809, as PostgreSQL words them.
 
+DROP TABLE or DROP VIEW of one is 42809, as there (`existence`).
+
 Differences from PostgreSQL: one created WITH NO DATA reads as empty until refreshed (PostgreSQL
-refuses to read it, 55000); INSERT, UPDATE and DELETE of one are not refused (42809 there), nor
-DROP TABLE of one (it leaves the query's view behind, which the catalog still hides).
+refuses to read it, 55000); INSERT, UPDATE and DELETE of one are not refused (42809 there); the
+tables its query reads may be dropped (DuckDB tracks no view's dependencies).
 """
 
 from __future__ import annotations

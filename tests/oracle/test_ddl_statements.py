@@ -275,7 +275,8 @@ CASES = {
         "REFRESH MATERIALIZED VIEW x_t", "REFRESH MATERIALIZED VIEW x_nope",
         "ALTER MATERIALIZED VIEW x_nope OWNER TO heron",
         "DROP MATERIALIZED VIEW IF EXISTS x_nope, x_mv2", "DROP MATERIALIZED VIEW x_mv2",
-        "DROP MATERIALIZED VIEW x_t", "DROP MATERIALIZED VIEW x_mv", "DROP TABLE x_t"),
+        "DROP MATERIALIZED VIEW x_t", "DROP TABLE x_mv", "DROP VIEW x_mv",
+        "DROP MATERIALIZED VIEW x_mv", "DROP TABLE x_t"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
         "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
         "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",
