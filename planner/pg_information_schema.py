@@ -164,7 +164,11 @@ RELATIONS: tuple[Relation, ...] = (
          "numeric_precision_radix": _RADIX, "numeric_scale": _SCALE,
          "datetime_precision": _DATETIME_PRECISION, "udt_catalog": _CATALOG,
          "udt_schema": "tn.nspname", "udt_name": "t.typname", "dtd_identifier": "a.attnum",
-         "is_self_referencing": "'NO'", "is_identity": "'NO'", "identity_cycle": "'NO'",
+         "is_self_referencing": "'NO'",
+         "is_identity": "CASE WHEN a.attidentity = '' THEN 'NO' ELSE 'YES' END",
+         "identity_generation": "CASE a.attidentity WHEN 'a' THEN 'ALWAYS' "
+                                "WHEN 'd' THEN 'BY DEFAULT' END",
+         "identity_cycle": "'NO'",
          "is_generated": "CASE WHEN a.attgenerated = '' THEN 'NEVER' ELSE 'ALWAYS' END",
          "generation_expression": "CASE WHEN a.attgenerated <> '' THEN d.adbin END",
          "is_updatable": "CASE WHEN c.relkind IN ('r', 'p') THEN 'YES' ELSE 'NO' END"},

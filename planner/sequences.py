@@ -41,6 +41,7 @@ from sqlglot import exp
 from heron.planner import dialect, existence, serial_columns
 from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.pg_catalog_types import literal
 from heron.planner.statement import Column, Result, Rows, atomic
 
 _MAY_BE_SETVAL = re.compile(r"^\s*SELECT\s+(?:pg_catalog\s*\.\s*)?setval\s*\(", re.IGNORECASE)
@@ -148,6 +149,7 @@ class _Sequence:
     increment: int
     cycle: bool
     readers: tuple[tuple[str, str, str], ...]  # (quoted table, quoted column, default text)
+    comment: str | None  # kept by a restart (an identity column's mark: `serial_columns`)
 
     @property
     def first(self) -> int:
@@ -180,6 +182,9 @@ def _restart(con: duckdb.DuckDBPyConnection, sequence: _Sequence, next_value: in
                 f"CREATE {temporary}SEQUENCE {sequence.quoted} INCREMENT BY "
                 f"{sequence.increment} MINVALUE {sequence.minimum} MAXVALUE {sequence.maximum} "
                 f"START WITH {next_value}{' CYCLE' if sequence.cycle else ''}")
+            if sequence.comment:
+                con.execute(f"COMMENT ON SEQUENCE {sequence.quoted} IS "
+                            f"{literal(sequence.comment)}")
             for table, column, default in sequence.readers:
                 con.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default}")
     except duckdb.Error as exc:
@@ -193,12 +198,13 @@ def _find(con: duckdb.DuckDBPyConnection, name: str) -> _Sequence:
     schemas = [parts[-2]] if len(parts) > 1 else existence.search_path(con)
     found = con.execute(
         "SELECT database_name, schema_name, sequence_name, temporary, min_value, max_value, "
-        "increment_by, cycle FROM duckdb_sequences() WHERE sequence_name = ? AND (schema_name "
-        "IN (SELECT unnest(?::VARCHAR[])) OR (? AND temporary)) ORDER BY NOT temporary",
+        "increment_by, cycle, comment FROM duckdb_sequences() WHERE sequence_name = ? AND "
+        "(schema_name IN (SELECT unnest(?::VARCHAR[])) OR (? AND temporary)) "
+        "ORDER BY NOT temporary",
         [parts[-1], schemas, len(parts) == 1]).fetchall()
     if not found:
         raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{name}" does not exist')
-    database, schema, sequence, temporary, minimum, maximum, increment, cycle = found[0]
+    database, schema, sequence, temporary, minimum, maximum, increment, cycle, comment = found[0]
     readers = con.execute(
         "SELECT database_name, schema_name, table_name, column_name, column_default "
         "FROM duckdb_columns() WHERE column_default IN (?, ?)",
@@ -206,7 +212,7 @@ def _find(con: duckdb.DuckDBPyConnection, name: str) -> _Sequence:
     return _Sequence(
         _quoted(database, schema, sequence), sequence, temporary, minimum, maximum, increment,
         cycle, tuple((_quoted(d, s, t), dialect.quoted(c), default)
-                     for d, s, t, c, default in readers))
+                     for d, s, t, c, default in readers), comment)
 
 
 def _quoted(*parts: str) -> str:

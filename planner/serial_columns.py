@@ -28,11 +28,15 @@ Contract:
   after the table (`existence`). `nextval_defaults(schema, sequence)` are the default texts
   that draw from a sequence.
 
+An identity column's sequence carries a comment that marks it (`pg_catalog_relations.
+IDENTITY_COMMENTS`, hidden from clients): the catalog then shows the column as PostgreSQL does
+(attidentity 'a' or 'd', no default, information_schema's is_identity and identity_generation).
+
 Differences from PostgreSQL: GENERATED ALWAYS takes an explicit value where PostgreSQL refuses
 one without OVERRIDING SYSTEM VALUE (428C9); an identity is added to a nullable column (PostgreSQL:
-55000) or one with a default (it is replaced); and the catalog shows an identity column as a
-serial one (attidentity empty, a nextval default); a sequence name is not shortened to 63 bytes
-nor given a number when taken (the CREATE fails with 42P07 instead).
+55000) or one with a default (it is replaced); information_schema's identity_start and the like
+are empty; a sequence name is not shortened to 63 bytes nor given a number when taken (the
+CREATE fails with 42P07 instead).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from sqlglot import exp
 from heron.planner import dialect, pg_ddl
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
+from heron.planner.pg_catalog_relations import IDENTITY_COMMENTS
 from heron.planner.pg_catalog_types import literal
 from heron.planner.statement import Result, atomic
 
@@ -62,7 +67,7 @@ _OPTIONS = (("start", "START WITH"), ("increment", "INCREMENT BY"), ("minvalue",
 @dataclass(frozen=True)
 class SerialTable:
     create_table: str  # DuckDB's CREATE TABLE, each such column defaulting to its sequence
-    create_sequences: tuple[str, ...]
+    create_sequences: tuple[str, ...]  # each CREATE SEQUENCE (and an identity column's mark)
     table: tuple[str, ...]  # the table's name, its parts
 
 
@@ -74,12 +79,13 @@ class AddIdentity:
     column: str  # as written
     sequence: str | None  # SEQUENCE NAME's, as written
     options: str  # the other sequence options, as CREATE SEQUENCE reads them
+    always: bool  # GENERATED ALWAYS (else BY DEFAULT)
 
 
 _ADD_IDENTITY = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<table>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ALTER\s+(?:COLUMN\s+)?(?P<column>{IDENTIFIER})\s+ADD\s+"
-    r"GENERATED\s+(?:ALWAYS|BY\s+DEFAULT)\s+AS\s+IDENTITY\s*(?:\((?P<options>[^()]*)\))?"
+    r"GENERATED\s+(?P<always>ALWAYS\s+|BY\s+DEFAULT\s+)AS\s+IDENTITY\s*(?:\((?P<options>[^()]*)\))?"
     r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _SEQUENCE_NAME = re.compile(
     rf"\bSEQUENCE\s+NAME\s+(?P<name>{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER})?)", re.IGNORECASE)
@@ -93,7 +99,8 @@ def read_add_identity(sql: str) -> AddIdentity | None:
     options = m["options"] or ""
     named = _SEQUENCE_NAME.search(options)
     return AddIdentity(m["table"], m["column"], named["name"] if named else None,
-                       _SEQUENCE_NAME.sub(" ", options).strip())
+                       _SEQUENCE_NAME.sub(" ", options).strip(),
+                       m["always"].upper().startswith("ALWAYS"))
 
 
 def run_add_identity(con: duckdb.DuckDBPyConnection, add: AddIdentity) -> Result:
@@ -110,6 +117,7 @@ def run_add_identity(con: duckdb.DuckDBPyConnection, add: AddIdentity) -> Result
         quoted = ".".join(dialect.quoted(p) for p in sequence)
         with atomic(con):
             con.execute(pg_ddl.rewrite(f"CREATE SEQUENCE {quoted} AS {integer} {add.options}"))
+            con.execute(_mark(quoted, always=add.always))
             con.execute(f"ALTER TABLE {add.table} ALTER COLUMN {add.column} SET DEFAULT "
                         f"nextval({literal('.'.join(sequence))})")
     except duckdb.Error as exc:
@@ -131,9 +139,7 @@ def read(sql: str) -> SerialTable | None:
         isinstance(p, exp.TemporaryProperty) for p in properties.expressions)
     sequences = []
     for column in tree.this.find_all(exp.ColumnDef):
-        sequence = _sequence_of(column, table, temporary)
-        if sequence is not None:
-            sequences.append(sequence)
+        sequences += _sequence_of(column, table, temporary)
     if not sequences:
         return None
     return SerialTable(tree.sql(dialect="duckdb"), tuple(sequences),
@@ -165,16 +171,16 @@ def nextval_defaults(schema: str, sequence: str) -> tuple[str, str]:
     return (f"nextval({literal(sequence)})", f"nextval({literal(f'{schema}.{sequence}')})")
 
 
-def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> str | None:
-    """The CREATE SEQUENCE a serial or identity column needs, the column made to default to it
-    in place; None for another column."""
+def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> list[str]:
+    """The CREATE SEQUENCE a serial or identity column needs (and an identity column's mark),
+    the column made to default to it in place; none for another column."""
     kind = column.args.get("kind")
     constraints = column.args.get("constraints") or []
     identity = next((c for c in constraints
                      if isinstance(c.kind, exp.GeneratedAsIdentityColumnConstraint)), None)
     serial = isinstance(kind, exp.DataType) and kind.this in _SERIALS
     if not serial and identity is None:
-        return None
+        return []
     integer = _SERIALS[kind.this] if serial else kind.this if isinstance(kind, exp.DataType) \
         else _T.INT
     name = f"{table.name}_{column.name}_seq"
@@ -200,4 +206,13 @@ def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> st
                         if key in options)
     temp = "TEMPORARY " if temporary else ""
     sequence = ".".join(dialect.quoted(p) for p in [*schema, name])
-    return f"CREATE {temp}SEQUENCE {sequence} {settings}{' CYCLE' if cycle else ''}"
+    create = f"CREATE {temp}SEQUENCE {sequence} {settings}{' CYCLE' if cycle else ''}"
+    if identity is None:
+        return [create]
+    return [create, _mark(sequence, always=bool(identity.kind.this))]
+
+
+def _mark(sequence: str, *, always: bool) -> str:
+    """The COMMENT that marks `sequence` (quoted) as an identity column's, for the catalog."""
+    mark = next(c for c, kind in IDENTITY_COMMENTS.items() if kind == ("a" if always else "d"))
+    return f"COMMENT ON SEQUENCE {sequence} IS {literal(mark)}"

@@ -71,6 +71,13 @@ CASES = {
         "INSERT INTO x_j (v) VALUES (1), (2) RETURNING id",
         "SELECT column_name, is_nullable, data_type FROM information_schema.columns WHERE "
         "table_name IN ('x_i', 'x_j') ORDER BY table_name, ordinal_position",
+        "SELECT column_name, column_default, is_identity, identity_generation FROM "
+        "information_schema.columns WHERE table_name IN ('x_i', 'x_j') ORDER BY table_name, "
+        "ordinal_position",
+        "SELECT attrelid::regclass::text, attname, attidentity, atthasdef FROM pg_attribute "
+        "WHERE attrelid IN ('x_i'::regclass, 'x_j'::regclass) AND attnum > 0 ORDER BY 1, 2",
+        "SELECT setval('x_j_id_seq', 500)", "SELECT attidentity FROM pg_attribute WHERE "
+        "attrelid = 'x_j'::regclass AND attname = 'id'",
         "DROP TABLE x_i, x_j", "SELECT count(*) FROM pg_class WHERE relname LIKE 'x_%'"),
     "serial_in_a_schema_and_temporary": (
         "CREATE SCHEMA x_sch", "CREATE TABLE x_sch.t (id bigserial PRIMARY KEY, v int)",
