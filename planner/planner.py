@@ -135,8 +135,10 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
-        # pg_dump's DDL spellings, and CREATE TABLE (LIKE ...), as DuckDB's
-        sql = create_table_like.rewrite(self.con, pg_ddl.rewrite(sql, self.con))
+        # pg_dump's DDL spellings, and CREATE TABLE (LIKE ...), as DuckDB's; writes of GENERATED
+        # ALWAYS identity columns refused
+        sql = serial_columns.checked_write(
+            self.con, create_table_like.rewrite(self.con, pg_ddl.rewrite(sql, self.con)))
         rewritten = pg_semantics.conflict_constraints(
             self.con, pg_catalog_rewrite.rewrite(sql, self._relations))
         self.catalog.ready(rewritten)  # binding a catalog query needs the shim's relations

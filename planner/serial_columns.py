@@ -28,15 +28,19 @@ Contract:
   after the table (`existence`). `nextval_defaults(schema, sequence)` are the default texts
   that draw from a sequence.
 
+- `checked_write(con, sql)`: an INSERT or UPDATE refused as PostgreSQL refuses it when it gives
+  a GENERATED ALWAYS identity column a value other than DEFAULT (428C9, with PostgreSQL's detail
+  and hint), and with `OVERRIDING SYSTEM VALUE` taken out of an INSERT (which then may);
+  `sql` as it was otherwise. COPY is not checked, as PostgreSQL's is not.
+
 An identity column's sequence carries a comment that marks it (`pg_catalog_relations.
 IDENTITY_COMMENTS`, hidden from clients): the catalog then shows the column as PostgreSQL does
 (attidentity 'a' or 'd', no default, information_schema's is_identity and identity_generation).
 
-Differences from PostgreSQL: GENERATED ALWAYS takes an explicit value where PostgreSQL refuses
-one without OVERRIDING SYSTEM VALUE (428C9); an identity is added to a nullable column (PostgreSQL:
-55000) or one with a default (it is replaced); information_schema's identity_start and the like
-are empty; a sequence name is not shortened to 63 bytes nor given a number when taken (the
-CREATE fails with 42P07 instead).
+Differences from PostgreSQL: OVERRIDING USER VALUE is 0A000; an identity is added to a nullable
+column (PostgreSQL: 55000) or one with a default (it is replaced); information_schema's
+identity_start and the like are empty; a sequence name is not shortened to 63 bytes nor given a
+number when taken (the CREATE fails with 42P07 instead).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
-from heron.planner import dialect, pg_ddl
+from heron.planner import dialect, existence, pg_ddl
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.pg_catalog_relations import IDENTITY_COMMENTS
@@ -216,3 +220,86 @@ def _mark(sequence: str, *, always: bool) -> str:
     """The COMMENT that marks `sequence` (quoted) as an identity column's, for the catalog."""
     mark = next(c for c, kind in IDENTITY_COMMENTS.items() if kind == ("a" if always else "d"))
     return f"COMMENT ON SEQUENCE {sequence} IS {literal(mark)}"
+
+
+_WRITE = re.compile(r"^\s*(?:INSERT|UPDATE)\b", re.IGNORECASE)
+_OVERRIDING = re.compile(r"\s+OVERRIDING\s+(?P<whose>SYSTEM|USER)\s+VALUE\b", re.IGNORECASE)
+_ALWAYS = next(c for c, kind in IDENTITY_COMMENTS.items() if kind == "a")
+# An identity column's sequence, in its table's schema, read by its default.
+_IDENTITY_SEQUENCE = (
+    "duckdb_columns() c JOIN duckdb_sequences() s ON s.database_name = c.database_name AND "
+    "s.schema_name = c.schema_name AND c.column_default IN ("
+    "'nextval(''' || s.sequence_name || ''')', "
+    "'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')")
+
+
+def checked_write(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """`sql`, an INSERT or UPDATE checked against GENERATED ALWAYS identity columns (see the
+    module docstring)."""
+    if _WRITE.match(sql) is None:
+        return sql
+    overriding = _OVERRIDING.search(sql)
+    if overriding is not None:
+        if overriding["whose"].upper() == "USER":
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "OVERRIDING USER VALUE is not "
+                           "supported", hint="Leave the identity column out of the INSERT.")
+        return sql[:overriding.start()] + sql[overriding.end():]
+    if not con.execute("SELECT count(*) FROM duckdb_sequences() WHERE comment = ?",
+                       [_ALWAYS]).fetchall()[0][0]:
+        return sql  # (no such column anywhere: nothing to look up)
+    tree = dialect.read_postgres(sql)
+    if isinstance(tree, exp.Insert):
+        _check_insert(con, tree)
+    elif isinstance(tree, exp.Update) and isinstance(tree.this, exp.Table):
+        always = _always_columns(con, tree.this)
+        for assignment in tree.expressions:
+            if assignment.this.name in always and not _is_default(assignment.expression):
+                raise _refused(assignment.this.name, insert=False)
+    return sql
+
+
+def _check_insert(con: duckdb.DuckDBPyConnection, insert: exp.Insert) -> None:
+    target = insert.this
+    table = target.this if isinstance(target, exp.Schema) else target
+    if not isinstance(table, exp.Table) or not (always := _always_columns(con, table)):
+        return
+    if isinstance(target, exp.Schema):
+        columns = [c.name for c in target.expressions]
+    else:
+        columns = [name for (name,) in con.execute(
+            f"SELECT column_name FROM (DESCRIBE {table.sql(dialect='duckdb')})").fetchall()]
+    source = insert.expression
+    for position, column in enumerate(columns):
+        if column not in always or source is None:  # (None: DEFAULT VALUES)
+            continue
+        if isinstance(source, exp.Values) and all(
+                _is_default(row.expressions[position]) for row in source.expressions
+                if isinstance(row, exp.Tuple) and position < len(row.expressions)):
+            continue
+        raise _refused(column, insert=True)
+
+
+def _always_columns(con: duckdb.DuckDBPyConnection, table: exp.Table) -> set[str]:
+    """The GENERATED ALWAYS identity columns of `table` (none if it is not there)."""
+    try:
+        relation = existence.find_relation(con, tuple(p.name for p in table.parts),
+                                           views=False)
+    except SqlError:
+        return set()  # DuckDB reports it
+    return {name for (name,) in con.execute(
+        f"SELECT c.column_name FROM {_IDENTITY_SEQUENCE} WHERE s.comment = ? AND "
+        "c.table_oid = ?", [_ALWAYS, relation.oid]).fetchall()}
+
+
+def _is_default(value: exp.Expression) -> bool:
+    """Whether a value written in an INSERT or UPDATE is the keyword DEFAULT."""
+    return value.name.upper() == "DEFAULT" and (isinstance(value, exp.Var) or (
+        isinstance(value, exp.Column) and not value.table and not value.this.quoted))
+
+
+def _refused(column: str, *, insert: bool) -> SqlError:
+    return SqlError(
+        SqlState.GENERATED_ALWAYS, f'cannot insert a non-DEFAULT value into column "{column}"'
+        if insert else f'column "{column}" can only be updated to DEFAULT',
+        detail=f'Column "{column}" is an identity column defined as GENERATED ALWAYS.',
+        hint="Use OVERRIDING SYSTEM VALUE to override." if insert else None)

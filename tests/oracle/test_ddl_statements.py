@@ -69,6 +69,11 @@ CASES = {
         "10), v int)",
         "INSERT INTO x_i (v) VALUES (1), (2) RETURNING id", "INSERT INTO x_i VALUES (7, 3)",
         "INSERT INTO x_j (v) VALUES (1), (2) RETURNING id",
+        "INSERT INTO x_j (id, v) VALUES (1, 1)", "INSERT INTO x_j VALUES (1, 1)",
+        "INSERT INTO x_j (id, v) SELECT 1, 1",
+        "INSERT INTO x_j (id, v) OVERRIDING SYSTEM VALUE VALUES (7, 1) RETURNING id",
+        "INSERT INTO x_j VALUES (DEFAULT, 5) RETURNING id", "UPDATE x_j SET id = 8",
+        "UPDATE x_j SET id = DEFAULT WHERE v = 5 RETURNING id",
         "SELECT column_name, is_nullable, data_type FROM information_schema.columns WHERE "
         "table_name IN ('x_i', 'x_j') ORDER BY table_name, ordinal_position",
         "SELECT column_name, column_default, is_identity, identity_generation FROM "

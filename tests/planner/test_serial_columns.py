@@ -109,3 +109,17 @@ def test_the_catalog_tells_identity_columns_from_serial_ones(planner):
         ("a", "a", None), ("b", "d", None), ("c", "", "nextval('t_c_seq'::regclass)"),
         ("a", "a", None)]
     assert rows(planner, "SELECT count(*) FROM pg_description") == [(0,)]  # marks hidden
+
+
+def test_generated_always_takes_no_value_but_default_without_overriding(planner):
+    run(planner, "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY, v int)")
+    for sql in ("INSERT INTO t (id, v) VALUES (5, 1)", "INSERT INTO t VALUES (5, 1)",
+                "INSERT INTO t (id, v) SELECT 5, 1", "UPDATE t SET id = 5"):
+        with pytest.raises(SqlError) as info:
+            run(planner, sql)
+        assert info.value.sqlstate.value == "428C9", sql
+    assert rows(planner, "INSERT INTO t VALUES (DEFAULT, 1) RETURNING id") == [(1,)]
+    assert rows(planner, "INSERT INTO t (id, v) OVERRIDING SYSTEM VALUE VALUES (9, 2) "
+                         "RETURNING id") == [(9,)]
+    run(planner, "UPDATE t SET id = DEFAULT WHERE v = 2")
+    assert rows(planner, "SELECT id FROM t ORDER BY id") == [(1,), (2,)]
