@@ -15,8 +15,8 @@ Contract:
   DATABASE says), then runs DuckDB's ANALYZE of the tables where the command analyzes
   (ANALYZE, VACUUM ... ANALYZE), which refreshes the statistics its planner uses; the rest has
   nothing to do. VACUUM inside a transaction block is 25001, as there. `CLUSTER table` without
-  USING is PostgreSQL's 42704 (no index was ever
-  clustered on here). Tagged as PostgreSQL tags it (VACUUM, ANALYZE, REINDEX, CLUSTER).
+  USING is PostgreSQL's 42704 (no index was ever clustered on here). Tagged as PostgreSQL tags
+  it (VACUUM, ANALYZE, REINDEX, CLUSTER).
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def run(con: duckdb.DuckDBPyConnection, maintenance: Maintenance) -> Result:
         raise SqlError(SqlState.ACTIVE_SQL_TRANSACTION,
                        "VACUUM cannot run inside a transaction block")
     relations = [existence.find_relation(con, parts, views=False) for parts in maintenance.tables]
-    if maintenance.index is not None and (
-            error := existence.missing(con, "INDEX", maintenance.index)) is not None:
+    if maintenance.index is not None and existence.missing(
+            con, "INDEX", maintenance.index) is not None:
         name = ".".join(maintenance.index)
         if maintenance.command == "CLUSTER":
             raise SqlError(SqlState.UNDEFINED_OBJECT, f'index "{name}" for table '
