@@ -54,7 +54,7 @@ from sqlglot import exp
 from heron.planner import dialect, existence, pg_ddl
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.pg_catalog_relations import IDENTITY_COMMENTS
+from heron.planner.pg_catalog_relations import IDENTITY_COMMENTS, IDENTITY_SEQUENCE_OF_COLUMN
 from heron.planner.pg_catalog_types import literal
 from heron.planner.statement import Result, atomic
 
@@ -225,12 +225,6 @@ def _mark(sequence: str, *, always: bool) -> str:
 _WRITE = re.compile(r"^\s*(?:INSERT|UPDATE)\b", re.IGNORECASE)
 _OVERRIDING = re.compile(r"\s+OVERRIDING\s+(?P<whose>SYSTEM|USER)\s+VALUE\b", re.IGNORECASE)
 _ALWAYS = next(c for c, kind in IDENTITY_COMMENTS.items() if kind == "a")
-# An identity column's sequence, in its table's schema, read by its default.
-_IDENTITY_SEQUENCE = (
-    "duckdb_columns() c JOIN duckdb_sequences() s ON s.database_name = c.database_name AND "
-    "s.schema_name = c.schema_name AND c.column_default IN ("
-    "'nextval(''' || s.sequence_name || ''')', "
-    "'nextval(''' || s.schema_name || '.' || s.sequence_name || ''')')")
 
 
 def checked_write(con: duckdb.DuckDBPyConnection, sql: str) -> str:
@@ -287,7 +281,8 @@ def _always_columns(con: duckdb.DuckDBPyConnection, table: exp.Table) -> set[str
     except SqlError:
         return set()  # DuckDB reports it
     return {name for (name,) in con.execute(
-        f"SELECT c.column_name FROM {_IDENTITY_SEQUENCE} WHERE s.comment = ? AND "
+        "SELECT c.column_name FROM duckdb_columns() c JOIN duckdb_sequences() s ON "
+        f"{IDENTITY_SEQUENCE_OF_COLUMN} WHERE s.comment = ? AND "
         "c.table_oid = ?", [_ALWAYS, relation.oid]).fetchall()}
 
 
