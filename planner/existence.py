@@ -21,9 +21,10 @@ Contract:
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
   `owned_sequences(con, table)` the sequences a table's serial and identity columns own
-  (quoted names); `missing(con, kind, parts)` PostgreSQL's error for an object of a kind
-  (TABLE, VIEW, INDEX, SEQUENCE, TYPE, SCHEMA) that is not there, else None;
-  `name_parts(text)` a name's parts as PostgreSQL folds them; `references(con)`
+  (quoted names); `split_names(text)` a comma-separated list's names; `missing(con, kind,
+  parts)` PostgreSQL's error for an object of a kind (TABLE, VIEW, INDEX, SEQUENCE, TYPE,
+  SCHEMA) that is not there, else None; `name_parts(text)` a name's parts as PostgreSQL folds
+  them; `references(con)`
   the tables each table's foreign keys reference it from, `referencing_first(tables, refs)`
   the tables in an order that empties or drops referencing ones first.
 - `skipped(con, ddl)`, asked before DuckDB runs a `CreateIfNotExists` or an `AlterIfExists`
@@ -102,7 +103,7 @@ class AlterIfExists:
 def read(sql: str) -> Drop | CreateIfNotExists | AlterIfExists | None:
     """The statement as one of this module's, or None (see the module docstring)."""
     if m := _DROP.match(sql):
-        names = tuple(name_parts(n) for n in _split_names(m["names"]))
+        names = tuple(name_parts(n) for n in split_names(m["names"]))
         return Drop(m["kind"].upper(), names, bool(m["exists"]),
                     (m["behaviour"] or "").upper())
     if m := _CREATE.match(sql):
@@ -314,17 +315,20 @@ def search_path(con: duckdb.DuckDBPyConnection) -> list[str]:
     path, current = con.execute(
         "SELECT (SELECT value FROM duckdb_settings() WHERE name = 'search_path'), "
         "current_schema()").fetchall()[0]
-    entries = [name_parts(e)[-1] for e in _split_names(path)] if path else []
+    entries = [name_parts(e)[-1] for e in split_names(path)] if path else []
     return entries or [current]
 
 
-def _split_names(text: str) -> list[str]:
-    """A comma-separated list of names (commas inside quotes kept)."""
-    names, current, quoted = [], [], False
+def split_names(text: str) -> list[str]:
+    """A comma-separated list of names (commas inside quotes, and inside parentheses such as a
+    name's column list, kept)."""
+    names, current, quoted, depth = [], [], False, 0
     for ch in text:
         if ch == '"':
             quoted = not quoted
-        if ch == "," and not quoted:
+        elif not quoted:
+            depth += (ch == "(") - (ch == ")")
+        if ch == "," and not quoted and depth == 0:
             names.append("".join(current).strip())
             current = []
         else:

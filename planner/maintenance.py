@@ -84,23 +84,10 @@ def _maintenance(command: str, m: re.Match[str]) -> Maintenance:
         return Maintenance(command, (table,) if table else (), False, index=index,
                            clustered=table is not None and index is None)
     words = (m["options"] or m["words"] or "").upper()
-    tables = tuple(existence.name_parts(_COLUMNS.sub("", t)) for t in _split(m["tables"] or ""))
+    tables = tuple(existence.name_parts(_COLUMNS.sub("", t))
+                   for t in existence.split_names(m["tables"] or ""))
     analyzes = command == "ANALYZE" or re.search(r"\bANALY[SZ]E\b", words) is not None
     return Maintenance(command, tables, analyzes)
-
-
-def _split(names: str) -> list[str]:
-    """The table list's items, split at the commas outside quotes and column lists."""
-    items, depth, quoted, current = [], 0, False, ""
-    for ch in names:
-        quoted ^= ch == '"'
-        depth += (ch == "(") - (ch == ")") if not quoted else 0
-        if ch == "," and depth == 0 and not quoted:
-            items.append(current)
-            current = ""
-        else:
-            current += ch
-    return [i.strip() for i in [*items, current] if i.strip()]
 
 
 def run(con: duckdb.DuckDBPyConnection, maintenance: Maintenance) -> Result:

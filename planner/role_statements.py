@@ -300,11 +300,11 @@ def _qualified(tokens: list[_Token], i: int) -> tuple[tuple[str, ...], int]:
     return tuple(parts), i + 1
 
 
-def _existing_role(token: _Token, roles: Roles, actor: str) -> str:
+def _existing_role(token: _Token, roles: Roles, actor: str) -> None:
+    """42704 unless the role `token` names (CURRENT_USER and the like: `actor`) exists."""
     name = actor if token.upper in _ROLE_SPECS else _name(token)
     if roles.get(name) is None:
         raise SqlError(SqlState.UNDEFINED_OBJECT, f'role "{name}" does not exist')
-    return name
 
 
 def _missing_object(con: duckdb.DuckDBPyConnection, kind: str, parts: tuple[str, ...]

@@ -216,15 +216,18 @@ def _sequence_of(column: exp.ColumnDef, table: exp.Table, temporary: bool) -> li
     return [create, _mark(sequence, always=bool(identity.kind.this))]
 
 
+# Each identity column's mark by attidentity's value ('a' GENERATED ALWAYS, 'd' BY DEFAULT).
+_MARKS = {kind: comment for comment, kind in IDENTITY_COMMENTS.items()}
+
+
 def _mark(sequence: str, *, always: bool) -> str:
     """The COMMENT that marks `sequence` (quoted) as an identity column's, for the catalog."""
-    mark = next(c for c, kind in IDENTITY_COMMENTS.items() if kind == ("a" if always else "d"))
-    return f"COMMENT ON SEQUENCE {sequence} IS {literal(mark)}"
+    return f"COMMENT ON SEQUENCE {sequence} IS {literal(_MARKS['a' if always else 'd'])}"
 
 
 _WRITE = re.compile(r"^\s*(?:INSERT|UPDATE)\b", re.IGNORECASE)
 _OVERRIDING = re.compile(r"\s+OVERRIDING\s+(?P<whose>SYSTEM|USER)\s+VALUE\b", re.IGNORECASE)
-_ALWAYS = next(c for c, kind in IDENTITY_COMMENTS.items() if kind == "a")
+_ALWAYS = _MARKS["a"]
 
 
 def checked_write(con: duckdb.DuckDBPyConnection, sql: str) -> str:
