@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from support.checkpoints import QWEN_VOCAB, save_tiny
+from support.hang_watch import HangWatch
 from support.heron_process import START_TIMEOUT_S, HeronProcess, start_heron
 from support.postgres import PostgresProcess, find_binaries, start_postgres
 
@@ -28,6 +29,36 @@ if TYPE_CHECKING:
 # Before torch loads OpenMP: on a shared 2-core machine spinning workers make CPU runs erratic
 # (engine.process does the same for the engine child).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# A test stuck past pytest-timeout's limit (whose SIGALRM can't interrupt C code) gets this much
+# longer before the watchdog prints its stacks and ends the run.
+HANG_GRACE_S = 30
+_hang_watch = pytest.StashKey[HangWatch]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    timeout = session.config.getoption("timeout", None) or session.config.getini("timeout")
+    if timeout and float(timeout) > 0:
+        session.config.stash[_hang_watch] = HangWatch.start(float(timeout) + HANG_GRACE_S)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    watch = item.config.stash.get(_hang_watch, None)
+    if watch is not None:
+        watch.test_started(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        if watch is not None:
+            watch.test_ended()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    watch = session.config.stash.get(_hang_watch, None)
+    if watch is not None:
+        watch.stop()
+
 
 @pytest.fixture(scope="session")
 def spawn_heron() -> Iterator[Callable[..., HeronProcess]]:
