@@ -63,7 +63,9 @@ from heron.planner.pg_catalog_relations import (
     BPCHAR_CHECK,
     JSONB_CHECK,
     LENGTH_CHECK,
+    QUERY_VIEW_PREFIX,
     RELATIONS,
+    UNPOPULATED,
 )
 from heron.planner.pg_types import (
     BPCHAR,
@@ -196,6 +198,8 @@ class Relations:
     # Those with a column whose values are, or subtract to, an interval (interval, timestamp,
     # time): a cast to text over them may print an interval (`pg_semantics`).
     temporal: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    # The materialized views (`materialized_views`), each with whether it holds its rows.
+    materialized: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
 
     def key_of(self, schema: str | None, name: str) -> tuple[str, str] | None:
         """The relation a (schema-qualified or plain) name names, if any."""
@@ -231,7 +235,12 @@ class Relations:
         tables: dict[tuple[str, str], list[tuple[str, Origin]]] = {}
         # Three scans, joined here: DuckDB joins its metadata functions slowly (10 ms against
         # 4 in a session whose catalog shim is installed).
-        view_sql = dict(con.execute(_VIEWS).fetchall())
+        view_sql = {}
+        for oid, schema, name, sql, comment in con.execute(_VIEWS).fetchall():
+            view_sql[oid] = sql
+            if name.startswith(QUERY_VIEW_PREFIX):
+                relations.materialized[schema.lower(), name[len(QUERY_VIEW_PREFIX):].lower()] = (
+                    comment != UNPOPULATED)
         lengths: dict[tuple[int, str], int] = {}
         padded: dict[tuple[int, str], int] = {}  # char(n)'s
         jsonb: set[tuple[int, str]] = set()
@@ -724,7 +733,7 @@ _COLUMNS = """
        OR (database_name = 'temp'
            AND table_oid IN (SELECT table_oid FROM duckdb_tables() WHERE database_name = 'temp'))
     ORDER BY table_oid, column_index"""
-_VIEWS = """SELECT view_oid, sql FROM duckdb_views()
+_VIEWS = """SELECT view_oid, schema_name, view_name, sql, comment FROM duckdb_views()
             WHERE database_name = current_database() AND NOT internal"""
 _CHECKS = """SELECT table_oid, constraint_column_names[1], expression FROM duckdb_constraints()
              WHERE constraint_type = 'CHECK' AND len(constraint_column_names) = 1"""

@@ -19,11 +19,17 @@ Contract:
   An existing name is 42P07 (a notice under IF NOT EXISTS), a missing one 42P01 (a notice
   under IF EXISTS), a relation that is no materialized view 42809, as PostgreSQL words them.
 
+- `check_use(sql, relations)` refuses a statement as PostgreSQL does when it changes a
+  materialized view (INSERT, UPDATE, DELETE, MERGE: 42809 "cannot change materialized view";
+  TRUNCATE: 42809 "is not a table"; COPY to or from one: 42809) or reads one created WITH NO
+  DATA and not refreshed since (55000 "has not been populated", with REFRESH as the hint).
+
 DROP TABLE or DROP VIEW of one is 42809, as there (`existence`).
 
-Differences from PostgreSQL: one created WITH NO DATA reads as empty until refreshed (PostgreSQL
-refuses to read it, 55000); INSERT, UPDATE and DELETE of one are not refused (42809 there); the
-tables its query reads may be dropped (DuckDB tracks no view's dependencies).
+Differences from PostgreSQL: an unpopulated one is refused where a statement names it, also in
+a CTE the query never reads (PostgreSQL refuses the scan, so only where it runs), and read as
+empty through a view over it; the tables its query reads may be dropped (DuckDB tracks no view's
+dependencies).
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
+from sqlglot import exp
 
-from heron.planner import dialect, existence
+from heron.planner import copy_statement, dialect, existence, truncate
+from heron.planner.column_origins import Relations
 from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.pg_catalog_relations import QUERY_VIEW_PREFIX, UNPOPULATED
@@ -90,6 +98,61 @@ def read(sql: str) -> Create | Refresh | Drop | None:
         names = re.findall(_NAME, m["names"])
         return Drop(tuple(existence.name_parts(n) for n in names), bool(m["exists"]))
     return None
+
+
+def check_use(sql: str, relations: Callable[[], Relations]) -> None:
+    """Refuse `sql` if it changes a materialized view or reads an unpopulated one (see the module
+    docstring); `relations` is asked only when the statement may name one."""
+    if not _MAY_USE.match(sql):
+        return
+    found = relations()
+    if not found.named(sql, found.materialized):
+        return
+
+    def materialized(schema: str | None, name: str) -> tuple[str, str] | None:
+        """The key of the materialized view (schema.)name names, if it names one."""
+        key = found.key_of(schema.lower() if schema else None, name.lower())
+        return key if key in found.materialized else None
+
+    if (copy := copy_statement.read_copy(sql)) is not None:
+        if copy.query is not None:
+            check_use(copy.query, relations)
+        elif key := materialized(copy.table[-2] if len(copy.table) > 1 else None, copy.table[-1]):
+            way = "to" if copy.from_client else "from"
+            raise SqlError(SqlState.WRONG_OBJECT_TYPE, f'cannot copy {way} materialized view '
+                           f'"{key[1]}"', hint=None if copy.from_client else (
+                               "Try the COPY (SELECT ...) TO variant."))
+        return
+    if (emptied := truncate.read(sql)) is not None:
+        for parts in emptied.tables:
+            if key := materialized(parts[-2] if len(parts) > 1 else None, parts[-1]):
+                raise SqlError(SqlState.WRONG_OBJECT_TYPE, f'"{key[1]}" is not a table')
+        return
+    try:
+        tree = dialect.parse(sql)
+    except SqlError:
+        return  # DuckDB words the error
+    target = tree.this if isinstance(tree, exp.DML | exp.Merge) else None
+    if isinstance(target, exp.Schema):  # INSERT INTO t (columns)
+        target = target.this
+    if isinstance(target, exp.Table) and (key := materialized(target.db, target.name)):
+        raise SqlError(SqlState.WRONG_OBJECT_TYPE, f'cannot change materialized view "{key[1]}"')
+    if isinstance(tree, exp.Create) and tree.kind == "VIEW":
+        return  # a view reads nothing as it is made
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        if table is target or (not table.db and table.name.lower() in ctes):
+            continue
+        if (key := materialized(table.db, table.name)) and not found.materialized[key]:
+            raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
+                           f'materialized view "{key[1]}" has not been populated',
+                           hint="Use the REFRESH MATERIALIZED VIEW command.")
+
+
+# Statements that may change or read a relation's rows (not EXPLAIN, CREATE INDEX, COMMENT...).
+_MAY_USE = re.compile(r"\s*\(*\s*(?:SELECT|WITH|INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY|TABLE|"
+                      r"VALUES|CREATE\s+(?:(?:TEMP|TEMPORARY)\s+)?(?:TABLE|VIEW|OR\s+REPLACE))\b",
+                      re.IGNORECASE)
 
 
 def run(con: duckdb.DuckDBPyConnection, command: Create | Refresh | Drop,

@@ -156,6 +156,7 @@ class Planner:
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
         if (materialized := materialized_views.read(duckdb_sql)) is not None:  # DuckDB has none
             return Statement(duckdb_sql, Kind.OTHER, verb=materialized.verb)
+        materialized_views.check_use(duckdb_sql, self._relations)
         if temp_tables.read(duckdb_sql) is not None:  # DuckDB: ON COMMIT PRESERVE ROWS only
             return Statement(duckdb_sql, Kind.CREATE, verb="CREATE TABLE")
         if serial_columns.read_add_identity(duckdb_sql) is not None:
@@ -253,7 +254,14 @@ class Planner:
         try:
             if self.cancelled.is_set():
                 raise query_canceled()
-            result = self._execute(stmt, params, stream)
+            try:
+                result = self._execute(stmt, params, stream)
+            finally:
+                if stmt.kind not in statement.DATA_KINDS:
+                    # What it ran may have changed what names bind to, also for the statements
+                    # run within the same catalog generation (a materialized view's table
+                    # made from its query's view, just created).
+                    self._relations_read = None
             if not self._in_transaction and stmt.kind is not Kind.SELECT:
                 self.on_commit.before_commit(self.con)  # (DuckDB committed it: autocommit)
             return result

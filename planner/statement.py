@@ -282,6 +282,12 @@ _DUCKDB_KINDS = {
     "COPY": Kind.COPY, "TRANSACTION": Kind.TRANSACTION,
 }
 _DML = {Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE}
+# Statements that never change what names bind to (the others may: DDL, settings, USE...).
+DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, *_DML, Kind.COPY,
+                        Kind.COPY_IN, Kind.COPY_OUT, Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK,
+                        Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH,
+                        Kind.CLOSE, Kind.SHOW, Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY,
+                        Kind.LOCK})
 _TWO_WORD_VERBS = {"CREATE", "DROP", "ALTER"}
 _CREATE_MODIFIERS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "UNLOGGED", "PERSISTENT"}
 

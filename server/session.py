@@ -79,7 +79,7 @@ from heron.planner.pg_activity import NO_SERVER
 from heron.planner.pg_advisory import Mode
 from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
-from heron.planner.statement import Rows
+from heron.planner.statement import DATA_KINDS, Rows
 from heron.server.activity import Backend
 from heron.server.portal import Portal
 from heron.server.transaction import Transaction, TransactionStatus
@@ -164,12 +164,6 @@ class CatalogGeneration:
 
 # What a failed transaction block still runs.
 _RUN_IN_FAILED_BLOCK = frozenset({Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO, Kind.EMPTY})
-# Statements that never change what names bind to.
-_DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE,
-                         Kind.DELETE, Kind.MERGE, Kind.COPY, Kind.COPY_IN, Kind.COPY_OUT,
-                         Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Kind.RELEASE,
-                         Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.SHOW,
-                         Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY, Kind.LOCK})
 
 
 @dataclass
@@ -416,7 +410,7 @@ class Session:
         self._free_connection()
         self.transaction.before(statement)
         self.arm_timeout()
-        changes = statement.kind not in _DATA_KINDS
+        changes = statement.kind not in DATA_KINDS
         if changes:
             self._changes_catalog()
         try:

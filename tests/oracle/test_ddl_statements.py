@@ -276,7 +276,11 @@ CASES = {
         "CREATE MATERIALIZED VIEW x_mv AS SELECT 1", "CREATE MATERIALIZED VIEW IF NOT EXISTS "
         "x_mv AS SELECT 1", "CREATE MATERIALIZED VIEW x_mv2 (p, q) AS SELECT a, b FROM x_t "
         "WITH NO DATA", "REFRESH MATERIALIZED VIEW CONCURRENTLY x_mv2 WITH DATA",
-        # (read before this REFRESH: Heron's is empty, PostgreSQL's 55000)
+        "SELECT * FROM x_mv2", "SELECT count(*) FROM x_t JOIN x_mv2 ON p = a",
+        "INSERT INTO x_t SELECT * FROM x_mv2", "COPY (SELECT p FROM x_mv2) TO STDOUT",
+        "INSERT INTO x_mv VALUES (5, 'q', 10)",
+        "UPDATE x_mv SET a = 1", "DELETE FROM public.x_mv WHERE a > 0", "TRUNCATE x_mv",
+        "COPY x_mv TO STDOUT",
         "REFRESH MATERIALIZED VIEW x_mv2", "SELECT p, q FROM x_mv2 ORDER BY p",
         "CREATE INDEX x_mv_a ON x_mv (a)",
         "SELECT relname, relkind FROM pg_class WHERE relname LIKE 'x_mv%' ORDER BY 1",

@@ -42,3 +42,36 @@ def test_wrong_names_are_postgresql_s_errors(planner, sql, sqlstate):
     with pytest.raises(SqlError) as info:
         run(planner, sql)
     assert info.value.sqlstate.value == sqlstate
+
+
+@pytest.mark.parametrize(("sql", "sqlstate", "message"), [
+    ("INSERT INTO m VALUES (5)", "42809", 'cannot change materialized view "m"'),
+    ("UPDATE main.m SET a = 1", "42809", 'cannot change materialized view "m"'),
+    ("DELETE FROM m", "42809", 'cannot change materialized view "m"'),
+    ("TRUNCATE t, m", "42809", '"m" is not a table'),
+    ("COPY m TO STDOUT", "42809", 'cannot copy from materialized view "m"'),
+    ("COPY m FROM STDIN", "42809", 'cannot copy to materialized view "m"'),
+    ("SELECT * FROM e", "55000", 'materialized view "e" has not been populated'),
+    ("SELECT 1 FROM t WHERE a IN (SELECT n FROM e)", "55000",
+     'materialized view "e" has not been populated'),
+    ("CREATE TABLE c AS SELECT * FROM e", "55000", 'materialized view "e" has not been populated'),
+    ("COPY (SELECT * FROM e) TO STDOUT", "55000", 'materialized view "e" has not been populated'),
+])
+def test_changing_one_or_reading_one_not_populated_is_refused(planner, sql, sqlstate, message):
+    run(planner, "CREATE TABLE t (a int)")
+    run(planner, "CREATE MATERIALIZED VIEW m AS SELECT a FROM t")
+    run(planner, "CREATE MATERIALIZED VIEW e (n) AS SELECT a FROM t WITH NO DATA")
+    with pytest.raises(SqlError) as info:
+        run(planner, sql)
+    assert (info.value.sqlstate.value, str(info.value)) == (sqlstate, message)
+
+
+def test_what_names_one_without_reading_it_is_allowed(planner):
+    run(planner, "CREATE TABLE t (a int)")
+    run(planner, "CREATE MATERIALIZED VIEW e AS SELECT a FROM t WITH NO DATA")
+    run(planner, "CREATE INDEX e_a ON e (a)")
+    run(planner, "CREATE VIEW v AS SELECT * FROM e")
+    run(planner, "COMMENT ON MATERIALIZED VIEW e IS 'later'")
+    assert rows(planner, "WITH e AS (SELECT 1) SELECT * FROM e") == [(1,)]
+    run(planner, "REFRESH MATERIALIZED VIEW e")
+    assert rows(planner, "SELECT * FROM e") == []
