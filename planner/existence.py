@@ -17,7 +17,8 @@ Contract:
   `serial_columns`) (a name given twice is dropped once), all in one transaction (the
   session's when one is open): a missing name is skipped with PostgreSQL's notice under IF
   EXISTS, else PostgreSQL's error (42P01, 42704, 3F000) comes before anything is dropped; a
-  DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there.
+  DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there. Views that read a dropped
+  table or view are PostgreSQL's 2BP01, or dropped too under CASCADE (`view_dependencies`).
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
   `owned_sequences(con, table)` the sequences a table's serial and identity columns own
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 import duckdb
 from duckdb import _seam
 
-from heron.planner import dialect, serial_columns
+from heron.planner import dialect, serial_columns, view_dependencies
 from heron.planner.commands import IDENTIFIER as _IDENT
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
@@ -128,10 +129,14 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
                 notices.append(f"{error.message}, skipping")
             else:
                 raise error
+        if drop.kind in ("TABLE", "VIEW"):
+            relations = [find_relation(con, parts, views=drop.kind == "VIEW")
+                         for parts in present.values()]
+            notices.extend(view_dependencies.clear(
+                con, [(r, drop.kind.lower()) for r in relations], drop.behaviour == "CASCADE"))
         if drop.kind == "TABLE":  # (DuckDB drops no table while another's keys reference it)
-            tables = [find_relation(con, parts, views=False) for parts in present.values()]
             targets = [(t.quoted, owned_sequences(con, t))
-                       for t in referencing_first(tables, references(con))]
+                       for t in referencing_first(relations, references(con))]
         else:
             targets = [(".".join(dialect.quoted(p) for p in parts), [])
                        for parts in present.values()]

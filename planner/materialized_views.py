@@ -26,10 +26,12 @@ Contract:
 
 DROP TABLE or DROP VIEW of one is 42809, as there (`existence`).
 
+DROP TABLE or DROP VIEW of what its query reads is 2BP01, or drops it too under CASCADE
+(`view_dependencies`).
+
 Differences from PostgreSQL: an unpopulated one is refused where a statement names it, also in
 a CTE the query never reads (PostgreSQL refuses the scan, so only where it runs), and read as
-empty through a view over it; the tables its query reads may be dropped (DuckDB tracks no view's
-dependencies).
+empty through a view over it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
-from heron.planner import copy_statement, dialect, existence, truncate
+from heron.planner import copy_statement, dialect, existence, truncate, view_dependencies
 from heron.planner.column_origins import Relations
 from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
@@ -59,7 +61,7 @@ _REFRESH = re.compile(
     r"(?:\s+WITH\s+(?P<no>NO\s+)?DATA)?\s*;?\s*$", re.IGNORECASE)
 _DROP = re.compile(
     rf"^\s*DROP\s+MATERIALIZED\s+VIEW\s+(?P<exists>IF\s+EXISTS\s+)?(?P<names>{_NAME}"
-    rf"(?:\s*,\s*{_NAME})*)\s*(?:CASCADE|RESTRICT)?\s*;?\s*$", re.IGNORECASE)
+    rf"(?:\s*,\s*{_NAME})*)\s*(?P<behaviour>CASCADE|RESTRICT)?\s*;?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Refresh:
 class Drop:
     names: tuple[tuple[str, ...], ...]
     if_exists: bool
+    cascade: bool
     verb: str = "DROP MATERIALIZED VIEW"
 
 
@@ -96,7 +99,8 @@ def read(sql: str) -> Create | Refresh | Drop | None:
         return Refresh(existence.name_parts(m["name"]), not m["no"], bool(m["concurrently"]))
     if m := _DROP.match(sql):
         names = re.findall(_NAME, m["names"])
-        return Drop(tuple(existence.name_parts(n) for n in names), bool(m["exists"]))
+        return Drop(tuple(existence.name_parts(n) for n in names), bool(m["exists"]),
+                    (m["behaviour"] or "").upper() == "CASCADE")
     return None
 
 
@@ -168,9 +172,9 @@ def run(con: duckdb.DuckDBPyConnection, command: Create | Refresh | Drop,
                 if command.concurrently and not _populated(con, view):
                     raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "CONCURRENTLY cannot be used "
                                    "when the materialized view is not populated")
-                con.execute(f"DELETE FROM {table}")
+                con.execute(f"DELETE FROM {table.quoted}")
                 if command.data:
-                    con.execute(f"INSERT INTO {table} SELECT * FROM {view}")
+                    con.execute(f"INSERT INTO {table.quoted} SELECT * FROM {view}")
                 _mark(con, view, command.data)
                 return Result(command.verb, None, None)
             return _drop(con, command)
@@ -208,8 +212,10 @@ def _drop(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
             if not (drop.if_exists and error.sqlstate is SqlState.UNDEFINED_TABLE):
                 raise
             notices.append(f'materialized view "{parts[-1]}" does not exist, skipping')
+    notices.extend(view_dependencies.clear(
+        con, [(table, view_dependencies.MATERIALIZED) for table, _ in found], drop.cascade))
     for table, view in found:
-        con.execute(f"DROP TABLE {table}")
+        con.execute(f"DROP TABLE {table.quoted}")
         con.execute(f"DROP VIEW {view}")
     return Result(drop.verb, None, None, notices=tuple(notices))
 
@@ -232,8 +238,8 @@ def _populated(con: duckdb.DuckDBPyConnection, view: str) -> bool:
 
 
 def _names(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], noun: str,
-           not_one: SqlState = SqlState.WRONG_OBJECT_TYPE) -> tuple[str, str]:
-    """The table and the query's view of the materialized view `name`, quoted; 42P01 when no
+           not_one: SqlState = SqlState.WRONG_OBJECT_TYPE) -> tuple[existence.Relation, str]:
+    """The table and the query's view (quoted) of the materialized view `name`; 42P01 when no
     relation has the name (the `noun` does not exist), `not_one` when it is no materialized
     view."""
     try:
@@ -245,4 +251,4 @@ def _names(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], noun: str,
         raise SqlError(not_one, f'"{name[-1]}" is not a materialized view',
                        hint="Use DROP TABLE to remove a table." if (
                            not_one is SqlState.WRONG_OBJECT_TYPE) else None)
-    return relation.quoted, ".".join(dialect.quoted(p) for p in view)
+    return relation, ".".join(dialect.quoted(p) for p in view)

@@ -293,6 +293,17 @@ CASES = {
         "DROP MATERIALIZED VIEW IF EXISTS x_nope, x_mv2", "DROP MATERIALIZED VIEW x_mv2",
         "DROP MATERIALIZED VIEW x_t", "DROP TABLE x_mv", "DROP VIEW x_mv",
         "DROP MATERIALIZED VIEW x_mv", "DROP TABLE x_t"),
+    "view_dependencies": (
+        "CREATE TABLE x_vt (a int)", "CREATE TABLE x_vu (a int)",
+        "CREATE VIEW x_vv AS SELECT * FROM x_vt", "CREATE VIEW x_vw AS SELECT * FROM x_vv "
+        "JOIN public.x_vu USING (a)", "CREATE MATERIALIZED VIEW x_vm AS SELECT a FROM x_vu",
+        "CREATE VIEW x_vc (b) AS WITH x_vt AS (SELECT 1) SELECT * FROM x_vt",
+        "DROP TABLE x_vt", "DROP TABLE IF EXISTS x_vu RESTRICT", "DROP VIEW x_vv",
+        "DROP VIEW x_vw, x_vv", "CREATE VIEW x_vv AS SELECT * FROM x_vt",
+        "CREATE VIEW x_vw AS SELECT * FROM x_vv", "DROP TABLE x_vt CASCADE",
+        "CREATE VIEW x_vx AS SELECT * FROM x_vm", "DROP MATERIALIZED VIEW x_vm",
+        "DROP MATERIALIZED VIEW x_vm CASCADE", "DROP TABLE x_vu CASCADE",
+        "SELECT relname FROM pg_class WHERE relname LIKE 'x_v%' ORDER BY 1", "DROP VIEW x_vc"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
         "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
         "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",
