@@ -3,11 +3,12 @@
 Contract: `MACROS` — PostgreSQL's session functions (`pg_catalog_functions.SESSION_MACROS`:
 version(), current_user, current_setting(), quote_ident(), ...), the stand-ins of AI calls in
 stored views (`views.MACROS`) and the cast to text that prints intervals as PostgreSQL does
-(`pg_interval.MACROS`) — depend on no session: what differs between sessions they read
+(`pg_text.MACROS`) — depend on no session: what differs between sessions they read
 from the session variable that `pg_catalog.publish_settings` sets. So they are created once per
 process, in a DuckDB file that `attach(con)` attaches READ_ONLY to `con`'s database as
-`SHARED_DATABASE` (once per database; `attached` tells), and `use(con)` puts its schema last on a
-connection's search path — a new session pays for no macro (~10 ms when each created its own).
+`SHARED_DATABASE` (once per database, through a hard link of its own; `attached` tells), and
+`use(con)` puts its schema last on a connection's search path — a new session pays for no macro
+(~10 ms when each created its own).
 
 The macros live in their own schema, `heron_macros`, not in the shared database's `main`: DuckDB
 reads a schema-qualified name (`main.x`) in the first search-path entry of that schema, so with
@@ -28,6 +29,8 @@ replaces the search path is followed by `use` (`heron.server.session`).
 from __future__ import annotations
 
 import atexit
+import itertools
+import os
 import shutil
 import tempfile
 import threading
@@ -36,7 +39,7 @@ from pathlib import Path
 import duckdb
 from duckdb import _seam
 
-from heron.planner import pg_interval, views
+from heron.planner import pg_text, views
 from heron.planner.pg_catalog_functions import (
     SESSION_MACROS,
     SHARED_DATABASE,
@@ -44,13 +47,14 @@ from heron.planner.pg_catalog_functions import (
     create_macro,
 )
 
-MACROS: Macros = {**SESSION_MACROS, **views.MACROS, **pg_interval.MACROS}
+MACROS: Macros = {**SESSION_MACROS, **views.MACROS, **pg_text.MACROS}
 # Not `main`: a qualified `main.x` must keep naming the user's database's `main` (see above).
 MACRO_SCHEMA = "heron_macros"
 SHARED_SCHEMA = f"{SHARED_DATABASE}.{MACRO_SCHEMA}"
 
 _lock = threading.Lock()
 _file: Path | None = None
+_links = itertools.count()  # names the links to `_file` (`attach`)
 
 
 def _macros_file() -> Path:
@@ -74,8 +78,23 @@ def _macros_file() -> Path:
 
 
 def attach(con: duckdb.DuckDBPyConnection) -> None:
-    """Attach the macros to `con`'s database (all its connections), if not yet."""
-    path = str(_macros_file()).replace("'", "''")
+    """Attach the macros to `con`'s database (all its connections), if not yet, each database
+    through a path of its own: a hard link to the process's file.
+
+    Why: DuckDB keeps one entry per attached file path for the whole process, shared by the
+    databases that attach it. A database attaching a path another one was detaching (a closed
+    in-memory database of an earlier session or test) could claim that database's entry for
+    reuse, and DuckDB 2.0.1 then spun in ATTACH forever waiting for the claim to be released
+    (seen twice in CI, once here: `tests/support/hang_watch.py`'s native stacks)."""
+    if attached(con):
+        return
+    master = _macros_file()
+    link = master.with_name(f"{master.stem}-{next(_links)}{master.suffix}")
+    try:
+        os.link(master, link)
+    except OSError:  # (a file system without hard links)
+        shutil.copyfile(master, link)
+    path = str(link).replace("'", "''")
     con.execute(f"ATTACH IF NOT EXISTS '{path}' AS {SHARED_DATABASE} (READ_ONLY)")
 
 
