@@ -11,7 +11,8 @@ column or cast: 1043 with typmod n + 4; numeric(p, s): 1700 with typmod ((p << 1
 type, whose text values are single characters). `NO_ORIGIN` is a computed column's.
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs, columns,
 declared types as the catalog shim's pg_attribute tells them; a view's declared types follow its
-definition; `temporal`, those with an interval, timestamp or time column) in three scans of
+definition; `texted_otherwise`, those with a column DuckDB's cast to text may print otherwise
+than PostgreSQL: an interval, a timestamp or time, an array) in three scans of
 DuckDB's catalog; `Relations.named(sql, keys)` tells whether a statement names one of them.
 `origins(sql, relations)` resolves a query's (or a RETURNING clause's) result columns
 (PostgreSQL text as the client sent it, read as `dialect.PostgresSql` reads it); None when it
@@ -111,8 +112,9 @@ _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETUR
                                r"\bAS\b|\(|\bCASE\b|\[|~|#|'|\bcurrent_|\b(?:session_)?user\b",
                                re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
-# DuckDB's types of the values that are, or subtract to, intervals.
-_TEMPORAL = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)")  # TIMESTAMP_NS, TIME WITH ...
+# DuckDB's types of the values that are, or subtract to, intervals (TIMESTAMP_NS, TIME WITH
+# ...), and of lists (INTEGER[], INTEGER[3]).
+_TEXTED_OTHERWISE = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)|\]$")
 
 
 # (values' type, declared type): the declared types a column may be announced as, its values
@@ -196,8 +198,9 @@ class Relations:
     by_name: dict[tuple[str, str], Columns]
     path: tuple[str, ...]
     # Those with a column whose values are, or subtract to, an interval (interval, timestamp,
-    # time): a cast to text over them may print an interval (`pg_semantics`).
-    temporal: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    # time), or are arrays: a cast to text over them may print what DuckDB prints otherwise
+    # than PostgreSQL (`pg_semantics`, `pg_text`).
+    texted_otherwise: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     # The materialized views (`materialized_views`), each with whether it holds its rows.
     materialized: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
 
@@ -255,8 +258,8 @@ class Relations:
         for oid, temporary, schema, name, column, attnum, data_type in (
                 con.execute(_COLUMNS).fetchall()):
             key = ("" if temporary else schema.lower(), name.lower())
-            if _TEMPORAL.match(data_type):
-                relations.temporal.add(key)
+            if _TEXTED_OTHERWISE.search(data_type):
+                relations.texted_otherwise.add(key)
             if oid in view_sql:
                 views.setdefault(key, (oid, [], view_sql[oid]))[1].append(column.lower())
             else:

@@ -49,6 +49,7 @@ from heron.planner import (
     pg_interval,
     pg_jsonb,
     pg_similar,
+    pg_text,
     pg_to_char,
     pg_to_date,
     pg_viewdef,
@@ -195,6 +196,7 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
     con.create_function(pg_to_date.TIMESTAMP_FUNCTION, carrying(pg_to_date.to_timestamp, 2),
                         ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
     pg_interval.register(con)
+    pg_text.register(con)
     pg_jsonb.register(con)
     pg_similar.register(con)
 

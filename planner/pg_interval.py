@@ -12,11 +12,7 @@ Contract:
 - `fraction(micros)` is the fractional seconds PostgreSQL prints after a time of day: `.5` for
   500000 microseconds, nothing for none.
 - `FUNCTION` is `text` as the DuckDB function `register(con)` registers (INTERVAL -> VARCHAR,
-  over Arrow's month_day_nano values); `TEXT_MACRO` is the macro (`MACROS`, a session macro of
-  `pg_catalog_functions`) that `pg_semantics.rewrite` puts in place of a cast to text whose
-  operand may be an interval: `FUNCTION` of an interval, DuckDB's cast of anything else.
-  DuckDB binds `typeof(x)` to a constant and folds the CASE on it, so the macro costs a
-  statement nothing where its operand is not an interval.
+  over Arrow's month_day_nano values), which `pg_text.TEXT_MACRO` calls for an interval.
 """
 
 from __future__ import annotations
@@ -25,13 +21,6 @@ import duckdb
 import pyarrow as pa
 
 FUNCTION = "heron_interval_out"
-TEXT_MACRO = "heron_text"
-# A cast of an interval goes through DuckDB's text and back to reach FUNCTION: the branch is
-# bound for every operand type, and only text has a cast to INTERVAL (DuckDB's text of an
-# interval reads back the same).
-MACROS = {TEXT_MACRO: (("heron_x", "CASE WHEN typeof(heron_x) = 'INTERVAL' THEN "
-                                   f"{FUNCTION}(CAST(CAST(heron_x AS VARCHAR) AS INTERVAL)) "
-                                   "ELSE CAST(heron_x AS VARCHAR) END"),)}
 
 
 def fraction(micros: int) -> str:

@@ -121,12 +121,13 @@ Contract:
     `integer`, as PostgreSQL's do (DuckDB's return BIGINT), and `octet_length` counts a text's
     UTF-8 bytes too (DuckDB's takes only BLOB and BIT: on text, or on an unknown literal, it
     fails to bind).
-  * what turns an interval into text prints it as PostgreSQL's interval_out does
-    (`pg_interval.TEXT_MACRO`; DuckDB's cast prints `-1 day`, `2 months`): a cast to text or
-    varchar of anything but a constant, each argument of concat and concat_ws, and an operand
-    of `||` that is an interval by its syntax; only in a statement that turns something into
-    text and names an interval (or a timestamp or time, which subtract to one) or a relation
-    with such a column (`Relations.temporal`).
+  * what turns an interval or an array into text prints it as PostgreSQL's interval_out and
+    array_out do (`pg_text.TEXT_MACRO`; DuckDB's cast prints `-1 day`, `2 months`, `[1, 2]`):
+    a cast to text or varchar of anything but a constant, each argument of concat and
+    concat_ws, and an operand of `||` that is an interval by its syntax; only in a statement
+    that turns something into text and names an interval (or a timestamp or time, which
+    subtract to one), an array, or a relation with such a column
+    (`Relations.texted_otherwise`).
   A rewrite never copies an AI call (each copy would be asked). Statements with AI functions are
   printed back in Heron's dialect for the AI planner; the others in DuckDB's.
 - `pg_format(template, args)`: PostgreSQL's format() with a constant template, as the
@@ -167,10 +168,10 @@ from heron.planner import (
     column_origins,
     dialect,
     jsonb_storage,
-    pg_interval,
     pg_jsonb,
     pg_regexp,
     pg_similar,
+    pg_text,
     pg_to_char,
     pg_to_date,
 )
@@ -226,8 +227,8 @@ _ARRAY_WORDS = re.compile(r"\barray|_to_array\b|regexp_match|\[\s*\]", re.IGNORE
 
 
 # What turns a value into text (a cast, concat, format, `||`), and the words of what may be an
-# interval where no relation's column is one (`Relations.temporal`): only with both may a
-# statement print an interval as text (`_interval_texts`).
+# interval (or an array: `_ARRAY_WORDS`) where no relation's column is one
+# (`Relations.texted_otherwise`): only with both may a statement print one as text (`_texts`).
 _TO_TEXT = re.compile(r"::\s*(?:text|varchar|character\s+varying)\b|"
                       r"\bAS\s+(?:text|varchar|character\s+varying)\s*[()]|"
                       r"\b(?:concat(?:_ws)?|format)\s*\(|\|\|", re.IGNORECASE)
@@ -245,16 +246,17 @@ def _concatenates_arrays(sql: str) -> bool:
     return _ARRAY_CONCATENATION.search(sql) is not None and _ARRAY_WORDS.search(sql) is not None
 
 
-def _may_print_intervals(sql: str,
+def _may_print_otherwise(sql: str,
                          relations: Relations | Callable[[], Relations] | None) -> bool:
-    """Whether `sql` may turn an interval into text: it turns something into text, and names an
-    interval (or what subtracts to one) or a relation with such a column."""
+    """Whether `sql` may turn an interval or an array into text: it turns something into text,
+    and names an interval (or what subtracts to one), an array, or a relation with such a
+    column."""
     if _TO_TEXT.search(sql) is None:
         return False
-    if _INTERVAL_WORDS.search(sql) is not None:
+    if _INTERVAL_WORDS.search(sql) is not None or _ARRAY_WORDS.search(sql) is not None:
         return True
     found = relations() if callable(relations) else relations
-    return found is not None and found.named(sql, found.temporal)
+    return found is not None and found.named(sql, found.texted_otherwise)
 
 
 def _operator(sql: str, characters: str) -> bool:
@@ -282,8 +284,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
     relations the statement may read."""
-    intervals = _may_print_intervals(sql, relations)
-    tree = _parsed(sql, _TRIGGER, intervals or _operator(sql, "?#^")
+    texts = _may_print_otherwise(sql, relations)
+    tree = _parsed(sql, _TRIGGER, texts or _operator(sql, "?#^")
                    or _SELECT_INTO.match(sql) is not None
                    or _ORDER_USING.search(sql) is not None
                    or _concatenates_arrays(sql)
@@ -317,8 +319,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations))
-    if intervals:  # last: the casts to text the rewrites above made are seen too
-        rewritten += _interval_texts(tree)
+    if texts:  # last: the casts to text the rewrites above made are seen too
+        rewritten += _texts(tree)
     return _printed(tree) if rewritten else sql
 
 
@@ -409,12 +411,12 @@ def _interval_operand(node: exp.Expression) -> bool:
         _INTERVAL_FUNCTIONS)
 
 
-def _interval_texts(tree: exp.Expression) -> list[exp.Expression]:
-    """What turns an interval into text, as `pg_interval.TEXT_MACRO` of it: DuckDB's cast
-    prints intervals otherwise than PostgreSQL (`-1 day`, `2 months`). That is each cast to text
-    (or varchar) of what may be an interval, each argument of concat and concat_ws (which cast
-    theirs to text), and each operand of `||` that is an interval by its syntax (only its type
-    would tell of a column, and `||` of lists must stay theirs). The operands changed."""
+def _texts(tree: exp.Expression) -> list[exp.Expression]:
+    """What turns an interval or an array into text, as `pg_text.TEXT_MACRO` of it: DuckDB's
+    cast prints them otherwise than PostgreSQL (`-1 day`, `2 months`, `[1, 2]`). That is each
+    cast to text (or varchar) of what may be one, each argument of concat and concat_ws (which
+    cast theirs to text), and each operand of `||` that is an interval by its syntax (only its
+    type would tell of a column, and `||` of lists must stay theirs). The operands changed."""
     operands = [cast.this for cast in tree.find_all(exp.Cast)
                 if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES | {_T.TEXT}
                 and not cast.to.expressions]
@@ -428,11 +430,11 @@ def _interval_texts(tree: exp.Expression) -> list[exp.Expression]:
             continue
         cast = operand.parent
         if isinstance(cast, exp.Cast) and cast.this is operand:
-            cast.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
+            cast.replace(exp.Anonymous(this=pg_text.TEXT_MACRO, expressions=[operand]))
         else:  # the holder first: `operand` moves into the call taking its place
             holder = exp.null()
             operand.replace(holder)
-            holder.replace(exp.Anonymous(this=pg_interval.TEXT_MACRO, expressions=[operand]))
+            holder.replace(exp.Anonymous(this=pg_text.TEXT_MACRO, expressions=[operand]))
         changed.append(operand)
     return changed
 

@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from heron.planner import pg_interval, pg_jsonb, pg_types
+from heron.planner import pg_interval, pg_jsonb, pg_text, pg_types
 from heron.planner.column_origins import wire_type
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_types import (
@@ -378,15 +378,6 @@ def _timestamps_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     return out
 
 
-def _array_element_text(text: str | None) -> str:
-    """One element of an array literal, quoted the way PostgreSQL's array_out quotes it."""
-    if text is None:
-        return "NULL"
-    if text == "" or text.upper() == "NULL" or any(c in text for c in '{},"\\ \t\n\r\v\f'):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return text
-
-
 def _lists_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
     if isinstance(a, pa.FixedSizeListArray) or not hasattr(a, "offsets"):
         a = a.cast(pa.list_(a.type.value_type))
@@ -402,7 +393,7 @@ def _lists_text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         items = elements[offsets[i] : offsets[i + 1]]
         # Inner arrays are already brace-delimited; quoting them would turn them into strings.
         rendered = (("NULL" if v is None else v) for v in items) if nested else (
-            _array_element_text(v) for v in items)
+            pg_text.element_text(v) for v in items)
         out.append("{" + ",".join(rendered) + "}")
     return out
 

@@ -236,6 +236,16 @@ CASES: tuple[Case, ...] = (
          setup=_table("w_iv", "id integer, d interval, t0 timestamp, t1 timestamp",
                       "(1, '-1 day -03:00:00', '2020-01-01', '2020-01-02 01:00')",
                       "(2, '1 year 2 mons', '2020-01-03', '2020-01-01')", "(3, NULL, NULL, NULL)")),
+    # arrays turned into text as array_out prints them (braces, t/f, quoted when they must be)
+    Case("array_text", "SELECT ARRAY[1, 2]::text AS a, CAST(ARRAY['a', 'b c'] AS varchar) AS b, "
+         "ARRAY[ARRAY[1, 2], ARRAY[3, 4]]::text AS c, ARRAY[NULL, 'a\"b', '', 'null', "
+         "'x\\y']::text AS d, ARRAY[]::int[]::text AS e, ARRAY[true, false]::text AS f, "
+         "format('%s', ARRAY[1, 2]) AS g, concat('a', ARRAY[1, 2]) AS h"),
+    Case("array_column_text", "SELECT id, tags::text, ds::text, 'x' || tags::text AS s FROM w_at "
+         "WHERE tags::text LIKE '{a%' ORDER BY id",
+         setup=_table("w_at", "id integer, tags text[], ds date[]",
+                      "(1, '{a,\"b c\"}', '{2020-01-01,NULL}')", "(2, '{z}', '{}')",
+                      "(3, '{a}', NULL)")),
     Case("interval_text_aggregate", "SELECT string_agg(x::text, ';' ORDER BY n) AS s FROM "
          "(VALUES (1, interval '-1 day'), (2, interval '1 mon -2 days 3 hours')) v(n, x)"),
     Case("interval_concatenation", "SELECT interval '-1 day' || 'x' AS a, 'y' || x::interval AS b, "

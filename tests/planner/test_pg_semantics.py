@@ -15,6 +15,7 @@ from heron.planner import (
     pg_interval,
     pg_jsonb,
     pg_semantics,
+    pg_text,
     pg_to_char,
     pg_types,
 )
@@ -448,7 +449,8 @@ def test_select_into_is_create_table_as():
 
 def test_intervals_turned_into_text_read_as_postgresql_prints_them(con):
     pg_interval.register(con)
-    for name, overloads in pg_interval.MACROS.items():
+    pg_text.register(con)
+    for name, overloads in pg_text.MACROS.items():
         con.execute(create_macro(name, overloads))
     assert one(con, "SELECT (interval '-1 day -3 hours')::text, "
                     "concat(interval '1 year 2 mons', '|', 1), interval '-1 mon' || '', "
@@ -456,10 +458,11 @@ def test_intervals_turned_into_text_read_as_postgresql_prints_them(con):
         ("-1 days -03:00:00", "1 year 2 mons|1", "-1 mons", "1 day", "1", "a")]
 
 
-def test_only_statements_that_may_turn_an_interval_into_text_are_parsed_for_it():
+def test_only_statements_that_may_turn_an_interval_or_array_into_text_are_parsed_for_it():
     relations = column_origins.Relations({("main", "t"): (), ("main", "e"): ()}, ("main",),
-                                         temporal={("main", "e")})
+                                         texted_otherwise={("main", "e")})
     for sql in ("SELECT name::text FROM t", "SELECT 'a' || name FROM t", "SELECT d FROM e"):
         assert pg_semantics.rewrite(sql, relations) is sql
-    for sql in ("SELECT d::text FROM e", "SELECT concat(now() - ts) FROM t"):
-        assert pg_interval.TEXT_MACRO in pg_semantics.rewrite(sql, relations).lower()
+    for sql in ("SELECT d::text FROM e", "SELECT concat(now() - ts) FROM t",
+                "SELECT string_to_array(name, ',')::text FROM t"):
+        assert pg_text.TEXT_MACRO in pg_semantics.rewrite(sql, relations).lower()

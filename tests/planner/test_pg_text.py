@@ -1,0 +1,33 @@
+"""`pg_text`: PostgreSQL's text of arrays (array_out), and the macro DuckDB runs for a cast to
+text of an interval, an array or anything else."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from heron.planner import pg_catalog, pg_text
+
+
+@pytest.mark.parametrize(("value_json", "text"), [
+    ("[1,2]", "{1,2}"), ("[]", "{}"), ("[[1,2],[3]]", "{{1,2},{3}}"),
+    ('["a","b c",null,"","NULL","q\\"","x\\\\y","{,}"]',
+     '{a,"b c",NULL,"","NULL","q\\"","x\\\\y","{,}"}'),
+    ("[true,false,null]", "{t,f,NULL}"), ("[1.50,2.0,1e300]", "{1.50,2.0,1e300}"),
+    ("[NaN,Infinity,-Infinity]", "{NaN,Infinity,-Infinity}"),
+    ('[{"a":1,"b":"x y","c":null}]', '{"(1,\\"x y\\",)"}'),
+    ('["2020-01-01 10:00:00"]', '{"2020-01-01 10:00:00"}'),
+])
+def test_array_text_is_array_out_s(value_json, text):
+    assert pg_text.array_text(value_json) == text
+
+
+def test_the_macro_prints_arrays_and_intervals_as_postgresql_and_the_rest_as_duckdb():
+    con = duckdb.connect()
+    pg_catalog.Catalog(con, "alice", "16.4")  # registers the functions and shared macros
+    assert con.execute(
+        f"SELECT {pg_text.TEXT_MACRO}([1, NULL]), {pg_text.TEXT_MACRO}([[true], []]), "
+        f"{pg_text.TEXT_MACRO}(['a b']::VARCHAR[1]), {pg_text.TEXT_MACRO}(INTERVAL 25 HOUR), "
+        f"{pg_text.TEXT_MACRO}(1.5), {pg_text.TEXT_MACRO}(NULL::INT[]), "
+        f"{pg_text.TEXT_MACRO}('x')").fetchall() == [
+        ("{1,NULL}", "{{t},{}}", '{"a b"}', "25:00:00", "1.5", None, "x")]
