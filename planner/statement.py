@@ -601,35 +601,47 @@ def run(
     return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
 
 
-_KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\(|^Key \((?P<values>.*)\) already exists\.$")
+_KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\((?P<key>.*)\)|"
+                         r"^Key \((?P<values>.*)\) already exists\.$")
 
 
 def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError) -> SqlError:
-    """A unique violation of the table `sql` writes, naming its constraint as PostgreSQL does
-    (`t_pkey`, DuckDB's `t_v_key` of a UNIQUE column) and the key's columns, where DuckDB's
-    message names neither (`errors`): the constraint over the key's columns, or the table's one
-    unique constraint (of as many columns as the key has values). `error` unchanged otherwise."""
+    """A unique or foreign key violation of the table `sql` writes, worded as PostgreSQL words
+    it, where DuckDB's message names neither the constraint nor the table (`errors`): a unique
+    violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a UNIQUE column: the one
+    over the key's columns, or the table's one unique constraint of as many columns as the key
+    has values) and the key's columns; a foreign key violation names the constraint (as the
+    catalog does: `<table>_<columns>_fkey`) and both tables, and its key by the columns of the
+    side PostgreSQL names (DuckDB names the other's). `error` unchanged otherwise."""
     detail = _KEY_DETAIL.match(error.detail or "")
-    if error.sqlstate is not SqlState.UNIQUE_VIOLATION or detail is None:
+    if error.sqlstate not in (SqlState.UNIQUE_VIOLATION, SqlState.FOREIGN_KEY_VIOLATION) or (
+            detail is None):
         return error
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except (SqlglotError, TokenError, ValueError):
         return error
-    target = tree.this if isinstance(tree, exp.Insert | exp.Update) else None
+    target = tree.this if isinstance(tree, exp.Insert | exp.Update | exp.Delete) else None
     target = target.this if isinstance(target, exp.Schema) else target
     if not isinstance(target, exp.Table):
         return error
     try:  # (on a cursor of its own: the error may have aborted the statement's transaction)
         with con.cursor() as cursor:
-            rows = cursor.execute(
-                "SELECT CASE constraint_type WHEN 'PRIMARY KEY' THEN table_name || '_pkey' "
-                "ELSE constraint_name END, constraint_column_names FROM duckdb_constraints() "
-                "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND table_name = ? "
-                "AND (? IS NULL OR schema_name = ?)",
-                [target.name, target.db or None, target.db or None]).fetchall()
+            if error.sqlstate is SqlState.UNIQUE_VIOLATION:
+                return _unique_named(cursor, target, detail, error)
+            return _foreign_key_named(cursor, target, detail, error)
     except duckdb.Error:
         return error
+
+
+def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: re.Match[str],
+                  error: SqlError) -> SqlError:
+    rows = cursor.execute(
+        "SELECT CASE constraint_type WHEN 'PRIMARY KEY' THEN table_name || '_pkey' "
+        "ELSE constraint_name END, constraint_column_names FROM duckdb_constraints() "
+        "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND table_name = ? "
+        "AND (? IS NULL OR schema_name = ?)",
+        [target.name, target.db or None, target.db or None]).fetchall()
     if detail["columns"] is not None:
         rows = [row for row in rows if ", ".join(row[1]) == detail["columns"]]
     elif len(rows) > 1:  # the constraints of as many columns as the key has values
@@ -641,6 +653,37 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError)
     if detail["values"] is not None:
         found.detail = f"Key ({', '.join(columns)})=({detail['values']}) already exists."
     return found
+
+
+def _foreign_key_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table,
+                       detail: re.Match[str], error: SqlError) -> SqlError:
+    """DuckDB names the referenced columns of a missing key, the referencing ones of a key
+    still referenced; PostgreSQL the other way round, and the constraint and the tables."""
+    referencing = error.message.startswith("insert or update")
+    # (the table written: the referencing one of a missing key, else the referenced one)
+    rows = cursor.execute(
+        "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names "
+        "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' AND "
+        f"{'table_name' if referencing else 'referenced_table'} = ? AND "
+        "(? IS NULL OR schema_name = ?)",
+        [target.name, target.db or None, target.db or None]).fetchall()
+    rows = [row for row in rows
+            if ", ".join(row[3] if referencing else row[1]) == detail["columns"]]
+    if len(rows) != 1:
+        return error
+    table, columns, referenced, referenced_columns = rows[0]
+    name = f"{table}_{'_'.join(columns)}_fkey"
+    if referencing:
+        return dataclasses.replace(
+            error, message=f'insert or update on table "{table}" violates foreign key '
+                           f'constraint "{name}"',
+            detail=f'Key ({", ".join(columns)})=({detail["key"]}) is not present in table '
+                   f'"{referenced}".')
+    return dataclasses.replace(
+        error, message=f'update or delete on table "{referenced}" violates foreign key '
+                       f'constraint "{name}" on table "{table}"',
+        detail=f'Key ({", ".join(referenced_columns)})=({detail["key"]}) is still referenced '
+               f'from table "{table}".')
 
 
 def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None

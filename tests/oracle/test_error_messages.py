@@ -17,6 +17,11 @@ pytestmark = pytest.mark.timeout(60)
 _KEYED = ("DROP TABLE IF EXISTS e_keyed",
           "CREATE TABLE e_keyed (a int, b int, c text UNIQUE, PRIMARY KEY (a, b))",
           "INSERT INTO e_keyed VALUES (1, 2, 'x')")
+_REFERENCED = ("DROP TABLE IF EXISTS e_child", "DROP TABLE IF EXISTS e_parent",
+               "CREATE TABLE e_parent (id int PRIMARY KEY, k int, u int, UNIQUE (k, u))",
+               "CREATE TABLE e_child (id int, p int REFERENCES e_parent (id), a int, b int, "
+               "FOREIGN KEY (a, b) REFERENCES e_parent (k, u))",
+               "INSERT INTO e_parent VALUES (5, 1, 2)", "INSERT INTO e_child VALUES (1, 5, 1, 2)")
 CASES = {
     "division_by_zero": ((), "SELECT 1 / 0"),
     "numeric_field_overflow": ((), "SELECT 123.45::numeric(4, 2)"),
@@ -29,6 +34,9 @@ CASES = {
     "unique_in_one_statement": (_KEYED, "INSERT INTO e_keyed VALUES (5, 6, 'z'), (7, 8, 'z')"),
     "unique_update": (_KEYED + ("INSERT INTO e_keyed VALUES (3, 4, 'y')",),
                       "UPDATE e_keyed SET c = 'x' WHERE a = 3"),
+    "foreign_key_missing": (_REFERENCED, "INSERT INTO e_child VALUES (2, 6, NULL, NULL)"),
+    "foreign_key_missing_pair": (_REFERENCED, "UPDATE e_child SET b = 3"),
+    "foreign_key_still_referenced": (_REFERENCED, "DELETE FROM e_parent WHERE id = 5"),
     "not_null": (("DROP TABLE IF EXISTS e_required",
                   "CREATE TABLE e_required (a int NOT NULL)"),
                  "INSERT INTO e_required VALUES (NULL)"),

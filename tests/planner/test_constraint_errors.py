@@ -1,0 +1,41 @@
+"""Constraint violations worded as PostgreSQL words them (`statement._constraint_named`): the
+constraint's name, the tables, the key's columns of the side PostgreSQL names. (The differential
+suite, tests/oracle/test_error_messages.py, holds the same cases against PostgreSQL 15.)"""
+
+from __future__ import annotations
+
+import pytest
+from support.planning import run
+
+from heron.planner.errors import SqlError
+
+
+@pytest.fixture
+def keyed(planner):
+    for sql in ("CREATE TABLE parent (id int PRIMARY KEY, k int, u int, UNIQUE (k, u))",
+                "CREATE TABLE child (id int, p int REFERENCES parent (id), a int, b int, "
+                "FOREIGN KEY (a, b) REFERENCES parent (k, u))",
+                "INSERT INTO parent VALUES (5, 1, 2)", "INSERT INTO child VALUES (1, 5, 1, 2)"):
+        run(planner, sql)
+    return planner
+
+
+@pytest.mark.parametrize(("sql", "sqlstate", "message", "detail"), [
+    ("INSERT INTO parent VALUES (5, 3, 4)", "23505",
+     'duplicate key value violates unique constraint "parent_pkey"',
+     "Key (id)=(5) already exists."),
+    ("INSERT INTO child VALUES (2, 6, NULL, NULL)", "23503",
+     'insert or update on table "child" violates foreign key constraint "child_p_fkey"',
+     'Key (p)=(6) is not present in table "parent".'),
+    ("UPDATE main.child SET b = 3", "23503",
+     'insert or update on table "child" violates foreign key constraint "child_a_b_fkey"',
+     'Key (a, b)=(1, 3) is not present in table "parent".'),
+    ("DELETE FROM parent", "23503",
+     'update or delete on table "parent" violates foreign key constraint "child_p_fkey" on '
+     'table "child"', 'Key (id)=(5) is still referenced from table "child".'),
+])
+def test_violations_name_the_constraint_and_tables(keyed, sql, sqlstate, message, detail):
+    with pytest.raises(SqlError) as info:
+        run(keyed, sql)
+    error = info.value
+    assert (error.sqlstate.value, error.message, error.detail) == (sqlstate, message, detail)
