@@ -656,14 +656,18 @@ def _declared(to: exp.DataType) -> Origin:
     return NO_ORIGIN
 
 
+# The catalog's column types sent as declared, not as their values' DuckDB type (text).
+_CATALOG_DECLARED = {"char": CHAR.oid, "name": NAME.oid}
+
+
 def _catalog_relations() -> dict[str, Columns]:
     """The catalog shim's relations by name: a catalog table's columns read its fixed OID and
-    attnum (a view's OID is its session's: none), `"char"` columns declared so."""
+    attnum (a view's OID is its session's: none), `"char"` and `name` columns declared so."""
     catalog = {}
     for relation in RELATIONS:
         oid = relation.oid or 0
         catalog[relation.name] = tuple(
-            (name, Origin(oid, i + 1 if oid else 0, CHAR.oid if pg_type == "char" else 0))
+            (name, Origin(oid, i + 1 if oid else 0, _CATALOG_DECLARED.get(pg_type, 0)))
             for i, (name, pg_type) in enumerate(relation.pg_columns()))
     return catalog
 

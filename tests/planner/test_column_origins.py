@@ -221,11 +221,11 @@ def test_a_column_is_announced_as_declared_only_where_it_encodes_alike():
 
 # -- the catalog shim's relations ---------------------------------------------------------------
 
-def test_catalog_columns_read_the_catalog_table_and_declare_char():
+def test_catalog_columns_read_the_catalog_table_and_declare_char_and_name():
     found = origins("SELECT t.typname, t.typtype, n.nspname FROM pg_catalog.pg_type t "
                     "JOIN pg_namespace n ON n.oid = t.typnamespace", lambda: pytest.fail(
                         "a catalog query needs no user relations"))
-    assert found == (Origin(1247, 2), Origin(1247, 7, 18), Origin(2615, 2))
+    assert found == (Origin(1247, 2, 19), Origin(1247, 7, 18), Origin(2615, 2, 19))
 
 
 def test_char_through_a_union_only_where_both_branches_are():
