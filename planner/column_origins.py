@@ -12,7 +12,7 @@ type, whose text values are single characters). `NO_ORIGIN` is a computed column
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs, columns,
 declared types as the catalog shim's pg_attribute tells them; a view's declared types follow its
 definition; `texted_otherwise`, those with a column DuckDB's cast to text may print otherwise
-than PostgreSQL: an interval, a timestamp or time, an array) in three scans of
+than PostgreSQL: an interval, a timestamp or time, an array, a float) in three scans of
 DuckDB's catalog; `Relations.named(sql, keys)` tells whether a statement names one of them.
 `origins(sql, relations)` resolves a query's (or a RETURNING clause's) result columns
 (PostgreSQL text as the client sent it, read as `dialect.PostgresSql` reads it); None when it
@@ -113,8 +113,8 @@ _MAY_HAVE_ORIGINS = re.compile(r"\bFROM\b|::|\bCAST\b|\bTABLE\b|\bjsonb_|\bRETUR
                                re.IGNORECASE)
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 # DuckDB's types of the values that are, or subtract to, intervals (TIMESTAMP_NS, TIME WITH
-# ...), and of lists (INTEGER[], INTEGER[3]).
-_TEXTED_OTHERWISE = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME)|\]$")
+# ...), of lists (INTEGER[], INTEGER[3]) and of floats.
+_TEXTED_OTHERWISE = re.compile(r"^(?:INTERVAL|TIMESTAMP|TIME|DOUBLE$|FLOAT$)|\]$")
 
 
 # (values' type, declared type): the declared types a column may be announced as, its values
@@ -198,8 +198,8 @@ class Relations:
     by_name: dict[tuple[str, str], Columns]
     path: tuple[str, ...]
     # Those with a column whose values are, or subtract to, an interval (interval, timestamp,
-    # time), or are arrays: a cast to text over them may print what DuckDB prints otherwise
-    # than PostgreSQL (`pg_semantics`, `pg_text`).
+    # time), or are arrays or floats: a cast to text over them may print what DuckDB prints
+    # otherwise than PostgreSQL (`pg_semantics`, `pg_text`).
     texted_otherwise: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     # The materialized views (`materialized_views`), each with whether it holds its rows.
     materialized: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)

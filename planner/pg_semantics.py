@@ -121,13 +121,13 @@ Contract:
     `integer`, as PostgreSQL's do (DuckDB's return BIGINT), and `octet_length` counts a text's
     UTF-8 bytes too (DuckDB's takes only BLOB and BIT: on text, or on an unknown literal, it
     fails to bind).
-  * what turns an interval or an array into text prints it as PostgreSQL's interval_out and
-    array_out do (`pg_text.TEXT_MACRO`; DuckDB's cast prints `-1 day`, `2 months`, `[1, 2]`):
-    a cast to text or varchar of anything but a constant, each argument of concat and
-    concat_ws, and an operand of `||` that is an interval by its syntax; only in a statement
-    that turns something into text and names an interval (or a timestamp or time, which
-    subtract to one), an array, or a relation with such a column
-    (`Relations.texted_otherwise`).
+  * what turns an interval, an array or a float into text prints it as PostgreSQL's
+    interval_out, array_out and float8out do (`pg_text.TEXT_MACRO`; DuckDB's cast prints
+    `-1 day`, `2 months`, `[1, 2]`, `2.0`): a cast to text or varchar of anything but a
+    constant, each argument of concat and concat_ws, and an operand of `||` that is an interval
+    or a float by its syntax; only in a statement that turns something into text and names an
+    interval (or a timestamp or time, which subtract to one), an array, a float, or a relation
+    with such a column (`Relations.texted_otherwise`).
   A rewrite never copies an AI call (each copy would be asked). Statements with AI functions are
   printed back in Heron's dialect for the AI planner; the others in DuckDB's.
 - `pg_format(template, args)`: PostgreSQL's format() with a constant template, as the
@@ -234,6 +234,11 @@ _TO_TEXT = re.compile(r"::\s*(?:text|varchar|character\s+varying)\b|"
                       r"\b(?:concat(?:_ws)?|format)\s*\(|\|\|", re.IGNORECASE)
 _INTERVAL_WORDS = re.compile(r"\binterval\b|\bage\s*\(|justify_|timestamp|\bnow\s*\(|"
                              r"\b(?:current_|local)?time(?:tz)?\b", re.IGNORECASE)
+# ... and of what may be a float (a double or a real: DuckDB prints 2.0 where PostgreSQL prints 2).
+_FLOAT_WORDS = re.compile(r"\b(?:float[48]?|double|real|random|sqrt|cbrt|power|pow|exp|ln|log|"
+                          r"log10|avg|stddev\w*|var_\w+|variance|corr|covar_\w+|regr_\w+|"
+                          r"percentile_cont|pi|degrees|radians|a?sin|a?cos|a?tan|atan2|cot)\b",
+                          re.IGNORECASE)
 
 # A query that may be SELECT ... INTO.
 # An ORDER BY key's `USING <` / `USING >`, which the dialect reads as ASC / DESC.
@@ -248,12 +253,12 @@ def _concatenates_arrays(sql: str) -> bool:
 
 def _may_print_otherwise(sql: str,
                          relations: Relations | Callable[[], Relations] | None) -> bool:
-    """Whether `sql` may turn an interval or an array into text: it turns something into text,
-    and names an interval (or what subtracts to one), an array, or a relation with such a
-    column."""
+    """Whether `sql` may turn an interval, an array or a float into text: it turns something
+    into text, and names an interval (or what subtracts to one), an array, a float, or a
+    relation with such a column."""
     if _TO_TEXT.search(sql) is None:
         return False
-    if _INTERVAL_WORDS.search(sql) is not None or _ARRAY_WORDS.search(sql) is not None:
+    if any(words.search(sql) for words in (_INTERVAL_WORDS, _ARRAY_WORDS, _FLOAT_WORDS)):
         return True
     found = relations() if callable(relations) else relations
     return found is not None and found.named(sql, found.texted_otherwise)
@@ -411,19 +416,28 @@ def _interval_operand(node: exp.Expression) -> bool:
         _INTERVAL_FUNCTIONS)
 
 
+def _float_cast(node: exp.Expression) -> bool:
+    """Whether `node` is a cast to a float (double precision, real)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Cast) and node.to.this in (_T.DOUBLE, _T.FLOAT)
+
+
 def _texts(tree: exp.Expression) -> list[exp.Expression]:
-    """What turns an interval or an array into text, as `pg_text.TEXT_MACRO` of it: DuckDB's
-    cast prints them otherwise than PostgreSQL (`-1 day`, `2 months`, `[1, 2]`). That is each
-    cast to text (or varchar) of what may be one, each argument of concat and concat_ws (which
-    cast theirs to text), and each operand of `||` that is an interval by its syntax (only its
-    type would tell of a column, and `||` of lists must stay theirs). The operands changed."""
+    """What turns an interval, an array or a float into text, as `pg_text.TEXT_MACRO` of it:
+    DuckDB's cast prints them otherwise than PostgreSQL (`-1 day`, `2 months`, `[1, 2]`, `2.0`).
+    That is each cast to text (or varchar) of what may be one, each argument of concat and
+    concat_ws (which cast theirs to text), and each operand of `||` that is an interval or a
+    float by its syntax (only its type would tell of a column, and `||` of lists must stay
+    theirs). The operands changed."""
     operands = [cast.this for cast in tree.find_all(exp.Cast)
                 if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES | {_T.TEXT}
                 and not cast.to.expressions]
     for call in tree.find_all(exp.Concat, exp.ConcatWs):
         operands += call.expressions
     operands += [side for pipe in tree.find_all(exp.DPipe)
-                 for side in (pipe.this, pipe.expression) if _interval_operand(side)]
+                 for side in (pipe.this, pipe.expression)
+                 if _interval_operand(side) or _float_cast(side)]
     changed = []
     for operand in operands:
         if isinstance(operand, _NOT_INTERVALS):

@@ -34,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-import math
 import struct
 import uuid
 from decimal import Decimal
@@ -208,15 +207,7 @@ def _text(a: pa.Array, tz: dt.tzinfo) -> list[str | None]:
         days = pc.cast(a, pa.date32()).cast(pa.int32()).to_pylist()
         return [None if d is None else _date_text(d) for d in days]
     if pa.types.is_floating(t):
-        digits = 6 if t.bit_width <= 32 else 15
-        values = a.to_numpy(zero_copy_only=False)
-        valid = _valid(a)
-        if t.bit_width <= 32:
-            # numpy prints float32 with the fewest digits that round-trip, like PostgreSQL.
-            return [_float_text(float(v), str(np.float32(v)), digits) if ok else None
-                    for v, ok in zip(values, valid, strict=True)]
-        return [_float_text(float(v), repr(float(v)), digits) if ok else None
-                for v, ok in zip(values, valid, strict=True)]
+        return pg_text.float_texts(a).to_pylist()
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return a.to_pylist()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or (
@@ -303,31 +294,6 @@ def _opaque_text(a: pa.Array, name: str) -> list[str | None]:
 
 def _valid(a: pa.Array) -> list[bool]:
     return [True] * len(a) if a.null_count == 0 else a.is_valid().to_pylist()
-
-
-def _float_text(x: float, shortest: str, max_exponent: int) -> str:
-    """PostgreSQL's float output: shortest digits, fixed notation for exponents in
-    [-4, max_exponent) (15 for float8, 6 for float4), else d.ddde+XX."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0" if math.copysign(1.0, x) < 0 else "0"
-    sign, digit_tuple, exp = Decimal(shortest).normalize().as_tuple()
-    digits = "".join(map(str, digit_tuple))
-    e10 = exp + len(digits) - 1
-    if -4 <= e10 < max_exponent:
-        if exp >= 0:
-            text = digits + "0" * exp
-        elif e10 >= 0:
-            text = digits[: e10 + 1] + "." + digits[e10 + 1 :]
-        else:
-            text = "0." + "0" * (-e10 - 1) + digits
-    else:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        text = f"{mantissa}e{'-' if e10 < 0 else '+'}{abs(e10):02d}"
-    return "-" + text if sign else text
 
 
 
@@ -604,7 +570,7 @@ def encode_values(array: pa.Array | pa.ChunkedArray, fmt: int, timezone: dt.tzin
     if fmt == 0 and pa.types.is_integer(t):
         return _strings(pc.cast(array, pa.string()))
     if fmt == 0 and pa.types.is_float64(t):
-        return _strings(_float8_text(array))
+        return _strings(pg_text.float_texts(array))
     if fmt == 0 and pa.types.is_timestamp(t) and t.tz is None:
         return _strings(_timestamp_text(array))
     if pg is DATE:
@@ -657,22 +623,6 @@ def _fixed(a: pa.Array, dtype: str) -> Encoded:
     width = raw.dtype.itemsize
     return Encoded(np.arange(len(a) + 1, dtype=np.int64) * width, raw.view(np.uint8),
                    _valid_mask(a))
-
-
-def _float8_text(a: pa.Array) -> pa.Array:
-    """PostgreSQL's float8 output: Python's shortest round-trip repr, which agrees with it but for
-    a trailing ".0", the spelling of NaN and the infinities, and exponents of 15 (PostgreSQL
-    switches to e-notation one decade earlier); those few go through the reference."""
-    values = a.fill_null(0).to_numpy(zero_copy_only=False)
-    texts = [repr(v) for v in values.tolist()]
-    magnitude = np.abs(values)
-    for i in np.flatnonzero((magnitude >= 1e15) & (magnitude < 1e16)):
-        texts[i] = _float_text(float(values[i]), repr(float(values[i])), 15)
-    strings = pa.array(texts, pa.string())
-    strings = pc.replace_substring_regex(strings, r"\.0$", "")
-    strings = pc.replace_substring_regex(strings, r"^(-?)inf$", r"\1Infinity")
-    strings = pc.replace_substring(strings, "nan", "NaN")
-    return pc.if_else(pc.is_valid(a), strings, pa.scalar(None, pa.string()))
 
 
 def _timestamp_text(a: pa.Array) -> pa.Array:

@@ -246,6 +246,13 @@ CASES: tuple[Case, ...] = (
          setup=_table("w_at", "id integer, tags text[], ds date[]",
                       "(1, '{a,\"b c\"}', '{2020-01-01,NULL}')", "(2, '{z}', '{}')",
                       "(3, '{a}', NULL)")),
+    # floats turned into text as float8out prints them (2, not DuckDB's 2.0)
+    Case("float_text", "SELECT 2.0::float8::text AS a, 1e15::float8::text AS b, 0.1::real::text "
+         "AS c, concat(2.0::float8, 'x') AS d, 1.5::float8 || 'y' AS e, format('%s', 3::float8) "
+         "AS f, sqrt(16)::text AS g, ARRAY[1.5::float8, 2]::text AS h, 'nan'::float8::text AS i"),
+    Case("float_column_text", "SELECT id, d::text, r::text, concat(d, '|', r) AS c FROM w_fl "
+         "ORDER BY id", setup=_table("w_fl", "id integer, d double precision, r real",
+                                     "(1, 2.0, 1.5)", "(2, 1e16, 1e7)", "(3, NULL, NULL)")),
     Case("interval_text_aggregate", "SELECT string_agg(x::text, ';' ORDER BY n) AS s FROM "
          "(VALUES (1, interval '-1 day'), (2, interval '1 mon -2 days 3 hours')) v(n, x)"),
     Case("interval_concatenation", "SELECT interval '-1 day' || 'x' AS a, 'y' || x::interval AS b, "
