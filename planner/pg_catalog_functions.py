@@ -216,6 +216,12 @@ def _session_macros() -> Macros:
         "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
                                        "|| ''''"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
+        # PostgreSQL's fill defaults to a space (DuckDB's takes three arguments); both forms,
+        # as a macro of the name shadows DuckDB's function.
+        **{name: (("text_arg, length_arg", f"system.main.{name}(text_arg, length_arg, ' ')"),
+                  ("text_arg, length_arg, fill_arg",
+                   f"system.main.{name}(text_arg, length_arg, fill_arg)"))
+           for name in ("lpad", "rpad")},
         # make_interval's named parameters (PostgreSQL's `days => 2`: DuckDB reads `=>` too)
         "make_interval": ((
             "years := 0, months := 0, weeks := 0, days := 0, hours := 0, mins := 0, secs := 0.0",
@@ -251,10 +257,12 @@ def _session_macros() -> Macros:
         "pg_database_size": (("database_arg", "(SELECT total_blocks * block_size "
                                               "FROM pragma_database_size() "
                                               "WHERE database_name = current_database())"),),
-        "array_upper": (("arr_arg, dim_arg",
-                         "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN len(arr_arg) END"),),
+        "array_upper": (("arr_arg, dim_arg",  # (integer, as PostgreSQL's)
+                         "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN "
+                         "CAST(len(arr_arg) AS INTEGER) END"),),
         "array_lower": (("arr_arg, dim_arg",
-                         "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN 1 END"),),
+                         "CASE WHEN dim_arg = 1 AND len(arr_arg) > 0 THEN CAST(1 AS INTEGER) "
+                         "END"),),
         # information_schema._pg_expandarray: one row (x, n) per element, n counting from 1.
         "_pg_expandarray": (("arr_arg", "unnest(list_transform(list_zip(arr_arg, range(1, "
                                         "len(arr_arg) + 1)), lambda heron_z: "

@@ -246,6 +246,8 @@ CASES: tuple[Case, ...] = (
          setup=_table("w_at", "id integer, tags text[], ds date[]",
                       "(1, '{a,\"b c\"}', '{2020-01-01,NULL}')", "(2, '{z}', '{}')",
                       "(3, '{a}', NULL)")),
+    Case("pad_defaults", "SELECT lpad('ab', 5, '*') AS a, rpad('ab', 5) AS b, lpad('abc', 2) AS c, "
+         "lpad('x', 3) AS d, array_upper(ARRAY[1, 2], 1) AS e, array_lower(ARRAY[1, 2], 1) AS f"),
     # floats turned into text as float8out prints them (2, not DuckDB's 2.0)
     Case("float_text", "SELECT 2.0::float8::text AS a, 1e15::float8::text AS b, 0.1::real::text "
          "AS c, concat(2.0::float8, 'x') AS d, 1.5::float8 || 'y' AS e, format('%s', 3::float8) "
