@@ -107,7 +107,7 @@ def read(sql: str) -> Create | Refresh | Drop | None:
 def check_use(sql: str, relations: Callable[[], Relations]) -> None:
     """Refuse `sql` if it changes a materialized view or reads an unpopulated one (see the module
     docstring); `relations` is asked only when the statement may name one."""
-    if not _MAY_USE.match(sql):
+    if not _MAY_USE.match(sql) or not _NAMES_RELATION.search(sql):
         return
     found = relations()
     if not found.named(sql, found.materialized):
@@ -157,6 +157,8 @@ def check_use(sql: str, relations: Callable[[], Relations]) -> None:
 _MAY_USE = re.compile(r"\s*\(*\s*(?:SELECT|WITH|INSERT|UPDATE|DELETE|MERGE|TRUNCATE|COPY|TABLE|"
                       r"VALUES|CREATE\s+(?:(?:TEMP|TEMPORARY)\s+)?(?:TABLE|VIEW|OR\s+REPLACE))\b",
                       re.IGNORECASE)
+# ... and name a relation where it does (`SELECT 1` reads none: the catalog is not asked).
+_NAMES_RELATION = re.compile(r"\b(?:FROM|INTO|UPDATE|TRUNCATE|COPY|TABLE)\b", re.IGNORECASE)
 
 
 def run(con: duckdb.DuckDBPyConnection, command: Create | Refresh | Drop,

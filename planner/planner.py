@@ -104,9 +104,13 @@ class Planner:
                  generation: Callable[[], int] | None = None) -> None:
         """`generation` counts the catalog's changes (the server's `CatalogGeneration`): what
         is read of the catalog serves while it stays the same; without one, each statement
-        reads it again."""
+        reads it again (once)."""
         self.con = con
-        self._generation = generation or itertools.count().__next__
+        # Without the server's generation, each statement's own number: what one statement's
+        # classification reads of the catalog is read once, and again for the next statement.
+        self._statements = None if generation is not None else itertools.count()
+        self._statement = 0
+        self._generation = generation or (lambda: self._statement)
         self._relations_read: tuple[int, column_origins.Relations] | None = None
         # `settings`: the session's, published at once (as `publish_settings` would).
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
@@ -135,6 +139,8 @@ class Planner:
 
     def classify(self, sql: str) -> Statement:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
+        if self._statements is not None:
+            self._statement = next(self._statements)
         # pg_dump's DDL spellings, and CREATE TABLE (LIKE ...), as DuckDB's; writes of GENERATED
         # ALWAYS identity columns refused
         sql = serial_columns.checked_write(
