@@ -121,6 +121,8 @@ Contract:
     `integer`, as PostgreSQL's do (DuckDB's return BIGINT), and `octet_length` counts a text's
     UTF-8 bytes too (DuckDB's takes only BLOB and BIT: on text, or on an unknown literal, it
     fails to bind).
+  * `x / n` of an interval by its syntax divides it (DuckDB's integer division setting
+    made the operator `//`, which has no interval form);
   * what turns an interval, an array or a float into text prints it as PostgreSQL's
     interval_out, array_out and float8out do (`pg_text.TEXT_MACRO`; DuckDB's cast prints
     `-1 day`, `2 months`, `[1, 2]`, `2.0`): a cast to text or varchar of anything but a
@@ -293,6 +295,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     tree = _parsed(sql, _TRIGGER, texts or _operator(sql, "?#^")
                    or _SELECT_INTO.match(sql) is not None
                    or _ORDER_USING.search(sql) is not None
+                   or ("/" in sql and _INTERVAL_WORDS.search(sql) is not None)
                    or _concatenates_arrays(sql)
                    or jsonb_storage.may_write(sql, relations)
                    or jsonb_storage.may_compare(sql, relations)
@@ -319,7 +322,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
     rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
-                  + _similar_to(tree) + _row_locks(tree) + _with_ties(tree) + _like_escapes(tree)
+                  + _similar_to(tree) + _interval_divisions(tree) + _row_locks(tree)
+                  + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
@@ -460,6 +464,21 @@ def length_casts(tree: exp.Expression) -> None:
         if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES and (
                 new := _rewrite_cast(cast)) is not cast:
             cast.replace(new)
+
+
+def _interval_divisions(tree: exp.Expression) -> list[exp.Expression]:
+    """Each `x / n` of an interval `x` by its syntax as DuckDB's `"/"` function: the
+    integer_division setting (PostgreSQL's `5 / 2`) makes the operator `//`, which has no
+    interval form (42883), while the function divides each field as PostgreSQL does. The
+    divisions changed."""
+    changed = []
+    for division in list(tree.find_all(exp.Div)):
+        if _interval_operand(division.this):
+            _take_place(division, "?column?").replace(exp.Anonymous(
+                this=exp.to_identifier("/", quoted=True),
+                expressions=[division.this, division.expression]))
+            changed.append(division)
+    return changed
 
 
 def _similar_to(tree: exp.Expression) -> list[exp.Expression]:

@@ -246,6 +246,8 @@ CASES: tuple[Case, ...] = (
          setup=_table("w_at", "id integer, tags text[], ds date[]",
                       "(1, '{a,\"b c\"}', '{2020-01-01,NULL}')", "(2, '{z}', '{}')",
                       "(3, '{a}', NULL)")),
+    Case("interval_division", "SELECT interval '1 month 1 day' / 3 AS a, interval '1 hour' / 3 "
+         "AS b, (interval '1 hour' / 2)::text AS c, make_interval(days => 3) / 2 AS d"),
     Case("pad_defaults", "SELECT lpad('ab', 5, '*') AS a, rpad('ab', 5) AS b, lpad('abc', 2) AS c, "
          "lpad('x', 3) AS d, array_upper(ARRAY[1, 2], 1) AS e, array_lower(ARRAY[1, 2], 1) AS f"),
     # floats turned into text as float8out prints them (2, not DuckDB's 2.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import duckdb
@@ -466,3 +467,10 @@ def test_only_statements_that_may_turn_an_interval_or_array_into_text_are_parsed
     for sql in ("SELECT d::text FROM e", "SELECT concat(now() - ts) FROM t",
                 "SELECT string_to_array(name, ',')::text FROM t"):
         assert pg_text.TEXT_MACRO in pg_semantics.rewrite(sql, relations).lower()
+
+
+def test_an_interval_divided_is_divided_by_duckdb_s_function(con):
+    """DuckDB's integer_division makes `/` the `//` operator, which has no interval form."""
+    sql = "SELECT interval '1 month 1 day' / 3, 7 / 2"
+    assert '"/"(' in pg_semantics.rewrite(sql) and "7 / 2" in pg_semantics.rewrite(sql)
+    assert one(con, sql) == [(dt.timedelta(days=10, hours=8), 3)]
