@@ -27,6 +27,7 @@ Contract:
   CHECKs, DuckDB's ALTER COLUMN TYPE (its cast, or USING), then created again with the new
   type's CHECK and the column's other CHECKs, which every row must pass again (22001 for a
   value too long, as PostgreSQL's cast refuses it); any other ALTER COLUMN TYPE is DuckDB's.
+  Either way the table's indexes are set aside while the type changes (`indexes_aside`).
   ADD CONSTRAINT: the table created again with the constraint, every row checked against it
   (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID are read and dropped (DuckDB checks
   every constraint at once, and every existing row). The constraint gets DuckDB's name for it
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
-from heron.planner import column_origins, dialect, pg_semantics, statement
+from heron.planner import column_origins, dialect, indexes_aside, pg_semantics, statement
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
 from heron.planner.pg_catalog_relations import BPCHAR_CHECK, JSONB_CHECK, LENGTH_CHECK
@@ -183,9 +184,23 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
     marks = [f"CHECK ({check.this.sql(dialect='duckdb')})" for check in _checks(defined)]
     reading = [text for text, expression, names in table.checks
                if column.lower() in (n.lower() for n in names)]
-    if not marks and not reading:
-        return statement.run(con, stmt)  # DuckDB changes it in place
+    # DuckDB changes no type of a column an index covers: the table's indexes are set aside
+    aside = indexes_aside.Aside((table.schema, table.name), retyped=True)
+    if not marks and not reading:  # DuckDB changes it in place
+        return indexes_aside.run(con, aside, lambda: statement.run(con, stmt))
     table.refuse_if_referenced()
+    return indexes_aside.run(con, aside, lambda: _retype_around_checks(
+        con, change, column, defined, marks, reading))
+
+
+def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, column: str,
+                          defined: exp.ColumnDef, marks: list[str], reading: list[str]
+                          ) -> Result:
+    """The table created again without the CHECKs `reading` the column, its type changed, then
+    created again with the new type's `marks` and the client's CHECKs on it (see the module
+    docstring); the table as it is now (its indexes set aside)."""
+    table = _Table.find(con, change.schema, change.table)
+    assert table is not None
     # the client's CHECKs on the column are checked again; the old type's marks go
     kept = [text for text, expression, names in table.checks if text in reading
             and not any(re.match(mark, expression)

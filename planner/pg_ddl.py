@@ -19,6 +19,10 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
   while the name is taken in the table's schema: hence `con`).
 - `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
   (`materialized_views`).
+- `DROP INDEX CONCURRENTLY` is DROP INDEX (DuckDB's writes never wait on an index).
+- `CREATE SCHEMA [IF NOT EXISTS] name AUTHORIZATION role` is CREATE SCHEMA name, and
+  `CREATE SCHEMA AUTHORIZATION role` creates the schema `role`: Heron keeps no owners, every
+  role uses every schema (as `ALTER ... OWNER TO` is accepted).
 - `nextval('name'::regclass)` in a column's DEFAULT (CREATE TABLE, ALTER TABLE ... SET DEFAULT)
   is `nextval('name')`: DuckDB finds the sequence by its name's text, and a regclass cast there
   would be a catalog look-up DuckDB refuses in a default.
@@ -32,11 +36,16 @@ import duckdb
 from sqlglot import exp
 
 from heron.planner import dialect, existence
+from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState
 
 # COMMENT ON MATERIALIZED VIEW: its table's comment (`materialized_views`).
 _COMMENT_ON_MATERIALIZED_VIEW = re.compile(r"^(\s*COMMENT\s+ON\s+)MATERIALIZED\s+VIEW\b",
                                            re.IGNORECASE)
+_DROP_INDEX_CONCURRENTLY = re.compile(r"^(\s*DROP\s+INDEX\s+)CONCURRENTLY\s+", re.IGNORECASE)
+_SCHEMA_AUTHORIZATION = re.compile(
+    rf"^(?P<head>\s*CREATE\s+SCHEMA\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?P<name>{IDENTIFIER}\s+)?"
+    rf"AUTHORIZATION\s+(?P<role>{IDENTIFIER})(?P<tail>\s*;?\s*)$", re.IGNORECASE)
 _MAY_REWRITE = re.compile(
     r"^\s*(?:ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?ONLY\b|"
     r"CREATE\s+(?:(?:TEMP|TEMPORARY|UNLOGGED)\s+)?SEQUENCE\b|"
@@ -55,6 +64,10 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
     `con` an index without a name keeps none."""
     if (comment := _COMMENT_ON_MATERIALIZED_VIEW.match(sql)) is not None:
         return f"{comment[1]}TABLE{sql[comment.end():]}"
+    if (drop := _DROP_INDEX_CONCURRENTLY.match(sql)) is not None:
+        return drop[1] + sql[drop.end():]
+    if (schema := _SCHEMA_AUTHORIZATION.match(sql)) is not None:
+        return f"{schema['head']}{(schema['name'] or schema['role']).strip()}{schema['tail']}"
     if _MAY_REWRITE.match(sql) is None:
         return sql
     tree = dialect.read_postgres(sql)

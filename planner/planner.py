@@ -57,6 +57,7 @@ from heron.planner import (
     existence,
     explain,
     extensions,
+    indexes_aside,
     jsonb_storage,
     logical,
     maintenance,
@@ -315,6 +316,9 @@ class Planner:
                 return sequences.run_alter(self.con, altered)
             if stmt.kind is Kind.UTILITY_ROWS and (setval := sequences.read_setval(stmt.sql)):
                 return sequences.run_setval(self.con, setval)
+            if stmt.verb == "ALTER TABLE" and (aside := indexes_aside.read(stmt.sql)):
+                return indexes_aside.run(self.con, aside, lambda: existence.with_notice(
+                    statement.run(self.con, stmt, params), skip))  # (DuckDB's: on its indexes)
             # (the result's columns carry the statement's origins: `run` gave them)
             return existence.with_notice(statement.run(
                 self.con, stmt, params, stream=stream, prepared=self.prepared), skip)

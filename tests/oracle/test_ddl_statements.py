@@ -304,6 +304,21 @@ CASES = {
         "CREATE VIEW x_vx AS SELECT * FROM x_vm", "DROP MATERIALIZED VIEW x_vm",
         "DROP MATERIALIZED VIEW x_vm CASCADE", "DROP TABLE x_vu CASCADE",
         "SELECT relname FROM pg_class WHERE relname LIKE 'x_v%' ORDER BY 1", "DROP VIEW x_vc"),
+    "indexes_set_aside": (  # (DuckDB alters no table or column its indexes cover)
+        "CREATE TABLE x_r (id serial PRIMARY KEY, a int, b text, c int)",
+        "CREATE INDEX x_r_a ON x_r (a)", "CREATE INDEX x_r_bc ON x_r (lower(b), c)",
+        "INSERT INTO x_r (a, b, c) VALUES (1, 'x', 2)", "ALTER TABLE x_r RENAME TO x_r2",
+        "ALTER TABLE x_r2 RENAME COLUMN a TO a2", "ALTER TABLE x_r2 ALTER COLUMN a2 TYPE bigint",
+        "ALTER TABLE x_r2 ALTER COLUMN b TYPE varchar(5)", "ALTER TABLE x_r2 DROP COLUMN c",
+        # (the primary key's index left out: PostgreSQL keeps the name it had, x_r_pkey)
+        "SELECT indexname, indexdef LIKE '%(a2)' FROM pg_indexes WHERE tablename = 'x_r2' AND "
+        "indexname <> 'x_r_pkey' AND indexname <> 'x_r2_pkey' ORDER BY 1",
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+        "'x_r2'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+        "SELECT * FROM x_r2",
+        "DROP INDEX CONCURRENTLY IF EXISTS x_r_a", "DROP INDEX CONCURRENTLY IF EXISTS x_r_a",
+        "CREATE SCHEMA IF NOT EXISTS x_app AUTHORIZATION heron", "DROP SCHEMA x_app",
+        "DROP TABLE x_r2"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)
         "CREATE TABLE x_m (i int PRIMARY KEY, v int)", "CREATE INDEX x_m_v ON x_m (v)",
         "VACUUM", "VACUUM FULL x_m", "VACUUM (ANALYZE, FREEZE) x_m (v), x_m", "ANALYZE x_m (i)",

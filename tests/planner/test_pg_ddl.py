@@ -31,6 +31,9 @@ from heron.planner.pg_ddl import rewrite
      "ALTER TABLE IF EXISTS t ADD CONSTRAINT t_pkey PRIMARY KEY (id)"),
     ("CREATE TABLE t2 (id integer DEFAULT nextval('s'::regclass) NOT NULL)",
      "CREATE TABLE t2 (id INT DEFAULT NEXTVAL('s') NOT NULL)"),
+    ("DROP INDEX CONCURRENTLY IF EXISTS public.i", "DROP INDEX IF EXISTS public.i"),
+    ("CREATE SCHEMA IF NOT EXISTS app AUTHORIZATION heron", "CREATE SCHEMA IF NOT EXISTS app"),
+    ('CREATE SCHEMA AUTHORIZATION "Alice";', 'CREATE SCHEMA "Alice";'),
 ])
 def test_rewrites_run_on_duckdb(sql, expected):
     assert rewrite(sql) == expected

@@ -1,0 +1,58 @@
+"""ALTER TABLE on a table with indexes (`planner.indexes_aside`): DuckDB renames, drops or retypes
+nothing an index covers; Heron sets the indexes aside and makes them again, as PostgreSQL keeps
+them (renamed along, dropped with a column they cover)."""
+
+from __future__ import annotations
+
+import pytest
+from support.planning import rows, run
+
+from heron.planner.errors import SqlError
+
+
+@pytest.fixture
+def indexed(planner):
+    for sql in ("CREATE TABLE t (id int PRIMARY KEY, a int, b text, c int)",
+                "CREATE INDEX t_a ON t (a)", "CREATE UNIQUE INDEX t_bc ON t (lower(b), c)",
+                "COMMENT ON INDEX t_a IS 'by a'", "INSERT INTO t VALUES (1, 1, 'x', 2)"):
+        run(planner, sql)
+    return planner
+
+
+def indexes(planner) -> list[tuple]:
+    return rows(planner, "SELECT index_name, sql, comment FROM duckdb_indexes() ORDER BY 1")
+
+
+def test_renames_keep_the_indexes_on_the_new_names(indexed):
+    run(indexed, "ALTER TABLE t RENAME TO t2")
+    run(indexed, "ALTER TABLE t2 RENAME COLUMN a TO a2")
+    assert indexes(indexed) == [
+        ("t_a", 'CREATE INDEX t_a ON t2(a2);', "by a"),
+        ("t_bc", "CREATE UNIQUE INDEX t_bc ON t2((lower(b)), c);", None)]
+    with pytest.raises(SqlError) as info:  # the unique index is there again
+        run(indexed, "INSERT INTO t2 VALUES (2, 5, 'X', 2)")
+    assert info.value.sqlstate.value == "23505"
+
+
+def test_a_dropped_column_takes_its_indexes_with_it_and_a_retyped_one_keeps_them(indexed):
+    run(indexed, "ALTER TABLE t DROP COLUMN c")
+    run(indexed, "ALTER TABLE t ALTER COLUMN a TYPE bigint")
+    assert [name for name, _, _ in indexes(indexed)] == ["t_a"]
+    assert rows(indexed, "SELECT a, typeof(a) FROM t") == [(1, "BIGINT")]
+
+
+def test_a_failed_change_leaves_the_indexes_as_they_were(indexed):
+    before = indexes(indexed)
+    with pytest.raises(SqlError):
+        run(indexed, "ALTER TABLE t ALTER COLUMN b TYPE integer")  # 'x' is no integer
+    assert indexes(indexed) == before
+
+
+def test_inside_a_block_only_renames_are_taken(indexed):
+    run(indexed, "BEGIN")
+    run(indexed, "ALTER TABLE t RENAME COLUMN a TO a2")
+    with pytest.raises(SqlError) as info:
+        run(indexed, "ALTER TABLE t DROP COLUMN c")
+    assert info.value.sqlstate.value == "0A000"
+    run(indexed, "ROLLBACK")
+    assert [name for name, _, _ in indexes(indexed)] == ["t_a", "t_bc"]
