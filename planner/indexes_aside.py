@@ -1,4 +1,5 @@
-"""ALTER TABLE actions DuckDB refuses while indexes depend on the table, run with them set aside.
+"""ALTER TABLE actions DuckDB refuses while indexes depend on the table, run with them set aside;
+and ALTER INDEX ... RENAME TO, which DuckDB lacks, as the index made again under its new name.
 
 DuckDB renames no table that has an index of its own (CREATE INDEX's: "Cannot alter entry ...
 because there are entries that depend on it"), and renames, drops or retypes no column such an
@@ -18,10 +19,15 @@ Contract:
   a type change commits each step, and makes the indexes again as they were if the statement
   fails; inside a transaction block it is 0A000 (with what to do instead). Indexes of PRIMARY
   KEY and UNIQUE constraints are the table's own in DuckDB and never in the way.
+- `read_rename(sql)`: `ALTER INDEX [IF EXISTS] name RENAME TO new` as a `RenameIndex`, else None;
+  `rename(con, rename)` drops the index and makes it again under the new name (its comment
+  kept), in one transaction: a missing index is 42P01 (a notice under IF EXISTS), a new name a
+  relation or index of the schema has 42P07, as PostgreSQL words them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,6 +37,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect, existence
+from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.statement import Result, atomic, in_transaction
 
@@ -42,6 +49,60 @@ class Aside:
     columns: dict[str, str] = field(default_factory=dict)  # renamed: old -> new, in lower case
     dropped: frozenset[str] = frozenset()  # in lower case
     retyped: bool = False  # a column's type changes
+
+
+@dataclass(frozen=True)
+class RenameIndex:
+    index: tuple[str, ...]  # the name's parts
+    new: str
+    if_exists: bool
+
+
+_RENAME = re.compile(rf"^\s*ALTER\s+INDEX\s+(?P<exists>IF\s+EXISTS\s+)?(?P<name>{IDENTIFIER}"
+                     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+RENAME\s+TO\s+(?P<new>{IDENTIFIER})\s*;?\s*$",
+                     re.IGNORECASE)
+
+
+def read_rename(sql: str) -> RenameIndex | None:
+    """See the module docstring."""
+    if (m := _RENAME.match(sql)) is None:
+        return None
+    return RenameIndex(existence.name_parts(m["name"]), identifier(m["new"]), bool(m["exists"]))
+
+
+def rename(con: duckdb.DuckDBPyConnection, rename: RenameIndex) -> Result:
+    """See the module docstring."""
+    name, schema = rename.index[-1], rename.index[-2] if len(rename.index) > 1 else None
+    found = con.execute(
+        "SELECT database_name, schema_name, table_name, sql, comment FROM duckdb_indexes() "
+        "WHERE index_name = ? AND sql IS NOT NULL AND (schema_name IN "
+        "(SELECT unnest(?::VARCHAR[])) OR (? AND database_name = 'temp')) "
+        "ORDER BY database_name <> 'temp'",
+        [name, [schema] if schema else existence.search_path(con), schema is None]).fetchall()
+    if not found:
+        if rename.if_exists:
+            return Result("ALTER INDEX", None, None,
+                          notices=(f'relation "{name}" does not exist, skipping',))
+        raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{name}" does not exist')
+    database, schema_name, table, sql, comment = found[0]
+    if con.execute(
+            "SELECT count(*) FROM (SELECT index_name AS n, database_name d, schema_name s FROM "
+            "duckdb_indexes() UNION ALL SELECT table_name, database_name, schema_name FROM "
+            "duckdb_tables() UNION ALL SELECT view_name, database_name, schema_name FROM "
+            "duckdb_views() UNION ALL SELECT sequence_name, database_name, schema_name FROM "
+            "duckdb_sequences()) WHERE n = ? AND d = ? AND s = ?",
+            [rename.new, database, schema_name]).fetchall()[0][0]:
+        raise SqlError(SqlState.DUPLICATE_TABLE, f'relation "{rename.new}" already exists')
+    relation = existence.Relation(database, schema_name, table, 0)
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    tree.this.set("this", exp.to_identifier(rename.new, quoted=True))
+    tree.this.set("table", exp.table_(table, schema_name, database, quoted=True))
+    with atomic(con):
+        _drop(con, relation, [(name, sql, comment)])
+        con.execute(tree.sql(dialect="duckdb"))
+        if comment:
+            _comment(con, relation, rename.new, comment)
+    return Result("ALTER INDEX", None, None)
 
 
 def read(sql: str) -> Aside | None:
@@ -116,8 +177,13 @@ def _make(con: duckdb.DuckDBPyConnection, table: existence.Relation,
         if made is not None:
             con.execute(made)
             if comment:
-                con.execute(f"COMMENT ON INDEX {_qualified(table, name)} IS "
-                            f"'{comment.replace(chr(39), chr(39) * 2)}'")
+                _comment(con, table, name, comment)
+
+
+def _comment(con: duckdb.DuckDBPyConnection, table: existence.Relation, index: str,
+             comment: str) -> None:
+    con.execute(f"COMMENT ON INDEX {_qualified(table, index)} IS "
+                f"'{comment.replace(chr(39), chr(39) * 2)}'")
 
 
 def _made_again(sql: str, table: existence.Relation, aside: Aside) -> str | None:

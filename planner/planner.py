@@ -171,6 +171,8 @@ class Planner:
         if (extension := extensions.read(duckdb_sql)) is not None:  # DuckDB has none
             verb = "CREATE EXTENSION" if extension.create else "DROP EXTENSION"
             return Statement(duckdb_sql, Kind.OTHER, verb=verb)
+        if indexes_aside.read_rename(duckdb_sql) is not None:  # DuckDB has no ALTER INDEX
+            return Statement(duckdb_sql, Kind.OTHER, verb="ALTER INDEX")
         if (maintained := maintenance.read(duckdb_sql)) is not None:  # (DuckDB's: no options)
             return Statement(duckdb_sql, Kind.OTHER, verb=maintained.command)
         if truncate.read(duckdb_sql) is not None:  # (DuckDB's parser: one table, no options)
@@ -308,6 +310,8 @@ class Planner:
                     materialized := materialized_views.read(stmt.sql)):
                 return materialized_views.run(self.con, materialized,
                                               lambda sql: self.execute(self.prepare(sql)))
+            if stmt.verb == "ALTER INDEX" and (renamed := indexes_aside.read_rename(stmt.sql)):
+                return indexes_aside.rename(self.con, renamed)
             if stmt.verb in _MAINTENANCE and (maintained := maintenance.read(stmt.sql)):
                 return maintenance.run(self.con, maintained)
             if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):

@@ -316,7 +316,10 @@ CASES = {
         "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
         "'x_r2'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
         "SELECT * FROM x_r2",
-        "DROP INDEX CONCURRENTLY IF EXISTS x_r_a", "DROP INDEX CONCURRENTLY IF EXISTS x_r_a",
+        "ALTER INDEX x_r_a RENAME TO x_r_a2", "ALTER INDEX IF EXISTS x_nope RENAME TO x_r_b",
+        "ALTER INDEX x_nope RENAME TO x_r_b", "ALTER INDEX x_r_a2 RENAME TO x_r2",
+        "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'x_r_a%'",
+        "DROP INDEX CONCURRENTLY IF EXISTS x_r_a2", "DROP INDEX CONCURRENTLY IF EXISTS x_r_a2",
         "CREATE SCHEMA IF NOT EXISTS x_app AUTHORIZATION heron", "DROP SCHEMA x_app",
         "DROP TABLE x_r2"),
     "maintenance": (  # (VERBOSE left out: PostgreSQL's INFO lines about its storage)

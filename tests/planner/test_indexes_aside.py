@@ -56,3 +56,15 @@ def test_inside_a_block_only_renames_are_taken(indexed):
     assert info.value.sqlstate.value == "0A000"
     run(indexed, "ROLLBACK")
     assert [name for name, _, _ in indexes(indexed)] == ["t_a", "t_bc"]
+
+
+def test_alter_index_rename_makes_it_again_under_the_new_name(indexed):
+    run(indexed, "ALTER INDEX t_a RENAME TO t_a_renamed")
+    assert indexes(indexed)[0] == ("t_a_renamed", "CREATE INDEX t_a_renamed ON t(a);", "by a")
+    assert run(indexed, "ALTER INDEX IF EXISTS nope RENAME TO x").notices == (
+        'relation "nope" does not exist, skipping',)
+    for sql, sqlstate in (("ALTER INDEX nope RENAME TO x", "42P01"),
+                          ("ALTER INDEX t_bc RENAME TO t", "42P07")):
+        with pytest.raises(SqlError) as info:
+            run(indexed, sql)
+        assert info.value.sqlstate.value == sqlstate
