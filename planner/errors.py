@@ -266,6 +266,8 @@ _FUNCTION_HINT = ("No function matches the given name and argument types. You mi
 _WORDINGS: tuple[_Wording, ...] = (
     _W(re.compile(r"Table with name (?P<name>.+?) does not exist"), _S.UNDEFINED_TABLE,
        'relation "{name}" does not exist'),
+    _W(re.compile(r"Sequence with name (?P<name>.+?) does not exist"), _S.UNDEFINED_TABLE,
+       'relation "{name}" does not exist'),
     _W(re.compile(r'Referenced column "(?P<name>[^"]+)" not found'), _S.UNDEFINED_COLUMN,
        'column "{name}" does not exist'),
     _W(re.compile(r'Table "(?P<table>[^"]+)" does not have a column named "(?P<name>[^"]+)"'),

@@ -206,6 +206,13 @@ class Planner:
                 return column_origins.Relations({}, ())
         return self._relations_read[1]
 
+    def _altered(self, stmt: Statement, params: Sequence[Any], aside: indexes_aside.Aside,
+                 skip: str | None) -> Result:
+        """DuckDB's ALTER TABLE, then its serial columns' sequences renamed along."""
+        result = existence.with_notice(statement.run(self.con, stmt, params), skip)
+        sequences.follow_rename(self.con, aside.table, aside.renamed_to, aside.columns)
+        return result
+
     def plan(self, stmt: Statement) -> Statement:
         """The statement with its AI plan, when it calls AI functions (or reads a view that
         does); refuses those it cannot run. A CREATE VIEW calling AI functions is checked and
@@ -321,8 +328,8 @@ class Planner:
             if stmt.kind is Kind.UTILITY_ROWS and (setval := sequences.read_setval(stmt.sql)):
                 return sequences.run_setval(self.con, setval)
             if stmt.verb == "ALTER TABLE" and (aside := indexes_aside.read(stmt.sql)):
-                return indexes_aside.run(self.con, aside, lambda: existence.with_notice(
-                    statement.run(self.con, stmt, params), skip))  # (DuckDB's: on its indexes)
+                return indexes_aside.run(self.con, aside, lambda: self._altered(
+                    stmt, params, aside, skip))  # (DuckDB's, its indexes set aside)
             # (the result's columns carry the statement's origins: `run` gave them)
             return existence.with_notice(statement.run(
                 self.con, stmt, params, stream=stream, prepared=self.prepared), skip)

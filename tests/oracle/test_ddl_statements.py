@@ -304,6 +304,14 @@ CASES = {
         "CREATE VIEW x_vx AS SELECT * FROM x_vm", "DROP MATERIALIZED VIEW x_vm",
         "DROP MATERIALIZED VIEW x_vm CASCADE", "DROP TABLE x_vu CASCADE",
         "SELECT relname FROM pg_class WHERE relname LIKE 'x_v%' ORDER BY 1", "DROP VIEW x_vc"),
+    "sequence_rename": (
+        "CREATE SEQUENCE x_s START 5", "SELECT nextval('x_s')", "ALTER SEQUENCE x_s RENAME TO x_s2",
+        "SELECT nextval('x_s2')", "SELECT nextval('x_s')",
+        "ALTER SEQUENCE IF EXISTS x_nope RENAME TO x_y",
+        "CREATE TABLE x_q (id int DEFAULT nextval('x_s2'), v text)",
+        "INSERT INTO x_q (v) VALUES ('a') RETURNING id", "ALTER SEQUENCE x_s2 RENAME TO x_s3",
+        "INSERT INTO x_q (v) VALUES ('b') RETURNING id", "CREATE SEQUENCE x_t",
+        "ALTER SEQUENCE x_t RENAME TO x_s3", "DROP TABLE x_q", "DROP SEQUENCE x_s3, x_t"),
     "indexes_set_aside": (  # (DuckDB alters no table or column its indexes cover)
         "CREATE TABLE x_r (id serial PRIMARY KEY, a int, b text, c int)",
         "CREATE INDEX x_r_a ON x_r (a)", "CREATE INDEX x_r_bc ON x_r (lower(b), c)",

@@ -123,3 +123,31 @@ def test_generated_always_takes_no_value_but_default_without_overriding(planner)
                          "RETURNING id") == [(9,)]
     run(planner, "UPDATE t SET id = DEFAULT WHERE v = 2")
     assert rows(planner, "SELECT id FROM t ORDER BY id") == [(1,), (2,)]
+
+
+def test_renaming_the_table_or_column_keeps_the_sequences_its_own(planner):
+    run(planner, "CREATE TABLE t (id serial PRIMARY KEY, n bigint GENERATED ALWAYS AS IDENTITY, "
+                 "v text)")
+    run(planner, "INSERT INTO t (v) VALUES ('a'), ('b')")
+    run(planner, "ALTER TABLE t RENAME TO t2")
+    run(planner, "ALTER TABLE t2 RENAME COLUMN id TO pk")
+    assert rows(planner, "SELECT pg_get_serial_sequence('t2', 'pk'), "
+                         "pg_get_serial_sequence('t2', 'n')") == [
+        ("main.t2_pk_seq", "main.t2_n_seq")]
+    assert rows(planner, "INSERT INTO t2 (v) VALUES ('c') RETURNING pk, n") == [(3, 3)]
+    run(planner, "TRUNCATE t2 RESTART IDENTITY")
+    assert rows(planner, "INSERT INTO t2 (v) VALUES ('d') RETURNING pk, n") == [(1, 1)]
+    run(planner, "DROP TABLE t2")
+    assert sequences(planner) == []
+
+
+def test_alter_sequence_rename_keeps_its_place_and_its_readers(planner):
+    run(planner, "CREATE SEQUENCE s START 5")
+    run(planner, "CREATE TABLE q (id int DEFAULT nextval('s'), v text)")
+    assert rows(planner, "INSERT INTO q (v) VALUES ('a') RETURNING id") == [(5,)]
+    run(planner, "ALTER SEQUENCE s RENAME TO s2")
+    assert rows(planner, "INSERT INTO q (v) VALUES ('b') RETURNING id") == [(6,)]
+    assert rows(planner, "SELECT nextval('s2')") == [(7,)]
+    with pytest.raises(SqlError) as info:
+        run(planner, "ALTER SEQUENCE s2 RENAME TO s2")
+    assert info.value.sqlstate.value == "42P07"
