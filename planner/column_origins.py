@@ -58,7 +58,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
-from heron.planner import result_names
+from heron.planner import pg_information_schema, result_names
 from heron.planner.dialect import BLANK_PADDED, PostgresSql
 from heron.planner.pg_catalog_relations import (
     BPCHAR_CHECK,
@@ -67,6 +67,7 @@ from heron.planner.pg_catalog_relations import (
     QUERY_VIEW_PREFIX,
     RELATIONS,
     UNPOPULATED,
+    Relation,
 )
 from heron.planner.pg_types import (
     BPCHAR,
@@ -220,6 +221,8 @@ class Relations:
     def find(self, schema: str | None, name: str) -> Columns | None:
         if schema in (None, "pg_catalog") and name in CATALOG:
             return CATALOG[name]
+        if schema == "information_schema" and name in INFORMATION_SCHEMA:
+            return INFORMATION_SCHEMA[name]
         key = self.key_of(schema, name)
         return None if key is None else self.by_name[key]
 
@@ -656,15 +659,18 @@ def _declared(to: exp.DataType) -> Origin:
     return NO_ORIGIN
 
 
-# The catalog's column types sent as declared, not as their values' DuckDB type (text).
-_CATALOG_DECLARED = {"char": CHAR.oid, "name": NAME.oid}
+# The catalog's column types sent as declared, not as their values' DuckDB type (text);
+# information_schema's domains as PostgreSQL sends them, as their base types.
+_CATALOG_DECLARED = {"char": CHAR.oid, "name": NAME.oid, "sql_identifier": NAME.oid,
+                     "character_data": VARCHAR.oid, "yes_or_no": VARCHAR.oid}
 
 
-def _catalog_relations() -> dict[str, Columns]:
+def _catalog_relations(relations: Sequence[Relation] = RELATIONS) -> dict[str, Columns]:
     """The catalog shim's relations by name: a catalog table's columns read its fixed OID and
-    attnum (a view's OID is its session's: none), `"char"` and `name` columns declared so."""
+    attnum (a view's OID is its session's: none), `"char"` and `name` columns (and
+    information_schema's domains) declared so."""
     catalog = {}
-    for relation in RELATIONS:
+    for relation in relations:
         oid = relation.oid or 0
         catalog[relation.name] = tuple(
             (name, Origin(oid, i + 1 if oid else 0, _CATALOG_DECLARED.get(pg_type, 0)))
@@ -673,6 +679,7 @@ def _catalog_relations() -> dict[str, Columns]:
 
 
 CATALOG = _catalog_relations()
+INFORMATION_SCHEMA = _catalog_relations(pg_information_schema.RELATIONS)
 
 
 def _names_user_relations(tree: exp.Expression) -> bool:

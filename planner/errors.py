@@ -326,6 +326,10 @@ _WORDINGS: tuple[_Wording, ...] = (
     # DuckDB's foreign keys have no actions, and it checks a deleted referenced key against
     # the referencing rows as they were when the transaction began (so not even deleting the
     # referencing rows first in the same transaction emulates ON DELETE CASCADE).
+    _W(re.compile(r"Creating foreign keys across different schemas or catalogs is not supported"),
+       _S.FEATURE_NOT_SUPPORTED, "foreign keys across schemas are not supported",
+       hint="DuckDB, which keeps Heron's tables, checks foreign keys only within one schema: put "
+       "both tables in one schema, or leave the constraint out."),
     _W(re.compile(r"FOREIGN KEY constraints cannot use CASCADE, SET NULL or SET DEFAULT"),
        _S.FEATURE_NOT_SUPPORTED, "foreign key actions (ON DELETE / ON UPDATE CASCADE, SET NULL, "
        "SET DEFAULT) are not supported", hint="Heron's foreign keys are NO ACTION: declare the "
