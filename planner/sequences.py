@@ -110,7 +110,10 @@ def follow_rename(con: duckdb.DuckDBPyConnection, table: tuple[str, ...], rename
     if renamed_to is None and not columns:
         return
     old_name = table[-1]
-    now = existence.find_relation(con, (*table[:-1], renamed_to or old_name), views=False)
+    try:
+        now = existence.find_relation(con, (*table[:-1], renamed_to or old_name), views=False)
+    except SqlError:
+        return  # (ALTER TABLE IF EXISTS of no table: nothing was renamed)
     for column, default in con.execute(
             "SELECT column_name, column_default FROM duckdb_columns() WHERE database_name = ? "
             "AND schema_name = ? AND table_name = ?",

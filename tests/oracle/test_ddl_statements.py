@@ -324,6 +324,8 @@ CASES = {
         "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
         "'x_r2'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
         "SELECT * FROM x_r2",
+        "ALTER TABLE IF EXISTS x_nope RENAME TO x_r3",
+        "ALTER TABLE IF EXISTS x_nope RENAME COLUMN a TO b",
         "ALTER INDEX x_r_a RENAME TO x_r_a2", "ALTER INDEX IF EXISTS x_nope RENAME TO x_r_b",
         "ALTER INDEX x_nope RENAME TO x_r_b", "ALTER INDEX x_r_a2 RENAME TO x_r2",
         "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'x_r_a%'",
