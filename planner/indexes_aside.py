@@ -39,6 +39,7 @@ from sqlglot.errors import SqlglotError
 from heron.planner import dialect, existence
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState
+from heron.planner.pg_catalog_types import literal
 from heron.planner.statement import Result, atomic, in_transaction
 
 
@@ -182,8 +183,7 @@ def _make(con: duckdb.DuckDBPyConnection, table: existence.Relation,
 
 def _comment(con: duckdb.DuckDBPyConnection, table: existence.Relation, index: str,
              comment: str) -> None:
-    con.execute(f"COMMENT ON INDEX {_qualified(table, index)} IS "
-                f"'{comment.replace(chr(39), chr(39) * 2)}'")
+    con.execute(f"COMMENT ON INDEX {_qualified(table, index)} IS {literal(comment)}")
 
 
 def _made_again(sql: str, table: existence.Relation, aside: Aside) -> str | None:
