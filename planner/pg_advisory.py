@@ -13,8 +13,9 @@ Contract:
   or for its transaction, waiting or not. A holder's own locks never conflict with each other,
   and each acquisition is counted; another holder's lock of the key in a conflicting mode
   keeps it waiting. While it waits, `acquire` asks `stop()` every `POLL_S` and gives up
-  (False) once it says so: the session's statement was cancelled or timed out (DuckDB's
-  interruption then reports it) or its client left. `release` gives back one session-level
+  (False) once it says so: the session's statement was cancelled or timed out or its client
+  left (the SQL function then fails with 57014, which the session words as a timeout where it
+  was one). `release` gives back one session-level
   acquisition of a mode (False when the holder has none), `end_transaction` every
   transaction-level one, `release_all` everything of a holder (the session's end;
   pg_advisory_unlock_all keeps the transaction's, as PostgreSQL does).
@@ -43,6 +44,7 @@ from typing import Protocol
 
 import duckdb
 
+from heron.planner.errors import carried, query_canceled
 from heron.planner.pg_activity import Caller
 
 FUNCTION = "heron_advisory"
@@ -171,7 +173,13 @@ def register(con: duckdb.DuckDBPyConnection, locks: Locks) -> None:
     session."""
 
     def call(pid: int, token: str, action: str, space: int, key1: int, key2: int) -> bool:
-        return locks.advisory(Caller(pid, token), action, (space, key1, key2))
+        granted = locks.advisory(Caller(pid, token), action, (space, key1, key2))
+        if not granted and action.split()[0] == "lock":
+            # The wait was given up (the statement cancelled or timed out, its client gone): an
+            # error of its own, as DuckDB may finish the statement before it sees its interrupt
+            # (then pg_advisory_lock answered as if granted).
+            raise carried(query_canceled())
+        return granted
 
     con.create_function(FUNCTION, call, ["INTEGER", "VARCHAR", "VARCHAR", "INTEGER", "BIGINT",
                                          "BIGINT"], "BOOLEAN", side_effects=True)

@@ -272,6 +272,8 @@ class Planner:
                 raise query_canceled()
             try:
                 result = self._execute(stmt, params, stream)
+            except duckdb.Error as exc:  # (what ran around DuckDB's statement: a catalog snapshot)
+                raise from_duckdb(exc) from None
             finally:
                 if stmt.kind not in statement.DATA_KINDS:
                     # What it ran may have changed what names bind to, also for the statements
