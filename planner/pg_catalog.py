@@ -23,7 +23,8 @@ as `heron.planner.pg_catalog_rewrite` rewrites them. Created in a transaction th
 they are gone with it: `rolled_back()` notices, and the next catalog statement creates them
 again. They read snapshots of DuckDB's catalog: `Catalog.refresh(sql)`, called before a
 statement runs, takes new ones when the statement reads the catalog and DuckDB's catalog changed
-since the last (a cheap fingerprint decides); a view's columns are typed there as its
+since the last (a fingerprint decides, ~20 ms, asked only when the server's catalog generation
+moved or in a transaction block); a view's columns are typed there as its
 definition declares them (varchar(n) over a varchar(n) column: `heron.planner.column_origins`).
 `publish_settings(con, settings)` makes the session's run-time settings visible to
 `current_setting()` and pg_settings (a DuckDB session variable, not transactional, like Heron's
@@ -244,6 +245,7 @@ class Catalog:
             "session_authorization": user, "server_version": server_version})
         self.caller = caller  # whom the activity views and backend functions act for
         self._installed = False
+        self._fresh_at: int | None = None  # the catalog generation the snapshots are fresh at
 
     def ready(self, sql: str) -> None:
         """Before classifying `sql`: the shim's relations and macros exist if it may read them."""
@@ -251,7 +253,9 @@ class Catalog:
             self._install()
 
     def rolled_back(self) -> None:
-        """After a rollback: whether the relations survived it (not if it created them)."""
+        """After a rollback: whether the relations survived it (not if it created them), and
+        the snapshots it may have taken are undone."""
+        self._fresh_at = None
         if self._installed:
             self._installed = bool(self.con.execute(
                 "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = ?",
@@ -275,13 +279,19 @@ class Catalog:
                         f"{pg_information_schema.view_name(relation.name)} AS {relation.sql()}")
         self._installed = True
 
-    def refresh(self, sql: str) -> None:
+    def refresh(self, sql: str, generation: int | None = None) -> None:
         """Before running `sql`: if it reads the catalog and DuckDB's catalog changed since the
-        last snapshot, take new snapshots."""
+        last snapshot, take new snapshots. `generation` is the catalog's generation (the
+        server's count of statements that may change it) when the statement runs outside a
+        transaction block: snapshots found fresh at a generation stay fresh while it lasts, so
+        the catalog is not compared again (~20 ms). In a block, whose DuckDB snapshot may be
+        older than the generation, it is compared every time."""
         if _reads_catalog(sql):
             if not self._installed:
                 self._install()
-            self._snapshot()
+            if generation is None or generation != self._fresh_at:
+                self._snapshot()
+                self._fresh_at = generation
 
     def _snapshot(self) -> None:
         fingerprint, fresh = self.con.execute(

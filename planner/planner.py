@@ -290,7 +290,10 @@ class Planner:
     def _execute(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
         plan = stmt.ai
         if plan is None:
-            self.catalog.refresh(stmt.sql)
+            # The server's catalog generation serves outside a block (`Catalog.refresh`); a
+            # statement's own number does not: prepared ones run in any order.
+            outside = self._statements is None and not self._in_transaction
+            self.catalog.refresh(stmt.sql, self._generation() if outside else None)
             if stmt.verb == "ALTER TABLE" and (added := alter_table.parse(stmt.sql)) is not None:
                 return alter_table.run(self.con, added, stmt)  # around DuckDB's CHECKs
             if stmt.verb == "ALTER TABLE" and (

@@ -296,6 +296,31 @@ def test_snapshots_follow_ddl_and_rollback(catalog):
     assert query(catalog, names) == []
 
 
+def test_snapshots_found_fresh_serve_while_the_catalog_generation_lasts(catalog, monkeypatch):
+    con = catalog.con
+    compared = []
+    snapshot = catalog._snapshot
+    monkeypatch.setattr(catalog, "_snapshot", lambda: compared.append(1) or snapshot())
+    names = "SELECT relname FROM pg_catalog.pg_class WHERE relname LIKE 'gen%' ORDER BY 1"
+
+    def read(generation: int | None) -> list[tuple]:
+        sql = rewrite(names)
+        catalog.refresh(sql, generation)
+        return con.sql(sql).fetchall()
+
+    con.execute("CREATE TABLE gen_a (x INTEGER)")
+    assert read(1) == [("gen_a",)] and len(compared) == 1
+    assert read(1) == [("gen_a",)] and len(compared) == 1  # not compared again
+    con.execute("CREATE TABLE gen_b (x INTEGER)")  # the server advances the generation
+    assert read(2) == [("gen_a",), ("gen_b",)] and len(compared) == 2
+    con.execute("BEGIN")  # in a block, compared every time
+    con.execute("DROP TABLE gen_b")
+    assert read(None) == [("gen_a",)] and read(None) == [("gen_a",)] and len(compared) == 4
+    con.execute("ROLLBACK")
+    catalog.rolled_back()  # (as the planner does): the block's snapshots are undone
+    assert read(2) == [("gen_a",), ("gen_b",)] and len(compared) == 5
+
+
 def test_information_schema(catalog):
     con = catalog.con
     con.execute("CREATE TABLE a (id INTEGER PRIMARY KEY); CREATE TABLE b (id INTEGER, "
