@@ -44,7 +44,7 @@ from typing import Protocol
 
 import duckdb
 
-from heron.planner.errors import carried, query_canceled
+from heron.planner.errors import SqlError, carried, query_canceled
 from heron.planner.pg_activity import Caller
 
 FUNCTION = "heron_advisory"
@@ -163,7 +163,8 @@ class LockTable:
 
 
 class Locks(Protocol):
-    """The server side of `FUNCTION`: checks the caller, then does `action` for it."""
+    """The server side of `FUNCTION`: checks the caller, then does `action` for it (its
+    `SqlError` is the statement's)."""
 
     def advisory(self, caller: Caller, action: str, key: Key) -> bool: ...
 
@@ -173,7 +174,10 @@ def register(con: duckdb.DuckDBPyConnection, locks: Locks) -> None:
     session."""
 
     def call(pid: int, token: str, action: str, space: int, key1: int, key2: int) -> bool:
-        granted = locks.advisory(Caller(pid, token), action, (space, key1, key2))
+        try:
+            granted = locks.advisory(Caller(pid, token), action, (space, key1, key2))
+        except SqlError as exc:
+            raise carried(exc) from None
         if not granted and action.split()[0] == "lock":
             # The wait was given up (the statement cancelled or timed out, its client gone): an
             # error of its own, as DuckDB may finish the statement before it sees its interrupt

@@ -235,8 +235,34 @@ class Result:
         return f"{verb} {rows_returned}"
 
 
+# Query strings up to this long have their statements kept (`split`, `split_known`): a client
+# sends the same short texts again and again, and tokenizing costs ~1 us per character.
+SPLIT_KEPT_CHARS = 4096
+SPLIT_KEPT = 1024  # texts kept; past it, the oldest are forgotten first
+_splits: collections.OrderedDict[str, tuple[str, ...]] = collections.OrderedDict()
+
+
+def split_known(sql: str) -> list[str] | None:
+    """The statements of a query string `split` has seen lately, or None (cheap: a look-up)."""
+    statements = _splits.get(sql)
+    return None if statements is None else list(statements)
+
+
 def split(sql: str) -> list[str]:
     """The statements of a query string, in order, without their semicolons."""
+    known = _splits.get(sql)
+    if known is not None:
+        return list(known)
+    statements = _split(sql)
+    if len(sql) <= SPLIT_KEPT_CHARS:
+        _splits[sql] = tuple(statements)
+        if len(_splits) > SPLIT_KEPT:
+            with contextlib.suppress(KeyError):  # (another thread may have dropped it first)
+                _splits.popitem(last=False)
+    return statements
+
+
+def _split(sql: str) -> list[str]:
     try:
         tokens = _TOKENIZER().tokenize(sql)
     except TokenError as exc:

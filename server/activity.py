@@ -24,7 +24,12 @@ does what a CancelRequest does; a terminate what the server's shutdown does to a
 waits for the connection to be gone. An unknown PID gets PostgreSQL's WARNING and false.
 It is also the server's `pg_advisory.Locks`: its `locks` table holds the backends' advisory
 locks, a backend's own released when it closes, its transaction's by the session
-(`Backend.locks`), a wait given up once the backend's `cancelled` is set or it is gone.
+(`Backend.locks`), a wait given up once the backend's `cancelled` is set or it is gone. Each
+call of these functions counts in the calling backend's `server_calls`, so its connection knows
+which statements reach the server (they never run on its event loop's thread:
+`server.worker.Pace`); one that would wait for a lock while its statement runs there
+(`Backend.on_loop`) fails with 55P03 instead of stopping every connection, and a terminate
+does not wait for its target there.
 Queue positions are decided across all backends when heron_stat_ai is read (see
 `pg_activity`).
 """
@@ -42,6 +47,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from heron.catalog.roles import Role, Roles
+from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_activity import BackendRow, Caller, OperatorRow, Outcome, Signal
 from heron.planner.pg_advisory import Key, LockTable, Mode
 from heron.planner.progress import OperatorProgress, Stage, State
@@ -139,6 +145,8 @@ class Backend:
         # an advisory lock's wait gives up then.
         self.cancelled = threading.Event()
         self.locks = locks if locks is not None else LockTable()
+        self.server_calls = 0  # the server's SQL functions this backend's statements called
+        self.on_loop = False  # its statement runs on the event loop's thread: it must not wait
         self._lock = threading.Lock()
         self._state = BackendState.IDLE
         self._query = ""
@@ -315,7 +323,10 @@ class Activity:
             backend.peer.post_cancel()
             return Outcome.SENT
         backend.peer.post_terminate()
-        if timeout > 0 and backend is not calling and not backend.gone.wait(timeout):
+        # (On the loop's thread the target cannot end before this statement does, which it
+        # does right after: waiting would only stop the server for the timeout.)
+        if timeout > 0 and backend is not calling and not calling.on_loop and (
+                not backend.gone.wait(timeout)):
             calling.peer.post_notice(Severity.WARNING,
                                      f"backend with PID {target} did not terminate within "
                                      f"{round(timeout * 1000)} milliseconds")
@@ -327,11 +338,8 @@ class Activity:
     def advisory(self, caller: Caller, action: str, key: Key) -> bool:
         """`action` ("lock", "try", "unlock" with "shared" and "xact", or "unlock all") on an
         advisory lock, for the caller once its token checks out."""
-        if self._role_of(caller) is None:
-            return False
-        with self._lock:
-            backend = self._backends.get(caller.pid)
-        if backend is None:
+        backend = self._caller_backend(caller)
+        if backend is None or self.roles.get(backend.user) is None:
             return False
         verb, *modes = action.split()
         shared = "shared" in modes
@@ -345,9 +353,18 @@ class Activity:
             kind = "ShareLock" if shared else "ExclusiveLock"
             backend.peer.post_notice(Severity.WARNING, f"you don't own a lock of type {kind}")
             return False
-        return self.locks.acquire(
-            backend.pid, key, mode=mode, transaction="xact" in modes, wait=verb == "lock",
+        wait = verb == "lock"
+        granted = self.locks.acquire(
+            backend.pid, key, mode=mode, transaction="xact" in modes, wait=wait and (
+                not backend.on_loop),
             stop=lambda: backend.cancelled.is_set() or backend.gone.is_set())
+        if wait and not granted and backend.on_loop:
+            # The loop's thread is what the holder's client needs to release it: waiting there
+            # would stop the server. The statement now never runs there again.
+            raise SqlError(SqlState.LOCK_NOT_AVAILABLE, "could not obtain advisory lock",
+                           detail="The statement ran where it cannot wait for a lock.",
+                           hint="Run it again: it will wait.")
+        return granted
 
     def _all(self) -> list[Backend]:
         with self._lock:
@@ -355,11 +372,18 @@ class Activity:
 
     def _role_of(self, caller: Caller) -> Role | None:
         """The caller's role, once its token checks out."""
+        backend = self._caller_backend(caller)
+        return None if backend is None else self.roles.get(backend.user)
+
+    def _caller_backend(self, caller: Caller) -> Backend | None:
+        """The caller's backend, once its token checks out; the call counts in its
+        `server_calls`."""
         with self._lock:
             backend = self._backends.get(caller.pid)
         if backend is None or not secrets.compare_digest(backend.token, caller.token):
             return None
-        return self.roles.get(backend.user)
+        backend.server_calls += 1
+        return backend
 
 
 def _may_see(asking: Role, backend: Backend) -> bool:

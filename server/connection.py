@@ -14,9 +14,12 @@ connection's worker reads and encodes at most `ENCODE_BATCH_ROWS` rows (vectoriz
 result of any size streams in bounded memory. Every session call (planning, DuckDB, the engine)
 runs on the connection's lane of the server's worker pool (`server.worker`), so a session that
 waits never holds up another for long; calls are awaited one at a time, so they stay ordered,
-and a statement without a large result costs one call. While a call runs, what the client sends
-is read ahead; a client that closes its end meanwhile cancels the running statement (its work
-stops, as PostgreSQL's `client_connection_check_interval` does). A connection whose session
+and a statement without a large result costs one call. A SELECT's first rows run on the event
+loop's thread instead once its recent runs were quick (`worker.Pace`, one per statement), unless
+it calls the server's own SQL functions (an advisory lock may wait); a short Query text seen
+lately is split without a call. While a call runs, what the client sends is read ahead; a client
+that closes its end meanwhile cancels the running statement (its work stops, as PostgreSQL's
+`client_connection_check_interval` does). A connection whose session
 LISTENs passes on notifications (`server.notify`) while it waits for the client, outside
 transaction blocks, and after each Query or Sync publishes the NOTIFYs its session committed.
 Errors reach the client as ErrorResponse. A message whose frame is sound but whose fields are not
@@ -57,12 +60,14 @@ from heron.planner import (
     Result,
     SqlError,
     SqlState,
+    Statement,
     pg_activity,
     pg_advisory,
     split,
 )
 from heron.planner.column_origins import NO_ORIGIN, wire_type
 from heron.planner.pg_types import PgType
+from heron.planner.statement import split_known
 from heron.server import auth, copy, encode, protocol
 from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Severity
 from heron.server.config import AuthMethod
@@ -72,7 +77,7 @@ from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
 from heron.server.session import CatalogGeneration, Session
 from heron.server.transaction import TransactionStatus
-from heron.server.worker import WorkerPool
+from heron.server.worker import Pace, WorkerPool
 
 T = TypeVar("T")
 
@@ -83,6 +88,7 @@ ENCODE_BATCH_ROWS = 8192  # rows read and encoded per thread-pool call, so huge 
 VECTORIZED_MIN_ROWS = 64
 FLUSH_BYTES = 64 * 1024  # buffered output that triggers a write before Sync/Flush
 WATCH_CLIENT_AFTER_S = 0.05  # a call lasting longer has the client's messages read meanwhile
+PACES_KEPT = 256  # statements whose `Pace` a connection keeps; past it, the map starts again
 
 
 class CancelRegistry:
@@ -203,6 +209,8 @@ class Connection:
         self._ticking: asyncio.TimerHandle | None = None  # Backend.tick's next call
         self._closing = False  # nothing more is written but the FATAL of the end
         self._encodings = _Encodings()  # how prepared statements' rows are sent
+        # The pace of statements' first rows, by the statement's id (held: its key)
+        self._paces: dict[int, tuple[Statement, Pace]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -244,6 +252,11 @@ class Connection:
         statement returns (both come through the event loop, in order)."""
         code = SqlState.WARNING if severity is Severity.WARNING else SqlState.SUCCESSFUL_COMPLETION
         message = protocol.error_response(code, text, severity=severity.value, notice=True)
+        if self.backend is not None and self.backend.on_loop:
+            # The statement runs on the loop's thread, which waits for it: a callback would run
+            # after what the statement sends.
+            self._out += message
+            return
         self._soon(self._write_now, message)
 
     def post_cancel(self) -> None:
@@ -314,11 +327,28 @@ class Connection:
         except (ConnectionError, OSError):
             pass
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def call(self, fn: Callable[..., T], *args: Any, pace: Pace | None = None) -> T:
         """Run blocking work on the connection's lane of the worker pool, one call at a time. A
         call that lasts (`WATCH_CLIENT_AFTER_S`) has the client's next messages read ahead
         meanwhile: if it closes its end, the work is cancelled (it would be for no one) and the
-        connection ends without running what the client sent before."""
+        connection ends without running what the client sent before. With a `pace`, the call
+        is timed, and runs on the loop's thread when it is quick and the lane idle; one that
+        called the server's SQL functions never runs there again."""
+        if pace is not None:
+            backend = self.backend
+            assert backend is not None
+            calls = backend.server_calls
+            try:
+                if pace.quick and not self._worker.busy:
+                    backend.on_loop = True
+                    try:
+                        return pace.run(fn, *args)
+                    finally:
+                        backend.on_loop = False
+                return await self.call(pace.run, fn, *args)
+            finally:
+                if backend.server_calls != calls:
+                    pace.never()
         done = self._worker.submit(fn, *args)
         if self.messages is None or self.messages.closed:
             return await done
@@ -646,7 +676,9 @@ class Connection:
 
     async def _query(self, message: protocol.Query) -> None:
         assert self.session is not None
-        statements = await self.call(split, message.sql)
+        statements = split_known(message.sql)
+        if statements is None:
+            statements = await self.call(split, message.sql)
         if not statements:
             self.send(protocol.empty_query_response())
         if len(statements) > 1:  # all or nothing, as in PostgreSQL
@@ -702,7 +734,7 @@ class Connection:
                 return
             timezone = encode.session_timezone(self.session.setting("TimeZone"))
             chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone,
-                                    self._encodings)
+                                    self._encodings, pace=self._pace(portal))
             result = portal.result
             assert result is not None
             self._send_notices(result)
@@ -728,6 +760,23 @@ class Connection:
             # statement_timeout counts while a message is worked on, not while a suspended
             # portal waits for the client's next Execute.
             self.session.disarm_timeout()
+
+    def _pace(self, portal: Portal) -> Pace | None:
+        """The pace of the portal's first rows, where they may run on the loop's thread: a
+        SELECT's without AI functions (the engine's work is long, and reports progress
+        through the loop)."""
+        statement = portal.statement
+        if portal.started or statement.kind is not Kind.SELECT or statement.ai is not None or (
+                statement.command is not None):
+            return None
+        kept = self._paces.get(id(statement))
+        if kept is not None and kept[0] is statement:
+            return kept[1]
+        if len(self._paces) >= PACES_KEPT:
+            self._paces.clear()
+        pace = Pace()
+        self._paces[id(statement)] = (statement, pace)
+        return pace
 
     def _send_notices(self, result: Result) -> None:
         for text in result.warnings:

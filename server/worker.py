@@ -14,6 +14,15 @@ scan) never holds up another's `SELECT 1` for more than about `2 * LONG_CALL_S`,
 process per connection never does. The threads are daemons: one stuck in a call that never
 returns (a read of a FIFO that no one writes) never keeps the server from exiting.
 
+A call known to be quick runs on the event loop's thread instead (`Pace`): handing it to a pool
+thread and its outcome back costs two thread wake-ups, more than a small statement's own work.
+`Pace` keeps how long one kind of call (a statement's first rows, on one connection) took on its
+recent runs: after `QUICK_RUNS` runs in a row of at most `QUICK_S` each, `quick` says the next
+may run on the loop; one slower run, and it goes back to the pool. A call that may wait for
+another session (an advisory lock, a table lock) must never run on the loop, whose thread that
+session needs to go on: the caller decides which calls a `Pace` may time, and `never()` rules
+one out for good.
+
 Why a few shared threads rather than a thread per connection: the calls' Python work holds one
 GIL, and each DuckDB call releases and takes it again several times. Fifty connection threads
 with a call each then spend more on GIL hand-offs and context switches than on the statements
@@ -43,7 +52,42 @@ LONG_CALL_S = 0.02  # a call running longer stops counting as one of the pool's 
 # (2 cores, 50 connections: 1 thread 1,870 q/s, 2 threads 2,140, 4 threads 1,900-1,990).
 DEFAULT_THREADS = max(2, min(4, os.cpu_count() or 2))
 
+# A call that ran at most this long counts as quick: it costs the loop's other connections
+# little, and the two thread hand-offs it saves (~100-150 us of server CPU on the 2-core dev
+# machine) are a good part of it.
+QUICK_S = 0.001
+QUICK_RUNS = 3  # quick runs in a row before the next runs on the event loop's thread
+
 _Call = tuple["Worker", asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]]
+
+
+class Pace:
+    """How long one kind of call took on its recent runs (see the module contract). Used by
+    one connection, whose calls run one at a time: no lock."""
+
+    __slots__ = ("_quick_runs", "_never")
+
+    def __init__(self) -> None:
+        self._quick_runs = 0  # the latest runs that were quick, in a row
+        self._never = False
+
+    @property
+    def quick(self) -> bool:
+        """Whether the next run may be on the event loop's thread."""
+        return self._quick_runs >= QUICK_RUNS and not self._never
+
+    def never(self) -> None:
+        """The call may wait for another session: it never runs on the loop."""
+        self._never = True
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)`, timed (on whichever thread)."""
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            quick = time.perf_counter() - started <= QUICK_S
+            self._quick_runs = self._quick_runs + 1 if quick else 0
 
 
 class WorkerPool:

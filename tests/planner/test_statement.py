@@ -5,7 +5,14 @@ import pytest
 
 from heron.planner.commands import SessionCommand, TransactionOptions
 from heron.planner.errors import SqlError
-from heron.planner.statement import Kind, classify, split
+from heron.planner.statement import (
+    SPLIT_KEPT,
+    SPLIT_KEPT_CHARS,
+    Kind,
+    classify,
+    split,
+    split_known,
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +81,21 @@ def test_bad_statements_carry_a_sqlstate(con, sql, sqlstate):
 def test_split_respects_quotes_and_comments():
     sql = "SELECT ';' AS a; -- x; y\nSELECT $$;$$; ; SELECT \"a;b\" FROM t"
     assert split(sql) == ["SELECT ';' AS a", "SELECT $$;$$", 'SELECT "a;b" FROM t']
+
+
+def test_short_texts_split_lately_are_known_without_tokenizing():
+    sql = "SELECT 'known'; SELECT 2"
+    assert split_known(sql) is None
+    assert split(sql) == ["SELECT 'known'", "SELECT 2"]
+    known = split_known(sql)
+    assert known == ["SELECT 'known'", "SELECT 2"]
+    known.append("changed")  # each caller gets its own list
+    assert split_known(sql) == ["SELECT 'known'", "SELECT 2"]
+    long = "SELECT " + "1 + " * SPLIT_KEPT_CHARS + "1"
+    assert split(long) == [long] and split_known(long) is None
+    with pytest.raises(SqlError):  # an error is not kept
+        split("SELECT 'unterminated")
+    for i in range(SPLIT_KEPT + 1):  # the oldest are forgotten past the limit
+        split(f"SELECT {i}")
+    assert split_known(sql) is None and split_known(f"SELECT {SPLIT_KEPT}") == [
+        f"SELECT {SPLIT_KEPT}"]

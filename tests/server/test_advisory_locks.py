@@ -149,3 +149,67 @@ def test_lock_table_waits_for_another_block_s_lock_of_the_table(conn, other):
     other.execute("RESET statement_timeout")
     conn.execute("ROLLBACK")
     assert one(other, "SELECT 1") == 1  # nothing left cancelled
+
+
+def _answers_meanwhile(heron_server) -> float:
+    """Seconds a third session's `SELECT 1` takes (the server must not stop for a wait)."""
+    with psycopg.connect(heron_server.dsn, autocommit=True) as third:
+        started = time.monotonic()
+        assert one(third, "SELECT 1") == 1
+        return time.monotonic() - started
+
+
+def test_a_lock_statement_that_ran_quick_many_times_still_waits_apart(heron_server, conn,
+                                                                      other):
+    # Quick runs of a statement could have the next run on the event loop's thread; one that
+    # called a lock function never does, so its wait holds up no other session.
+    for _ in range(6):
+        conn.execute("SELECT pg_advisory_lock(48)", prepare=True)
+    for _ in range(6):
+        assert one(conn, "SELECT pg_advisory_unlock(48)") is True
+    other.execute("SELECT pg_advisory_lock(48)")
+    granted = []
+
+    def wait():
+        conn.execute("SELECT pg_advisory_lock(48)", prepare=True)
+        granted.append(time.monotonic())
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.3)
+    assert _answers_meanwhile(heron_server) < 1.0
+    assert not granted
+    other.execute("SELECT pg_advisory_unlock(48)")
+    waiter.join(10)
+    assert granted
+    conn.execute("SELECT pg_advisory_unlock(48)")
+
+
+def test_a_quick_statement_that_calls_a_lock_at_last_never_stops_the_server(heron_server, conn,
+                                                                             other):
+    sql = "SELECT pg_advisory_lock(49) FROM (SELECT 1) AS t WHERE %s"
+    for _ in range(10):  # no row: the lock function is not called, and the runs are quick
+        assert conn.execute(sql, [False], prepare=True).fetchall() == []
+    other.execute("SELECT pg_advisory_lock(49)")
+    outcomes = []
+
+    def run():
+        try:
+            conn.execute(sql, [True], prepare=True)
+        except psycopg.errors.LockNotAvailable as exc:
+            # It ran on the loop's thread, where it cannot wait: said so, and the next run
+            # waits apart.
+            assert exc.diag.message_hint == "Run it again: it will wait."
+            outcomes.append("55P03")
+            conn.execute(sql, [True], prepare=True)
+        outcomes.append("granted")
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    time.sleep(0.3)
+    assert _answers_meanwhile(heron_server) < 1.0
+    assert "granted" not in outcomes
+    other.execute("SELECT pg_advisory_unlock(49)")
+    runner.join(10)
+    assert outcomes in (["granted"], ["55P03", "granted"])
+    assert one(conn, "SELECT pg_advisory_unlock(49)") is True

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from heron.server.worker import WorkerPool
+from heron.server.worker import QUICK_RUNS, QUICK_S, Pace, WorkerPool
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -109,3 +109,20 @@ def test_a_closed_lane_finishes_what_was_queued_and_refuses_more() -> None:
 def test_a_pool_needs_a_thread() -> None:
     with pytest.raises(ValueError, match="at least one thread"):
         WorkerPool(0)
+
+
+def test_a_pace_is_quick_after_quick_runs_in_a_row_until_one_is_slow() -> None:
+    pace = Pace()
+    for _ in range(QUICK_RUNS):
+        assert not pace.quick
+        assert pace.run(lambda x: x + 1, 1) == 2
+    assert pace.quick
+    pace.run(time.sleep, QUICK_S * 3)
+    assert not pace.quick
+    for _ in range(QUICK_RUNS):
+        with pytest.raises(ZeroDivisionError):  # a call that fails is timed too
+            pace.run(lambda: 1 / 0)
+    assert pace.quick
+    pace.never()
+    pace.run(lambda: None)
+    assert not pace.quick
