@@ -49,10 +49,23 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
-from heron.planner import column_origins, dialect, indexes_aside, pg_semantics, statement
+from heron.planner import (
+    column_origins,
+    dialect,
+    existence,
+    indexes_aside,
+    pg_semantics,
+    statement,
+)
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
-from heron.planner.pg_catalog_relations import BPCHAR_CHECK, JSONB_CHECK, LENGTH_CHECK
+from heron.planner.pg_catalog_relations import (
+    BPCHAR_CHECK,
+    JSONB_CHECK,
+    LENGTH_CHECK,
+    constraint_name,
+    shown_constraint,
+)
 from heron.planner.statement import Result, atomic
 
 # Cheap tests before parsing: an ALTER TABLE adding a column with a CHECK, or changing a type.
@@ -83,6 +96,17 @@ class AlterType:
 
 
 @dataclass(frozen=True)
+class DropConstraint:
+    """ALTER TABLE ... DROP CONSTRAINT [IF EXISTS] name [CASCADE | RESTRICT]."""
+
+    schema: str | None
+    table: str
+    if_exists: bool  # ALTER TABLE IF EXISTS
+    name: str
+    missing_ok: bool  # DROP CONSTRAINT IF EXISTS
+
+
+@dataclass(frozen=True)
 class AddConstraint:
     """ALTER TABLE ... ADD [CONSTRAINT name] FOREIGN KEY / CHECK: the constraint's text as
     DuckDB's CREATE TABLE takes it."""
@@ -97,17 +121,23 @@ _ADD_CONSTRAINT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ADD\s+(?P<constraint>(?:CONSTRAINT\s+{IDENTIFIER}\s+)?"
     r"(?:FOREIGN\s+KEY|CHECK)\b.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_DROP_CONSTRAINT = re.compile(
+    rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
+    rf"(?:\s*\.\s*{IDENTIFIER})?)\s+DROP\s+CONSTRAINT\s+(?P<missing_ok>IF\s+EXISTS\s+)?"
+    rf"(?P<constraint>{IDENTIFIER})(?:\s+(?:CASCADE|RESTRICT))?\s*;?\s*$", re.IGNORECASE)
 # What DuckDB's CREATE TABLE does not read after a constraint (it checks every one at once)
 _DEFERRAL = re.compile(r"\s+(?:NOT\s+)?DEFERRABLE\b|\s+INITIALLY\s+(?:DEFERRED|IMMEDIATE)\b|"
                        r"\s+NOT\s+VALID\b", re.IGNORECASE)
 
 
-def parse(sql: str) -> AddColumns | AlterType | AddConstraint | None:
+def parse(sql: str) -> AddColumns | AlterType | AddConstraint | DropConstraint | None:
     """What `sql` changes, when DuckDB may not do it itself (see the module docstring)."""
-    if m := _ADD_CONSTRAINT.match(sql):
+    if m := _ADD_CONSTRAINT.match(sql) or _DROP_CONSTRAINT.match(sql):
         parts = [identifier(p) for p in re.findall(IDENTIFIER, m["name"])]
-        return AddConstraint(parts[0] if len(parts) > 1 else None, parts[-1],
-                             bool(m["exists"]), _DEFERRAL.sub("", m["constraint"]))
+        place = (parts[0] if len(parts) > 1 else None, parts[-1], bool(m["exists"]))
+        if m.re is _DROP_CONSTRAINT:
+            return DropConstraint(*place, identifier(m["constraint"]), bool(m["missing_ok"]))
+        return AddConstraint(*place, _DEFERRAL.sub("", m["constraint"]))
     adds, alters = _MAY_ADD_CHECKED.search(sql), _MAY_ALTER_TYPE.search(sql)
     if adds is None and alters is None:
         return None
@@ -129,7 +159,8 @@ def parse(sql: str) -> AddColumns | AlterType | AddConstraint | None:
     return None
 
 
-def run(con: duckdb.DuckDBPyConnection, change: AddColumns | AlterType | AddConstraint,
+def run(con: duckdb.DuckDBPyConnection,
+        change: AddColumns | AlterType | AddConstraint | DropConstraint,
         stmt: statement.Statement) -> Result:
     """Run `change`, the statement `stmt` (see the module docstring)."""
     table = _Table.find(con, change.schema, change.table)
@@ -139,6 +170,8 @@ def run(con: duckdb.DuckDBPyConnection, change: AddColumns | AlterType | AddCons
         raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{change.table}" does not exist')
     if isinstance(change, AlterType):
         return _alter_type(con, change, table, stmt)
+    if isinstance(change, DropConstraint):
+        return _drop_constraint(con, change, table)
     if isinstance(change, AddConstraint):
         table.refuse_if_referenced()
         with atomic(con):  # every row checked against it as the rows are copied
@@ -217,6 +250,92 @@ def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, col
             _execute(con, again.rebuild(checks=[*kept, *marks]), table.name,
                      [column] if kept else [])
     return _done()
+
+
+def rename_if_referencing(con: duckdb.DuckDBPyConnection, table: tuple[str, ...], new: str
+                          ) -> bool:
+    """ALTER TABLE ... RENAME TO `new` of a table (its name's parts, its indexes set aside) whose
+    foreign keys reference other tables, as a rebuild under the new name (see `_Table.rebuild`:
+    DuckDB's own rename leaves the tables they reference refusing DELETE and DROP); False,
+    nothing done, for any other table (DuckDB renames it)."""
+    found = _Table.find(con, table[-2] if len(table) > 1 else None, table[-1])
+    if found is None or not found.has_foreign_keys:
+        return False
+    found.refuse_if_referenced()
+    with atomic(con):
+        _execute(con, found.rebuild(name=new), found.name, ())
+    return True
+
+
+def drop_constraint(con: duckdb.DuckDBPyConnection, table: existence.Relation, name: str
+                    ) -> None:
+    """ALTER TABLE `table` DROP CONSTRAINT `name` (one the catalog shows: it must exist)."""
+    found = _Table.find(con, table.schema, table.name)
+    assert found is not None
+    _drop_constraint(con, DropConstraint(table.schema, table.name, False, name, False), found)
+
+
+def _drop_constraint(con: duckdb.DuckDBPyConnection, change: DropConstraint, table: _Table
+                     ) -> Result:
+    """The table created again without the constraint the catalog shows under the name (see
+    the module docstring)."""
+    found = con.execute(_NAMED_CONSTRAINT, [table.oid, change.name]).fetchall()
+    if not found:
+        message = f'constraint "{change.name}" of relation "{table.name}" does not exist'
+        if change.missing_ok:
+            return _done(message + ", skipping")
+        raise SqlError(SqlState.UNDEFINED_OBJECT, message)
+    kind, text, columns = found[0]
+    table.refuse_if_referenced()
+    items = _items(_body(table.sql))
+    if text in items:  # DuckDB prints it after the columns
+        items.remove(text)
+    else:  # one column's PRIMARY KEY or UNIQUE, printed in the column's definition
+        suffix = " PRIMARY KEY" if kind == "PRIMARY KEY" else " UNIQUE"
+        at = next((i for i, item in enumerate(items) if _column_of(item) == columns[0]
+                   and item.endswith(suffix)), None)
+        if at is None:
+            raise SqlError(SqlState.INTERNAL_ERROR, f"cannot find {text} in {table.sql!r}")
+        items[at] = items[at].removesuffix(suffix)
+    if kind == "PRIMARY KEY":  # its columns stay NOT NULL, as in PostgreSQL
+        items = [item + " NOT NULL" if _column_of(item) in columns and " NOT NULL" not in item
+                 else item for item in items]
+    with atomic(con):
+        _execute(con, table.rebuild(items=items), table.name, ())
+    return _done()
+
+
+def _items(body: str) -> list[str]:
+    """The column and constraint definitions of a parenthesized CREATE TABLE body, split at
+    its top-level commas (not those inside parentheses, strings or quoted names)."""
+    items, start, depth, quote = [], 1, 0, ""
+    for i, char in enumerate(body):
+        if quote:
+            quote = "" if char == quote else quote  # ('' and "" escapes close and reopen)
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 1:
+            items.append(body[start:i].strip())
+            start = i + 1
+    items.append(body[start:-1].strip())
+    return items
+
+
+def _column_of(item: str) -> str | None:
+    """The column a CREATE TABLE item defines (None for a table constraint)."""
+    m = re.match(IDENTIFIER, item)
+    if m is None or _TABLE_CONSTRAINT.match(item):
+        return None
+    # (DuckDB prints a name as it was created, quoted where it must be)
+    return identifier(m[0]) if m[0].startswith('"') else m[0]
+
+
+_TABLE_CONSTRAINT = re.compile(r"(?:PRIMARY\s+KEY|UNIQUE|CHECK|FOREIGN\s+KEY)\s*\(|CONSTRAINT\s",
+                               re.IGNORECASE)
 
 
 def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str], table: str,
@@ -299,6 +418,7 @@ class _Table:
     column_comments: tuple[tuple[str, str], ...]
     indexes: tuple[tuple[str, str, str | None], ...]  # (name, CREATE INDEX, comment)
     referenced_by: tuple[str, ...]  # the other tables whose foreign keys reference it
+    has_foreign_keys: bool  # its own reference other tables
     # its CHECKs: (text in its CREATE TABLE, expression, the columns it reads)
     checks: tuple[tuple[str, str, tuple[str, ...]], ...]
 
@@ -322,6 +442,7 @@ class _Table:
                    tuple((c, text) for c, _, text in columns if text is not None),
                    tuple(con.execute(_INDEXES, [oid]).fetchall()),
                    tuple(r for (r,) in con.execute(_REFERENCING, [oid, table_name]).fetchall()),
+                   bool(con.execute(_FOREIGN_KEYS, [oid]).fetchall()),
                    tuple((text, expression, tuple(names)) for text, expression, names
                          in con.execute(_CHECKS, [oid]).fetchall()))
 
@@ -337,43 +458,57 @@ class _Table:
                 SqlState.FEATURE_NOT_SUPPORTED,
                 f'cannot alter table "{self.name}" while foreign keys of '
                 f'{", ".join(self.referenced_by)} reference it',
-                hint="Heron runs this ALTER TABLE (a varchar(n) or jsonb column, a CHECK) by "
-                     "creating the table again, which DuckDB refuses while other tables "
-                     "reference it: drop those foreign keys first, or use text or json.")
+                hint="Heron runs this ALTER TABLE by creating the table again (DuckDB cannot "
+                     "change it in place), which DuckDB refuses while other tables reference "
+                     "it: drop those foreign keys first.")
 
     def has_rows(self, con: duckdb.DuckDBPyConnection) -> bool:
         return bool(con.execute(f"SELECT EXISTS (FROM {self.qualified()})").fetchall()[0][0])
 
     def rebuild(self, *, added: Sequence[str] = (), dropped: Sequence[str] = (),
-                checks: Sequence[str] = ()) -> list[str]:
+                checks: Sequence[str] = (), items: Sequence[str] | None = None,
+                name: str | None = None) -> list[str]:
         """The statements that give the table the column definitions `added` as its last
         columns, without the CHECKs `dropped` (their texts in its CREATE TABLE), with the CHECKs
-        `checks`: its indexes dropped (DuckDB renames no table with indexes), the table renamed
-        aside, created again from its own CREATE TABLE so changed (a column or a CHECK may
-        follow the table's constraints), its rows copied (new columns take their defaults, every
-        CHECK is checked), the old one dropped, indexes and comments restored."""
-        aside = f"__heron_rebuilt_{self.oid}"
-        body = _body(self.sql)
+        `checks` (its column and constraint definitions `items`, when given, in place of its
+        own), under the new `name` if given (a table whose indexes were set aside): its indexes
+        dropped (DuckDB renames no table with indexes), its rows set aside, the table created
+        again from its own CREATE TABLE so changed (a column or a CHECK may follow the table's
+        constraints), its rows copied back (new columns take their defaults, every CHECK is
+        checked), indexes and comments restored. The rows are set aside by renaming the table,
+        unless it has foreign keys: DuckDB renames such a table without telling the tables
+        they reference, which then refuse every DELETE and DROP ("main key table of the table
+        <its old name>"), so its rows are copied aside and it is dropped instead."""
+        assert name is None or not self.indexes
+        kept = list(_items(_body(self.sql)) if items is None else items)
         for text in dropped:
-            if body.count(", " + text) != 1:
+            if kept.count(text) != 1:
                 raise SqlError(SqlState.INTERNAL_ERROR, f"cannot find {text} in {self.sql!r}")
-            body = body.replace(", " + text, "")
-        new = "".join(f", {item}" for item in (*added, *checks))
+            kept.remove(text)
+        body = ", ".join((*kept, *added, *checks))
         temporary = "TEMPORARY " if self.database == "temp" else ""
         stored = ", ".join(dialect.quoted(c) for c in self.stored)
-        comments = [f"COMMENT ON TABLE {self.qualified()} IS {_literal(self.comment)}"
+        table = self.qualified(name)
+        moved = f"__heron_rebuilt_{self.oid}"
+        if self.has_foreign_keys or name is not None:
+            aside = ".".join(dialect.quoted(p) for p in ("temp", "main", moved))
+            set_aside = [f"CREATE TEMPORARY TABLE {aside} AS SELECT {stored} "
+                         f"FROM {self.qualified()}", f"DROP TABLE {self.qualified()}"]
+        else:
+            aside = self.qualified(moved)
+            set_aside = [f"ALTER TABLE {self.qualified()} RENAME TO {dialect.quoted(moved)}"]
+        comments = [f"COMMENT ON TABLE {table} IS {_literal(self.comment)}"
                     ] if self.comment is not None else []
-        comments += [f"COMMENT ON COLUMN {self.qualified()}.{dialect.quoted(c)} IS {_literal(text)}"
+        comments += [f"COMMENT ON COLUMN {table}.{dialect.quoted(c)} IS {_literal(text)}"
                      for c, text in self.column_comments]
         comments += [f"COMMENT ON INDEX {self.qualified(index)} IS {_literal(text)}"
                      for index, _, text in self.indexes if text is not None]
         return [
             *(f"DROP INDEX {self.qualified(index)}" for index, _, _ in self.indexes),
-            f"ALTER TABLE {self.qualified()} RENAME TO {dialect.quoted(aside)}",
-            f"CREATE {temporary}TABLE {self.qualified()} {body[:-1]}{new})",
-            f"INSERT INTO {self.qualified()} ({stored}) SELECT {stored} "
-            f"FROM {self.qualified(aside)}",
-            f"DROP TABLE {self.qualified(aside)}",
+            *set_aside,
+            f"CREATE {temporary}TABLE {table} ({body})",
+            f"INSERT INTO {table} ({stored}) SELECT {stored} FROM {aside}",
+            f"DROP TABLE {aside}",
             *(sql for _, sql, _ in self.indexes),
             *comments,
         ]
@@ -410,9 +545,15 @@ _COLUMNS = """SELECT column_name, is_generated, comment FROM duckdb_columns()
               WHERE table_oid = ? ORDER BY column_index"""
 _INDEXES = """SELECT index_name, sql, comment FROM duckdb_indexes()
               WHERE table_oid = ? AND sql IS NOT NULL"""
+_NAMED_CONSTRAINT = f"""SELECT constraint_type, constraint_text, constraint_column_names
+                       FROM duckdb_constraints() c
+                       WHERE table_oid = ? AND {shown_constraint('c')}
+                         AND {constraint_name('c')} = ?"""
 _CHECKS = """SELECT constraint_text, expression, constraint_column_names FROM duckdb_constraints()
              WHERE table_oid = ? AND constraint_type = 'CHECK'"""
 # DuckDB names a foreign key's referenced table without its schema: any table of that name.
+_FOREIGN_KEYS = """SELECT 1 FROM duckdb_constraints()
+                   WHERE table_oid = ? AND constraint_type = 'FOREIGN KEY'"""
 _REFERENCING = """SELECT DISTINCT table_name FROM duckdb_constraints()
                   WHERE constraint_type = 'FOREIGN KEY' AND table_oid <> ?
                     AND lower(referenced_table) = lower(?)"""

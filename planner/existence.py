@@ -18,7 +18,9 @@ Contract:
   session's when one is open): a missing name is skipped with PostgreSQL's notice under IF
   EXISTS, else PostgreSQL's error (42P01, 42704, 3F000) comes before anything is dropped; a
   DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there. Views that read a dropped
-  table or view are PostgreSQL's 2BP01, or dropped too under CASCADE (`view_dependencies`).
+  table or view are PostgreSQL's 2BP01, or dropped too under CASCADE (`view_dependencies`);
+  so are other tables' foreign keys that reference a dropped table (under CASCADE the keys are
+  dropped, `alter_table`, not their tables).
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
   `owned_sequences(con, table)` the sequences a table's serial and identity columns own
@@ -53,7 +55,7 @@ from heron.planner import dialect, serial_columns, view_dependencies
 from heron.planner.commands import IDENTIFIER as _IDENT
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.pg_catalog_relations import QUERY_VIEW_PREFIX
+from heron.planner.pg_catalog_relations import QUERY_VIEW_PREFIX, constraint_name
 from heron.planner.statement import Result, atomic
 
 _NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
@@ -135,6 +137,7 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
             notices.extend(view_dependencies.clear(
                 con, [(r, drop.kind.lower()) for r in relations], drop.behaviour == "CASCADE"))
         if drop.kind == "TABLE":  # (DuckDB drops no table while another's keys reference it)
+            notices.extend(_foreign_keys_cleared(con, relations, drop.behaviour == "CASCADE"))
             targets = [(t.quoted, owned_sequences(con, t))
                        for t in referencing_first(relations, references(con))]
         else:
@@ -285,6 +288,41 @@ def find_relation(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...], *,
     if not found:
         raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{".".join(parts)}" does not exist')
     return Relation(*found[0])
+
+
+def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation],
+                          cascade: bool) -> list[str]:
+    """Before `tables` are dropped: PostgreSQL's 2BP01 when foreign keys of other tables
+    reference one of them; with `cascade`, those foreign keys dropped (`alter_table`), and
+    PostgreSQL's notice."""
+    dropped = {t.oid for t in tables}
+    found = [(name, Relation(database, schema, table, oid), referenced)
+             for name, database, schema, table, oid, referenced, referenced_oid
+             in con.execute(_REFERENCING_KEYS).fetchall()
+             if referenced_oid in dropped and oid not in dropped]
+    if not found:
+        return []
+    if not cascade:
+        raise SqlError(SqlState.DEPENDENT_OBJECTS_STILL_EXIST,
+                       f"cannot drop table {found[0][2]} because other objects depend on it",
+                       detail="\n".join(f"constraint {name} on table {table.name} depends on "
+                                        f"table {referenced}" for name, table, referenced in found),
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    from heron.planner import alter_table  # (which finds tables through this module)
+
+    for name, table, _ in found:
+        alter_table.drop_constraint(con, table, name)
+    if len(found) == 1:
+        return [f"drop cascades to constraint {found[0][0]} on table {found[0][1].name}"]
+    return [f"drop cascades to {len(found)} other objects"]
+
+
+_REFERENCING_KEYS = f"""
+    SELECT {constraint_name('c')}, c.database_name, c.schema_name, c.table_name, c.table_oid,
+           c.referenced_table, t.table_oid
+    FROM duckdb_constraints() c JOIN duckdb_tables() t ON t.database_name = c.database_name
+         AND t.schema_name = c.schema_name AND t.table_name = c.referenced_table
+    WHERE c.constraint_type = 'FOREIGN KEY'"""
 
 
 def references(con: duckdb.DuckDBPyConnection) -> dict[Relation, list[Relation]]:

@@ -223,15 +223,29 @@ def type_name_sql(type_oid: str) -> str:
 _COLUMN_NAMES = """(SELECT table_oid, list(column_name ORDER BY column_index) AS names
                     FROM duckdb_columns() GROUP BY table_oid)"""
 
+def constraint_name(c: str) -> str:
+    """SQL: the name the catalog shows for the duckdb_constraints() row `c`: PostgreSQL's
+    `<table>_pkey` and `<table>_<columns>_fkey`, DuckDB's own (`<table>_<column>_key`,
+    `<table>_<column>_check`, as PostgreSQL's) for the others."""
+    return (f"CASE {c}.constraint_type WHEN 'PRIMARY KEY' THEN {c}.table_name || '_pkey' "
+            f"WHEN 'FOREIGN KEY' THEN {c}.table_name || '_' "
+            f"|| array_to_string({c}.constraint_column_names, '_') || '_fkey' "
+            f"ELSE {c}.constraint_name END")
+
+
+def shown_constraint(c: str) -> str:
+    """SQL: whether the catalog shows the duckdb_constraints() row `c` as a constraint: not a
+    NOT NULL (a column's attnotnull) nor a CHECK keeping a declared type."""
+    return (f"({c}.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
+            f"OR ({c}.constraint_type = 'CHECK' AND NOT {_is_length_check(c)} "
+            f"AND NOT {_is_length_check(c, BPCHAR_CHECK)} AND NOT {_is_jsonb_mark(c)}))")
+
+
 _CONSTRAINTS = f"""
     SELECT ({CONSTRAINT_OID_BASE} + (c.table_oid * 1024 + c.constraint_index)
             % {CONSTRAINT_OID_BASE})::UINTEGER AS oid,
            c.table_oid::UINTEGER AS relid, n.oid AS namespace, n.nspname AS schema_name,
-           c.table_name,
-           CASE c.constraint_type WHEN 'PRIMARY KEY' THEN c.table_name || '_pkey'
-                WHEN 'FOREIGN KEY' THEN c.table_name || '_'
-                     || array_to_string(c.constraint_column_names, '_') || '_fkey'
-                ELSE c.constraint_name END AS name,
+           c.table_name, {constraint_name('c')} AS name,
            CASE c.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u'
                 WHEN 'FOREIGN KEY' THEN 'f' ELSE 'c' END AS contype,
            list_transform(c.constraint_column_indexes, lambda x: x + 1)::SMALLINT[] AS columns,
@@ -249,10 +263,7 @@ _CONSTRAINTS = f"""
     LEFT JOIN heron_namespaces rn ON rn.database_name = r.database_name
          AND rn.schema_name = r.schema_name
     LEFT JOIN {_COLUMN_NAMES} rc ON rc.table_oid = r.table_oid
-    WHERE c.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
-       OR (c.constraint_type = 'CHECK' AND NOT {_is_length_check('c')}
-           AND NOT {_is_length_check('c', BPCHAR_CHECK)}
-           AND NOT {_is_jsonb_mark('c')})"""
+    WHERE {shown_constraint('c')}"""
 
 # Indexes: those PostgreSQL makes for primary keys and unique constraints (DuckDB keeps them
 # inside the table) and those of CREATE INDEX, whose keys are read from DuckDB's `expressions`:

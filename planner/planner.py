@@ -152,8 +152,9 @@ class Planner:
         duckdb_sql = pg_semantics.written_arrays(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations)))
         if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns
-                      | alter_table.AddConstraint):
-            # DuckDB's parser refuses a column with a CHECK, a DEFERRABLE constraint
+                      | alter_table.AddConstraint | alter_table.DropConstraint):
+            # DuckDB's parser refuses a column with a CHECK, a DEFERRABLE constraint, and DROP
+            # CONSTRAINT
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
         if isinstance(drop := existence.read(duckdb_sql), existence.Drop):
             # DuckDB's parser refuses a DROP of several names
@@ -208,8 +209,13 @@ class Planner:
 
     def _altered(self, stmt: Statement, params: Sequence[Any], aside: indexes_aside.Aside,
                  skip: str | None) -> Result:
-        """DuckDB's ALTER TABLE, then its serial columns' sequences renamed along."""
-        result = existence.with_notice(statement.run(self.con, stmt, params), skip)
+        """DuckDB's ALTER TABLE (a rename of a table with foreign keys as a rebuild), then its
+        serial columns' sequences renamed along."""
+        if aside.renamed_to is not None and alter_table.rename_if_referencing(
+                self.con, aside.table, aside.renamed_to):
+            result = existence.with_notice(Result("ALTER TABLE", None, None), skip)
+        else:
+            result = existence.with_notice(statement.run(self.con, stmt, params), skip)
         sequences.follow_rename(self.con, aside.table, aside.renamed_to, aside.columns)
         return result
 

@@ -47,7 +47,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
-from heron.planner import commands, copy_statement, parameters
+from heron.planner import commands, copy_statement, parameters, pg_catalog_relations
 from heron.planner.column_origins import NO_ORIGIN, Origin
 from heron.planner.commands import (
     CloseCommand,
@@ -663,8 +663,8 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError)
 def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: re.Match[str],
                   error: SqlError) -> SqlError:
     rows = cursor.execute(
-        "SELECT CASE constraint_type WHEN 'PRIMARY KEY' THEN table_name || '_pkey' "
-        "ELSE constraint_name END, constraint_column_names FROM duckdb_constraints() "
+        f"SELECT {pg_catalog_relations.constraint_name('c')}, constraint_column_names "
+        "FROM duckdb_constraints() c "
         "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND table_name = ? "
         "AND (? IS NULL OR schema_name = ?)",
         [target.name, target.db or None, target.db or None]).fetchall()

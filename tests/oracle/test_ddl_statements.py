@@ -342,6 +342,33 @@ CASES = {
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),
+    # (by the names the catalog shows: Heron does not keep a name given to a constraint)
+    "drop_constraint": (
+        "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1)",
+        "CREATE TABLE x_c (id int PRIMARY KEY, v text UNIQUE, w int CHECK (w > 0), "
+        "p int REFERENCES x_p (id), UNIQUE (v, w))",
+        "INSERT INTO x_c VALUES (1, 'a', 1, 1)",
+        "SELECT conname, contype FROM pg_constraint WHERE conrelid = 'x_c'::regclass ORDER BY 1",
+        "ALTER TABLE x_c DROP CONSTRAINT x_c_pkey", "ALTER TABLE x_c DROP CONSTRAINT x_c_v_key",
+        "ALTER TABLE x_c DROP CONSTRAINT x_c_w_check RESTRICT",
+        "ALTER TABLE x_c DROP CONSTRAINT x_c_v_w_key", "ALTER TABLE x_c DROP CONSTRAINT x_c_p_fkey",
+        "ALTER TABLE x_c DROP CONSTRAINT x_nope",
+        "ALTER TABLE x_c DROP CONSTRAINT IF EXISTS x_nope",
+        "ALTER TABLE IF EXISTS x_nope DROP CONSTRAINT x_nope",
+        "SELECT count(*) FROM pg_constraint WHERE conrelid = 'x_c'::regclass",
+        "SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'x_c'::regclass "
+        "AND attnum > 0 ORDER BY attnum",
+        "INSERT INTO x_c VALUES (1, 'a', -1, 7)", "DROP TABLE x_p", "DROP TABLE x_c"),
+    "rename_a_table_with_foreign_keys": (
+        "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1), (2)",
+        "CREATE TABLE x_c (id int, p int REFERENCES x_p (id))", "INSERT INTO x_c VALUES (1, 1)",
+        "ALTER TABLE x_c RENAME TO x_d", "DELETE FROM x_p WHERE id = 2",
+        "INSERT INTO x_d VALUES (2, 1)", "SELECT count(*) FROM x_d", "DROP TABLE x_p",
+        "DROP TABLE x_d", "DROP TABLE x_p"),
+    "drop_a_referenced_table": (
+        "CREATE TABLE x_p (id int PRIMARY KEY)", "CREATE TABLE x_c (id int, p int REFERENCES "
+        "x_p (id))", "CREATE TABLE x_d (q int REFERENCES x_p (id))", "DROP TABLE x_p",
+        "DROP TABLE x_p CASCADE", "INSERT INTO x_c VALUES (1, 99)", "DROP TABLE x_c, x_d"),
 }
 
 

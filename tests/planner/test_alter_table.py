@@ -230,3 +230,76 @@ def test_foreign_key_actions_are_refused_with_what_to_do_instead(planner):
         error = fails(planner, sql)
         assert error.sqlstate.value == "0A000" and "NO ACTION" in error.hint
     run(planner, "CREATE TABLE d (pid int REFERENCES p (id) ON DELETE NO ACTION)")
+
+
+def test_constraints_are_dropped_by_the_names_the_catalog_shows(planner):
+    run(planner, "CREATE TABLE dp (id int PRIMARY KEY)")
+    run(planner, "INSERT INTO dp VALUES (1)")
+    run(planner, 'CREATE TABLE dc (id int PRIMARY KEY, v text UNIQUE, w int CHECK (w > 0), '
+                 'unique_id int, "Odd, name" varchar(3), p int REFERENCES dp (id), '
+                 "UNIQUE (w, unique_id), CHECK (unique_id <> 0))")
+    run(planner, "INSERT INTO dc VALUES (1, 'a', 1, 1, 'abc', 1)")
+    names = ("SELECT conname FROM pg_constraint WHERE conrelid = 'dc'::regclass "
+             "ORDER BY conname")
+    assert rows(planner, names) == [("dc_p_fkey",), ("dc_pkey",), ("dc_unique_id_check",),
+                                   ("dc_v_key",), ("dc_w_check",), ("dc_w_unique_id_key",)]
+    for name in ("dc_pkey", "dc_v_key", "dc_w_check", "dc_w_unique_id_key", "DC_UNIQUE_ID_CHECK",
+                 "dc_p_fkey"):
+        assert run(planner, f"ALTER TABLE dc DROP CONSTRAINT {name}").command_tag == "ALTER TABLE"
+    assert rows(planner, names) == []
+    # what they kept out now goes in; the primary key's column stays NOT NULL, as in PostgreSQL,
+    # and the varchar(3) its length
+    run(planner, "INSERT INTO dc VALUES (1, 'a', -1, 0, 'xyz', 99)")
+    assert fails(planner, "INSERT INTO dc VALUES (NULL, 'a', 1, 1, 'x', 1)").sqlstate == "23502"
+    assert fails(planner, "INSERT INTO dc VALUES (2, 'a', 1, 1, 'abcd', 1)").sqlstate == "22001"
+    assert rows(planner, "SELECT count(*) FROM dc") == [(2,)]
+    run(planner, "DROP TABLE dp")  # no longer referenced
+
+
+def test_dropping_a_missing_constraint(planner):
+    run(planner, "CREATE TABLE dm (id int, CHECK (id > 0))")
+    error = fails(planner, "ALTER TABLE dm DROP CONSTRAINT nope")
+    assert (error.sqlstate, error.message) == (
+        "42704", 'constraint "nope" of relation "dm" does not exist')
+    assert run(planner, "ALTER TABLE dm DROP CONSTRAINT IF EXISTS nope CASCADE").notices == (
+        'constraint "nope" of relation "dm" does not exist, skipping',)
+    assert fails(planner, "ALTER TABLE nosuch DROP CONSTRAINT x").sqlstate == "42P01"
+    assert run(planner, "ALTER TABLE IF EXISTS nosuch DROP CONSTRAINT x").notices == (
+        'relation "nosuch" does not exist, skipping',)
+
+
+def test_a_table_with_foreign_keys_is_renamed_and_rebuilt_without_harm_to_what_they_reference(
+        planner):
+    # DuckDB's own rename of such a table leaves the referenced table refusing DELETE ("Table
+    # with name ord does not exist") and DROP for good
+    run(planner, "CREATE TABLE cust (id int PRIMARY KEY)")
+    run(planner, "INSERT INTO cust VALUES (1), (2), (3)")
+    run(planner, "CREATE TABLE ord (id int, c int REFERENCES cust (id))")
+    run(planner, "CREATE INDEX ord_c ON ord (c)")
+    run(planner, "INSERT INTO ord VALUES (1, 1)")
+    run(planner, "ALTER TABLE ord ADD COLUMN note varchar(10)")  # a rebuild
+    run(planner, "ALTER TABLE ord RENAME TO ord2")
+    assert rows(planner, "SELECT id, c, note FROM ord2") == [(1, 1, None)]
+    assert rows(planner, "SELECT indexname FROM pg_indexes WHERE tablename = 'ord2'") == [
+        ("ord_c",)]
+    assert fails(planner, "INSERT INTO ord2 VALUES (2, 9, NULL)").sqlstate == "23503"
+    assert fails(planner, "DELETE FROM cust WHERE id = 1").sqlstate == "23503"
+    run(planner, "DELETE FROM cust WHERE id = 2")
+    run(planner, "ALTER TABLE ord2 DROP CONSTRAINT ord2_c_fkey")
+    run(planner, "DELETE FROM cust WHERE id = 1")
+    run(planner, "DROP TABLE ord2")
+    run(planner, "DROP TABLE cust")
+
+
+def test_a_referenced_table_is_dropped_only_with_cascade_which_drops_the_keys(planner):
+    run(planner, "CREATE TABLE rp (id int PRIMARY KEY)")
+    run(planner, "CREATE TABLE rc (id int, p int REFERENCES rp (id))")
+    error = fails(planner, "DROP TABLE rp")
+    assert (error.sqlstate, error.message, error.detail) == (
+        "2BP01", "cannot drop table rp because other objects depend on it",
+        "constraint rc_p_fkey on table rc depends on table rp")
+    assert run(planner, "DROP TABLE rp CASCADE").notices == (
+        "drop cascades to constraint rc_p_fkey on table rc",)
+    run(planner, "INSERT INTO rc VALUES (1, 99)")  # the key went, the table stays
+    assert rows(planner, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'rc'::regclass"
+                ) == [(0,)]
