@@ -1,4 +1,5 @@
-"""ALTER TABLE actions DuckDB cannot run in place on the CHECKs that keep declared types.
+"""ALTER TABLE actions DuckDB cannot run in place: on the CHECKs that keep declared types, DROP
+CONSTRAINT, and the rename of a table with foreign keys.
 
 A CHECK is how Heron keeps what PostgreSQL declares beyond DuckDB's types (`pg_semantics`): a
 varchar(n) column's length, which it enforces, and a jsonb column's mark; a client may also give
@@ -14,7 +15,8 @@ Contract:
   `AddColumns` when every action adds a column and one of them carries a CHECK; its `AlterType`
   when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; its `AddConstraint` when it
   adds a FOREIGN KEY or a CHECK constraint (DuckDB's ALTER TABLE adds neither: every ORM's
-  migrations add foreign keys so); else None (DuckDB runs it).
+  migrations add foreign keys so); its `DropConstraint` for DROP CONSTRAINT (DuckDB drops none);
+  else None (DuckDB runs it).
 - `run(con, change, stmt)` runs it as PostgreSQL would (`stmt`: the classified statement).
   ADD COLUMN: the table keeps its columns, rows, defaults, constraints, indexes and comments,
   the new columns come last, each existing row gets the new columns' defaults (evaluated per
@@ -32,12 +34,21 @@ Contract:
   (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID are read and dropped (DuckDB checks
   every constraint at once, and every existing row). The constraint gets DuckDB's name for it
   (PostgreSQL keeps the one given).
+  DROP CONSTRAINT: the table created again without the PRIMARY KEY, UNIQUE, CHECK or FOREIGN
+  KEY the catalog shows under that name (42704 when none, a notice under IF EXISTS); a primary
+  key's columns stay NOT NULL, as in PostgreSQL. `drop_constraint` is the same for DROP TABLE
+  ... CASCADE (`existence`), for the foreign keys referencing a dropped table.
+  `rename_if_referencing`: RENAME TO of a table with foreign keys, as a rebuild under the new
+  name (DuckDB renames such a table without telling the tables its keys reference, which then
+  refuse every DELETE and DROP; Heron's own rebuilds of such a table copy its rows aside
+  rather than rename it, `_Table.rebuild`).
   All: an existing row failing a client's CHECK is 23514, a missing table 42P01 (skipped with
   a notice under IF EXISTS), a missing column 42703. Runs inside the session's transaction
   when one is open, else in its own (`statement.atomic`). Differences from PostgreSQL: the
   table gets a new OID (pg_class.oid; DuckDB gives a new table one); a table that other
   tables' foreign keys reference is refused (0A000: DuckDB cannot drop or rename it while they
-  do); jsonb to json keeps the text as stored, where PostgreSQL stores jsonb's normalized text.
+  do); jsonb to json keeps the text as stored, where PostgreSQL stores jsonb's normalized text;
+  a constraint is named as the catalog shows it, not as it was given (DuckDB keeps no names).
 """
 
 from __future__ import annotations
