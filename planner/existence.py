@@ -317,6 +317,8 @@ def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation]
     return [f"drop cascades to {len(found)} other objects"]
 
 
+# Each foreign key: its name, its table (database, schema, name, OID), the table it references
+# (name, OID; DuckDB keys reference within their schema).
 _REFERENCING_KEYS = f"""
     SELECT {constraint_name('c')}, c.database_name, c.schema_name, c.table_name, c.table_oid,
            c.referenced_table, t.table_oid
@@ -328,12 +330,8 @@ _REFERENCING_KEYS = f"""
 def references(con: duckdb.DuckDBPyConnection) -> dict[Relation, list[Relation]]:
     """For each table some foreign key references: the tables whose keys reference it."""
     found: dict[Relation, list[Relation]] = {}
-    for database, schema, table, oid, referenced, referenced_oid in con.execute(
-            "SELECT c.database_name, c.schema_name, c.table_name, c.table_oid, "
-            "c.referenced_table, t.table_oid FROM duckdb_constraints() c JOIN duckdb_tables() t "
-            "ON t.database_name = c.database_name AND t.schema_name = c.schema_name AND "
-            "t.table_name = c.referenced_table WHERE c.constraint_type = 'FOREIGN KEY'"
-    ).fetchall():
+    for _, database, schema, table, oid, referenced, referenced_oid in con.execute(
+            _REFERENCING_KEYS).fetchall():
         found.setdefault(Relation(database, schema, referenced, referenced_oid), []).append(
             Relation(database, schema, table, oid))
     return found
