@@ -618,7 +618,7 @@ def run(
             return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
-        raise _constraint_named(con, statement.sql, from_duckdb(exc)) from None
+        raise _constraint_named(con, statement.sql, from_duckdb(exc), str(exc)) from None
     if result.return_type == "query_result" and statement.returns_rows and table is not None:
         columns = columns_of(table.schema, given)
         return Result(_tag(statement, table.num_rows), columns if sql is not None else (
@@ -631,14 +631,18 @@ _KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\((?P<key>.*)\)|"
                          r"^Key \((?P<values>.*)\) already exists\.$")
 
 
-def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError) -> SqlError:
-    """A unique or foreign key violation of the table `sql` writes, worded as PostgreSQL words
-    it, where DuckDB's message names neither the constraint nor the table (`errors`): a unique
-    violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a UNIQUE column: the one
-    over the key's columns, or the table's one unique constraint of as many columns as the key
-    has values) and the key's columns; a foreign key violation names the constraint (as the
-    catalog does: `<table>_<columns>_fkey`) and both tables, and its key by the columns of the
-    side PostgreSQL names (DuckDB names the other's). `error` unchanged otherwise."""
+def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
+                      duckdb_text: str) -> SqlError:
+    """A unique, foreign key or check violation of the table `sql` writes, worded as PostgreSQL
+    words it, where DuckDB's message (`duckdb_text`) names neither the constraint nor the table
+    (`errors`): a unique violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a
+    UNIQUE column: the one over the key's columns, or the table's one unique constraint of as
+    many columns as the key has values) and the key's columns; a foreign key violation names the
+    constraint (as the catalog does: `<table>_<columns>_fkey`) and both tables, and its key by
+    the columns of the side PostgreSQL names (DuckDB names the other's); a check violation
+    names the CHECK of the expression DuckDB's message shows. `error` unchanged otherwise."""
+    if error.sqlstate is SqlState.CHECK_VIOLATION:
+        return _check_named(con, error, duckdb_text)
     detail = _KEY_DETAIL.match(error.detail or "")
     if error.sqlstate not in (SqlState.UNIQUE_VIOLATION, SqlState.FOREIGN_KEY_VIOLATION) or (
             detail is None):
@@ -658,6 +662,29 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError)
             return _foreign_key_named(cursor, target, detail, error)
     except duckdb.Error:
         return error
+
+
+_FAILED_CHECK = re.compile(r'CHECK constraint failed on table "?(?P<table>[^"\s]+)"? with '
+                           r"expression (?P<check>CHECK\(.*\))\s*$", re.DOTALL)
+
+
+def _check_named(con: duckdb.DuckDBPyConnection, error: SqlError, duckdb_text: str
+                 ) -> SqlError:
+    failed = _FAILED_CHECK.search(duckdb_text)
+    if failed is None:
+        return error
+    try:  # (on a cursor of its own: the error may have aborted the statement's transaction)
+        with con.cursor() as cursor:
+            names = {name for (name,) in cursor.execute(
+                f"SELECT {pg_catalog_relations.constraint_name('c')} FROM duckdb_constraints() c "
+                f"WHERE table_name = ? AND constraint_text = ? "
+                f"AND {pg_catalog_relations.shown_constraint('c')}",
+                [failed["table"], failed["check"]]).fetchall()}
+    except duckdb.Error:
+        return error
+    if len(names) != 1:
+        return error
+    return dataclasses.replace(error, message=f'{error.message} "{names.pop()}"')
 
 
 def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: re.Match[str],

@@ -46,6 +46,9 @@ CASES = {
     "not_null": (("DROP TABLE IF EXISTS e_required",
                   "CREATE TABLE e_required (a int NOT NULL)"),
                  "INSERT INTO e_required VALUES (NULL)"),
+    "check": (("DROP TABLE IF EXISTS e_checked",
+               "CREATE TABLE e_checked (w int CHECK (w > 0))"),
+              "INSERT INTO e_checked VALUES (-1)"),
     "undefined_table": ((), "SELECT * FROM e_nowhere"),
     "undefined_column": ((), "SELECT nothing FROM cat_books"),
     "bad_integer": ((), "SELECT 'abc'::int"),
@@ -56,6 +59,8 @@ EXPECTED_FAILURES = {
                                   "refuses one across schemas (0A000) where PostgreSQL makes it",
     "not_null": "PostgreSQL's detail shows the failing row ('Failing row contains (null).'), "
                 "which DuckDB's error does not carry",
+    "check": "PostgreSQL's detail shows the failing row ('Failing row contains (-1).'), which "
+             "DuckDB's error does not carry (the messages are the same)",
 }
 
 
