@@ -263,6 +263,18 @@ def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, col
     return _done()
 
 
+def rebuild(con: duckdb.DuckDBPyConnection, table: existence.Relation, *,
+            dropped: Sequence[str] = (), checks: Sequence[str] = ()) -> None:
+    """`table` created again without the constraints `dropped` (their texts in its CREATE
+    TABLE) and with the constraints `checks`, its rows checked against them (`_Table.rebuild`,
+    for `foreign_keys_aside`); 0A000 when other tables' keys reference it."""
+    found = _Table.find(con, table.schema, table.name)
+    assert found is not None
+    found.refuse_if_referenced()
+    with atomic(con):
+        _execute(con, found.rebuild(dropped=dropped, checks=checks), found.name, ())
+
+
 def rename_if_referencing(con: duckdb.DuckDBPyConnection, table: tuple[str, ...], new: str
                           ) -> bool:
     """ALTER TABLE ... RENAME TO `new` of a table (its name's parts, its indexes set aside) whose

@@ -57,6 +57,7 @@ from heron.planner import (
     existence,
     explain,
     extensions,
+    foreign_keys_aside,
     indexes_aside,
     jsonb_storage,
     logical,
@@ -300,6 +301,11 @@ class Planner:
             # statement's own number does not: prepared ones run in any order.
             outside = self._statements is None and not self._in_transaction
             self.catalog.refresh(stmt.sql, self._generation() if outside else None)
+            if stmt.verb == "ALTER TABLE" and (
+                    keys := foreign_keys_aside.read(self.con, stmt.sql)) is not None:
+                # (DuckDB alters no table other tables' keys reference: they are set aside)
+                return foreign_keys_aside.run(self.con, keys, lambda: self._execute(
+                    stmt, params, stream))
             if stmt.verb == "ALTER TABLE" and (added := alter_table.parse(stmt.sql)) is not None:
                 return alter_table.run(self.con, added, stmt)  # around DuckDB's CHECKs
             if stmt.verb == "ALTER TABLE" and (

@@ -365,6 +365,21 @@ CASES = {
         "ALTER TABLE x_c RENAME TO x_d", "DELETE FROM x_p WHERE id = 2",
         "INSERT INTO x_d VALUES (2, 1)", "SELECT count(*) FROM x_d", "DROP TABLE x_p",
         "DROP TABLE x_d", "DROP TABLE x_p"),
+    "alter_a_referenced_table": (
+        "CREATE TABLE x_p (id int PRIMARY KEY, name text)", "INSERT INTO x_p VALUES (1, 'a')",
+        "CREATE TABLE x_c (id int PRIMARY KEY, p int REFERENCES x_p (id))",
+        "CREATE TABLE x_d (c int REFERENCES x_c (id), p int REFERENCES x_p (id))",
+        "INSERT INTO x_c VALUES (10, 1)", "INSERT INTO x_d VALUES (10, 1)",
+        "ALTER TABLE x_p ADD COLUMN email varchar(50)",
+        "ALTER TABLE x_p ALTER COLUMN name SET NOT NULL",
+        "ALTER TABLE x_p ALTER COLUMN name DROP NOT NULL",
+        "ALTER TABLE x_p ALTER COLUMN email TYPE varchar(80)",
+        "ALTER TABLE x_p RENAME COLUMN id TO key", "ALTER TABLE x_c RENAME COLUMN p TO parent",
+        "ALTER TABLE x_c ADD COLUMN note text", "ALTER TABLE x_p RENAME TO x_q",
+        "SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE contype = 'f' AND conrelid::regclass::text LIKE 'x_%' ORDER BY 1, 2",
+        "INSERT INTO x_c VALUES (11, 1, NULL)", "DELETE FROM x_q WHERE key = 2",
+        "SELECT * FROM x_q", "SELECT * FROM x_d", "DROP TABLE x_d, x_c, x_q"),
     "drop_a_referenced_table": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "CREATE TABLE x_c (id int, p int REFERENCES "
         "x_p (id))", "CREATE TABLE x_d (q int REFERENCES x_p (id))", "DROP TABLE x_p",
