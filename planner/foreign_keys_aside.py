@@ -92,15 +92,16 @@ def read(con: duckdb.DuckDBPyConnection, sql: str) -> Aside | None:
 
 def _aside(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], renamed_to: str | None = None,
            columns: dict[str, str] | None = None) -> Aside | None:
-    """The keys referencing the table `name` names, or None (no such table, no such key)."""
+    """The keys to set aside around an ALTER TABLE of the table `name` names, which renames it
+    to `renamed_to` and its `columns`; None when there is no such table, or no such key."""
     try:
         table = existence.find_relation(con, name, views=False)
     except SqlError:
         return None  # (not there: the statement says so)
     renamed = columns or {}
-    keys = tuple(Key(existence.Relation(database, schema, name, oid), text, tuple(own),
+    keys = tuple(Key(existence.Relation(database, schema, owner, oid), text, tuple(own),
                      referenced_table, tuple(referenced))
-                 for database, schema, name, oid, text, own, referenced_table, referenced
+                 for database, schema, owner, oid, text, own, referenced_table, referenced
                  in con.execute(_KEYS, [table.database, table.schema, table.name, table.oid,
                                         table.oid, table.oid]).fetchall()
                  # (its own keys only where it renames one of their columns, and not one
