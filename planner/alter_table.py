@@ -361,15 +361,52 @@ _TABLE_CONSTRAINT = re.compile(r"(?:PRIMARY\s+KEY|UNIQUE|CHECK|FOREIGN\s+KEY)\s*
                                re.IGNORECASE)
 
 
-def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str], table: str,
+def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str | _Copy], table: str,
              checked: Sequence[str]) -> None:
     """Run a rebuild's statements; `checked` names the columns whose client CHECKs the copied
     rows are checked against again."""
-    for sql in statements:
+    for step in statements:
         try:
-            con.execute(sql)
+            if isinstance(step, _Copy):
+                step.run(con)
+            else:
+                con.execute(step)
         except duckdb.Error as exc:
             raise _existing_rows_error(from_duckdb(exc), table, checked) from None
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A rebuild's copy of the rows set aside into the table created again. Where its keys
+    reference the table itself (a category's parent), a level of that hierarchy at a time:
+    DuckDB checks an INSERT's keys against the rows there before it, so one INSERT of a row
+    and of a row referencing it fails."""
+
+    table: tuple[str, str, str]  # the new table's database, schema, name
+    aside: str  # the rows set aside (quoted name)
+    stored: str  # the columns copied (quoted, comma-separated)
+
+    def run(self, con: duckdb.DuckDBPyConnection) -> None:
+        table = ".".join(dialect.quoted(p) for p in self.table)
+        copy = f"INSERT INTO {table} ({self.stored}) SELECT {self.stored} FROM {self.aside}"
+        keys = con.execute(_SELF_KEYS, list(self.table)).fetchall()
+        if keys:
+            ready = " AND ".join(
+                "(" + " OR ".join(f"a.{dialect.quoted(c)} IS NULL" for c in own)
+                + f" OR EXISTS (SELECT 1 FROM {table} t WHERE "
+                + " AND ".join(f"t.{dialect.quoted(r)} = a.{dialect.quoted(c)}"
+                               for c, r in zip(own, referenced, strict=True)) + "))"
+                for own, referenced in keys)
+            level = ".".join(dialect.quoted(p) for p in ("temp", "main", "__heron_level"))
+            while True:  # the rows whose referenced rows are in (or reference none)
+                con.execute(f"CREATE OR REPLACE TEMPORARY TABLE {level} AS "
+                            f"SELECT rowid AS r FROM {self.aside} a WHERE {ready}")
+                if not con.execute(f"SELECT count(*) FROM {level}").fetchall()[0][0]:
+                    break
+                con.execute(f"{copy} WHERE rowid IN (SELECT r FROM {level})")
+                con.execute(f"DELETE FROM {self.aside} WHERE rowid IN (SELECT r FROM {level})")
+            con.execute(f"DROP TABLE {level}")
+        con.execute(copy)  # (what is left fails on its key, as it would have)
 
 
 def _done(*notices: str) -> Result:
@@ -490,7 +527,7 @@ class _Table:
 
     def rebuild(self, *, added: Sequence[str] = (), dropped: Sequence[str] = (),
                 checks: Sequence[str] = (), items: Sequence[str] | None = None,
-                name: str | None = None) -> list[str]:
+                name: str | None = None) -> list[str | _Copy]:
         """The statements that give the table the column definitions `added` as its last
         columns, without the CHECKs `dropped` (their texts in its CREATE TABLE), with the CHECKs
         `checks` (its column and constraint definitions `items`, when given, in place of its
@@ -530,7 +567,7 @@ class _Table:
             *(f"DROP INDEX {self.qualified(index)}" for index, _, _ in self.indexes),
             *set_aside,
             f"CREATE {temporary}TABLE {table} ({body})",
-            f"INSERT INTO {table} ({stored}) SELECT {stored} FROM {aside}",
+            _Copy((self.database, self.schema, name or self.name), aside, stored),
             f"DROP TABLE {aside}",
             *(sql for _, sql, _ in self.indexes),
             *comments,
@@ -577,6 +614,11 @@ _CHECKS = """SELECT constraint_text, expression, constraint_column_names FROM du
 # DuckDB names a foreign key's referenced table without its schema: any table of that name.
 _FOREIGN_KEYS = """SELECT 1 FROM duckdb_constraints()
                    WHERE table_oid = ? AND constraint_type = 'FOREIGN KEY'"""
+# A table's foreign keys that reference the table itself: (its columns, the referenced ones).
+_SELF_KEYS = """SELECT constraint_column_names, referenced_column_names FROM duckdb_constraints()
+                WHERE database_name = ? AND schema_name = ? AND table_name = ?
+                  AND constraint_type = 'FOREIGN KEY'
+                  AND lower(referenced_table) = lower(table_name)"""
 _REFERENCING = """SELECT DISTINCT table_name FROM duckdb_constraints()
                   WHERE constraint_type = 'FOREIGN KEY' AND table_oid <> ?
                     AND lower(referenced_table) = lower(?)"""

@@ -10,9 +10,7 @@ Contract:
   table other tables' foreign keys reference, with an action DuckDB refuses on it, as an
   `Aside` (the table, its new name if renamed, its renamed columns, the keys); None otherwise
   (no such table, no such key, or only SET / DROP DEFAULT). The table's own keys over a
-  column it renames are set aside too (DuckDB renames no column a key covers), but not a key
-  referencing the table itself: its rows would go back in one INSERT, which DuckDB checks
-  against the rows already there, so a row referencing another row fails.
+  column it renames are set aside too (DuckDB renames no column a key covers).
 - `run(con, aside, execute)` runs the statement (`execute()`, which returns its `Result`) in one
   transaction (the session's when one is open) with the referencing tables created again
   without those keys first and with them after (`alter_table.rebuild`: their rows copied each
@@ -104,11 +102,10 @@ def _aside(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], renamed_to: st
                  for database, schema, owner, oid, text, own, referenced_table, referenced
                  in con.execute(_KEYS, [table.database, table.schema, table.name, table.oid,
                                         table.oid, table.oid]).fetchall()
-                 # (its own keys only where it renames one of their columns, and not one
-                 # referencing itself: its rows would go back in one INSERT, which DuckDB checks
-                 # against the rows there before, so a row referencing another fails)
-                 if oid != table.oid or (any(c.lower() in renamed for c in own)
-                                         and referenced_table.lower() != table.name.lower()))
+                 # (its own keys only where it renames one of their columns)
+                 if oid != table.oid or any(c.lower() in renamed for c in own) or (
+                     referenced_table.lower() == table.name.lower()
+                     and any(c.lower() in renamed for c in referenced)))
     return Aside(table, keys, renamed_to, renamed) if keys else None
 
 
@@ -155,9 +152,10 @@ def _key_again(key: Key, aside: Aside) -> str:
                          for c in columns)
 
     own = key.table.oid == aside.table.oid
+    itself = own and key.referenced_table.lower() == aside.table.name.lower()
     target = key.referenced_table if own else aside.renamed_to or aside.table.name
     return (f"FOREIGN KEY ({named(key.columns, own)}) REFERENCES {dialect.quoted(target)}"
-            f"({named(key.referenced, not own)})")
+            f"({named(key.referenced, not own or itself)})")
 
 
 _TABLE_NAME = re.compile(r"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>"

@@ -380,6 +380,13 @@ CASES = {
         "WHERE contype = 'f' AND conrelid::regclass::text LIKE 'x_%' ORDER BY 1, 2",
         "INSERT INTO x_c VALUES (11, 1, NULL)", "DELETE FROM x_q WHERE key = 2",
         "SELECT * FROM x_q", "SELECT * FROM x_d", "DROP TABLE x_d, x_c, x_q"),
+    "alter_a_table_referencing_itself": (
+        "CREATE TABLE x_e (id int PRIMARY KEY, boss int REFERENCES x_e (id))",
+        "INSERT INTO x_e VALUES (1, NULL)", "INSERT INTO x_e VALUES (2, 1)",
+        "INSERT INTO x_e VALUES (3, 2)", "ALTER TABLE x_e ADD COLUMN title varchar(10)",
+        "ALTER TABLE x_e RENAME COLUMN boss TO manager", "ALTER TABLE x_e RENAME COLUMN id TO n",
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'x_e'::regclass "
+        "AND contype = 'f'", "SELECT * FROM x_e ORDER BY n", "DROP TABLE x_e"),
     "drop_a_referenced_table": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "CREATE TABLE x_c (id int, p int REFERENCES "
         "x_p (id))", "CREATE TABLE x_d (q int REFERENCES x_p (id))", "DROP TABLE x_p",
