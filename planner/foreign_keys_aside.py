@@ -37,6 +37,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner import alter_table, dialect, existence
+from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError
 from heron.planner.statement import Result, atomic
 
@@ -158,9 +159,8 @@ def _key_again(key: Key, aside: Aside) -> str:
             f"({named(key.referenced, not own or itself)})")
 
 
-_TABLE_NAME = re.compile(r"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>"
-                         r'(?:"(?:[^"]|"")+"|[^\s.]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[^\s.]+))*)',
-                         re.IGNORECASE)
+_TABLE_NAME = re.compile(rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?"
+                         rf"(?P<name>{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER}){{0,2}})", re.IGNORECASE)
 
 
 def _table_name(sql: str) -> tuple[str, ...]:
