@@ -56,6 +56,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 from sqlglot import exp
@@ -184,9 +185,7 @@ def run(con: duckdb.DuckDBPyConnection,
     if isinstance(change, DropConstraint):
         return _drop_constraint(con, change, table)
     if isinstance(change, AddConstraint):
-        table.refuse_if_referenced()
-        with atomic(con):  # every row checked against it as the rows are copied
-            _execute(con, table.rebuild(checks=[change.constraint]), table.name, ())
+        table.rebuilt(con, checks=[change.constraint])  # every row checked against it
         return _done()
     added: list[exp.ColumnDef] = []
     notices = []
@@ -211,8 +210,7 @@ def run(con: duckdb.DuckDBPyConnection,
                                f'relation "{table.name}" contains null values')
     checked = [c.name for c in added
                if any(not pg_semantics.declares_type(check) for check in _checks(c))]
-    with atomic(con):
-        _execute(con, table.rebuild(added=[_definition(c) for c in added]), table.name, checked)
+    table.rebuilt(con, checked, added=[_definition(c) for c in added])
     return _done(*notices)
 
 
@@ -270,9 +268,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, table: existence.Relation, *,
     for `foreign_keys_aside`); 0A000 when other tables' keys reference it."""
     found = _Table.find(con, table.schema, table.name)
     assert found is not None
-    found.refuse_if_referenced()
-    with atomic(con):
-        _execute(con, found.rebuild(dropped=dropped, checks=checks), found.name, ())
+    found.rebuilt(con, dropped=dropped, checks=checks)
 
 
 def rename_if_referencing(con: duckdb.DuckDBPyConnection, table: tuple[str, ...], new: str
@@ -284,9 +280,7 @@ def rename_if_referencing(con: duckdb.DuckDBPyConnection, table: tuple[str, ...]
     found = _Table.find(con, table[-2] if len(table) > 1 else None, table[-1])
     if found is None or not found.has_foreign_keys:
         return False
-    found.refuse_if_referenced()
-    with atomic(con):
-        _execute(con, found.rebuild(name=new), found.name, ())
+    found.rebuilt(con, name=new)
     return True
 
 
@@ -309,7 +303,6 @@ def _drop_constraint(con: duckdb.DuckDBPyConnection, change: DropConstraint, tab
             return _done(message + ", skipping")
         raise SqlError(SqlState.UNDEFINED_OBJECT, message)
     kind, text, columns = found[0]
-    table.refuse_if_referenced()
     items = _items(_body(table.sql))
     if text in items:  # DuckDB prints it after the columns
         items.remove(text)
@@ -323,8 +316,7 @@ def _drop_constraint(con: duckdb.DuckDBPyConnection, change: DropConstraint, tab
     if kind == "PRIMARY KEY":  # its columns stay NOT NULL, as in PostgreSQL
         items = [item + " NOT NULL" if _column_of(item) in columns and " NOT NULL" not in item
                  else item for item in items]
-    with atomic(con):
-        _execute(con, table.rebuild(items=items), table.name, ())
+    table.rebuilt(con, items=items)
     return _done()
 
 
@@ -524,6 +516,14 @@ class _Table:
 
     def has_rows(self, con: duckdb.DuckDBPyConnection) -> bool:
         return bool(con.execute(f"SELECT EXISTS (FROM {self.qualified()})").fetchall()[0][0])
+
+    def rebuilt(self, con: duckdb.DuckDBPyConnection, checked: Sequence[str] = (),
+                **change: Any) -> None:
+        """Run `rebuild(**change)` in one transaction, refused while other tables' keys
+        reference the table; `checked` as `_execute`'s."""
+        self.refuse_if_referenced()
+        with atomic(con):
+            _execute(con, self.rebuild(**change), self.name, checked)
 
     def rebuild(self, *, added: Sequence[str] = (), dropped: Sequence[str] = (),
                 checks: Sequence[str] = (), items: Sequence[str] | None = None,

@@ -28,7 +28,7 @@ Differences from PostgreSQL: the referencing tables are copied twice and get new
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -134,9 +134,9 @@ def _around(con: duckdb.DuckDBPyConnection, aside: Aside, execute: Callable[[], 
 
 
 def _rebuild(con: duckdb.DuckDBPyConnection, table: existence.Relation, seen: frozenset[int],
-             *, dropped: list[str] | None = None, checks: list[str] | None = None) -> None:
+             *, dropped: Sequence[str] = (), checks: Sequence[str] = ()) -> None:
     def rebuild() -> Result:
-        alter_table.rebuild(con, table, dropped=dropped or (), checks=checks or ())
+        alter_table.rebuild(con, table, dropped=dropped, checks=checks)
         return Result("ALTER TABLE", None, None)
 
     inner = _aside(con, (table.schema, table.name))
