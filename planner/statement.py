@@ -250,9 +250,9 @@ def split_known(sql: str) -> list[str] | None:
 
 def split(sql: str) -> list[str]:
     """The statements of a query string, in order, without their semicolons."""
-    known = _splits.get(sql)
+    known = split_known(sql)
     if known is not None:
-        return list(known)
+        return known
     statements = _split(sql)
     if len(sql) <= SPLIT_KEPT_CHARS:
         _splits[sql] = tuple(statements)
