@@ -347,9 +347,16 @@ class Planner:
             if stmt.verb == "ALTER TABLE" and (aside := indexes_aside.read(stmt.sql)):
                 return indexes_aside.run(self.con, aside, lambda: self._altered(
                     stmt, params, aside, skip))  # (DuckDB's, its indexes set aside)
+            # DuckDB forgets an interrupt that came while it ran nothing (the catalog read
+            # above, the Python between): the planner remembers it.
+            if self.cancelled.is_set():
+                raise query_canceled()
+            result = statement.run(self.con, stmt, params, stream=stream, prepared=self.prepared)
+            if self.cancelled.is_set() and result.rows is not None and result.rows.live:
+                result.rows.close()  # (one that came just before DuckDB began: it still runs)
+                raise query_canceled()
             # (the result's columns carry the statement's origins: `run` gave them)
-            return existence.with_notice(statement.run(
-                self.con, stmt, params, stream=stream, prepared=self.prepared), skip)
+            return existence.with_notice(result, skip)
         settings = self.settings
         if plan.explain is Explain.PLAN:
             planned = self.executor.estimate(plan, params, settings)

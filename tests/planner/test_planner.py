@@ -85,3 +85,26 @@ def test_an_interrupt_while_a_statement_runs_cancels_it(planner):
         timer.cancel()
     assert caught.value.sqlstate is SqlState.QUERY_CANCELED
     assert _run(planner, "SELECT 2 AS two").rows.read_all().to_pylist() == [{"two": 2}]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_interrupt_between_duckdb_calls_still_cancels_the_statement(planner, stream):
+    # DuckDB forgets an interrupt that comes while it runs nothing: one that came while the
+    # planner read the catalog, before the statement reached DuckDB, was lost, and the statement
+    # ran to its end (a CI run waited 60 s on it).
+    refresh = planner.catalog.refresh
+
+    def refresh_then_cancel(*args):  # the CancelRequest arrives right after the catalog read
+        refresh(*args)
+        planner.interrupt()
+
+    planner.catalog.refresh = refresh_then_cancel
+    stmt = planner.prepare("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3")
+    started = time.monotonic()
+    with pytest.raises(SqlError) as caught:
+        result = planner.execute(stmt, stream=stream)
+        result.rows.read_all()
+    assert caught.value.sqlstate is SqlState.QUERY_CANCELED
+    assert time.monotonic() - started < 5
+    planner.catalog.refresh = refresh
+    assert _run(planner, "SELECT 3 AS three").rows.read_all().to_pylist() == [{"three": 3}]
