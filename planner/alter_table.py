@@ -15,7 +15,7 @@ Contract:
   `AddColumns` when every action adds a column and one of them carries a CHECK; its `AlterType`
   when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; its `AddConstraint` when it
   adds a FOREIGN KEY or a CHECK constraint (DuckDB's ALTER TABLE adds neither: every ORM's
-  migrations add foreign keys so); its `DropConstraint` for DROP CONSTRAINT (DuckDB drops none);
+  migrations add foreign keys so) or a named PRIMARY KEY or UNIQUE; its `DropConstraint` for DROP CONSTRAINT (DuckDB drops none);
   else None (DuckDB runs it).
 - `run(con, change, stmt)` runs it as PostgreSQL would (`stmt`: the classified statement).
   ADD COLUMN: the table keeps its columns, rows, defaults, constraints, indexes and comments,
@@ -32,8 +32,10 @@ Contract:
   Either way the table's indexes are set aside while the type changes (`indexes_aside`).
   ADD CONSTRAINT: the table created again with the constraint, every row checked against it
   (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID are read and dropped (DuckDB checks
-  every constraint at once, and every existing row). The constraint gets DuckDB's name for it
-  (PostgreSQL keeps the one given).
+  every constraint at once, and every existing row). It keeps the name given
+  (`constraint_names`): one the table's constraints have is 42710 (42P07 for a key's, as
+  PostgreSQL's index's). A named PRIMARY KEY or UNIQUE is added so too (DuckDB adds an unnamed
+  one in place).
   DROP CONSTRAINT: the table created again without the PRIMARY KEY, UNIQUE, CHECK or FOREIGN
   KEY the catalog shows under that name (42704 when none, a notice under IF EXISTS); a primary
   key's columns stay NOT NULL, as in PostgreSQL. `drop_constraint` is the same for DROP TABLE
@@ -47,8 +49,7 @@ Contract:
   when one is open, else in its own (`statement.atomic`). Differences from PostgreSQL: the
   table gets a new OID (pg_class.oid; DuckDB gives a new table one); a table that other
   tables' foreign keys reference is refused (0A000: DuckDB cannot drop or rename it while they
-  do); jsonb to json keeps the text as stored, where PostgreSQL stores jsonb's normalized text;
-  a constraint is named as the catalog shows it, not as it was given (DuckDB keeps no names).
+  do); jsonb to json keeps the text as stored, where PostgreSQL stores jsonb's normalized text.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from sqlglot import exp
 
 from heron.planner import (
     column_origins,
+    constraint_names,
     dialect,
     existence,
     indexes_aside,
@@ -132,7 +134,8 @@ class AddConstraint:
 _ADD_CONSTRAINT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ADD\s+(?P<constraint>(?:CONSTRAINT\s+{IDENTIFIER}\s+)?"
-    r"(?:FOREIGN\s+KEY|CHECK)\b.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+    rf"(?:FOREIGN\s+KEY|CHECK)\b.*?|CONSTRAINT\s+{IDENTIFIER}\s+(?:PRIMARY\s+KEY|UNIQUE)\b.*?)"
+    r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _DROP_CONSTRAINT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+DROP\s+CONSTRAINT\s+(?P<missing_ok>IF\s+EXISTS\s+)?"
@@ -185,8 +188,7 @@ def run(con: duckdb.DuckDBPyConnection,
     if isinstance(change, DropConstraint):
         return _drop_constraint(con, change, table)
     if isinstance(change, AddConstraint):
-        table.rebuilt(con, checks=[change.constraint])  # every row checked against it
-        return _done()
+        return _add_constraint(con, change, table)
     added: list[exp.ColumnDef] = []
     notices = []
     for column in change.columns:
@@ -210,8 +212,27 @@ def run(con: duckdb.DuckDBPyConnection,
                                f'relation "{table.name}" contains null values')
     checked = [c.name for c in added
                if any(not pg_semantics.declares_type(check) for check in _checks(c))]
-    table.rebuilt(con, checked, added=[_definition(c) for c in added])
+    # PostgreSQL's (and DuckDB's) name of a column's CHECK
+    table.rebuilt(con, f"{table.name}_{checked[0]}_check" if len(checked) == 1 else None,
+                  added=[_definition(c) for c in added])
     return _done(*notices)
+
+
+def _add_constraint(con: duckdb.DuckDBPyConnection, change: AddConstraint, table: _Table
+                    ) -> Result:
+    """ADD CONSTRAINT (see the module docstring): a name the table's constraints have is 42710
+    (42P07 for a key's, which PostgreSQL's index takes: a relation's name)."""
+    added = constraint_names.Added.read(change.constraint, table.name)
+    if added.given and con.execute(_NAMED_CONSTRAINT, [table.oid, added.name]).fetchall():
+        if added.is_key:
+            raise SqlError(SqlState.DUPLICATE_TABLE, f'relation "{added.name}" already exists')
+        raise SqlError(SqlState.DUPLICATE_OBJECT, f'constraint "{added.name}" for relation '
+                       f'"{table.name}" already exists')
+    if added.is_key and len(added.items) == 1:  # a key without a name to keep: DuckDB adds it
+        _execute(con, [f"ALTER TABLE {table.qualified()} ADD {added.items[0]}"], table.name)
+    else:  # every row checked against it; the name kept too
+        table.rebuilt(con, added.name if added.is_check else None, checks=added.items)
+    return _done()
 
 
 def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table,
@@ -252,12 +273,12 @@ def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, col
         if reading:
             _execute(con, table.rebuild(dropped=reading), table.name, ())
         _execute(con, [f"ALTER TABLE {table.qualified()} ALTER COLUMN {dialect.quoted(column)} "
-                       f"TYPE {defined.args['kind'].sql(dialect='duckdb')}{using}"], table.name, ())
+                       f"TYPE {defined.args['kind'].sql(dialect='duckdb')}{using}"], table.name)
         if kept or marks:
             again = _Table.find(con, change.schema, change.table)
             assert again is not None
             _execute(con, again.rebuild(checks=[*kept, *marks]), table.name,
-                     [column] if kept else [])
+                     f"{table.name}_{column}_check" if kept else None)
     return _done()
 
 
@@ -302,8 +323,10 @@ def _drop_constraint(con: duckdb.DuckDBPyConnection, change: DropConstraint, tab
         if change.missing_ok:
             return _done(message + ", skipping")
         raise SqlError(SqlState.UNDEFINED_OBJECT, message)
-    kind, text, columns = found[0]
+    kind, text, columns, mark = found[0]
     items = _items(_body(table.sql))
+    if mark in items:  # what kept its name
+        items.remove(mark)
     if text in items:  # DuckDB prints it after the columns
         items.remove(text)
     else:  # one column's PRIMARY KEY or UNIQUE, printed in the column's definition
@@ -354,9 +377,9 @@ _TABLE_CONSTRAINT = re.compile(r"(?:PRIMARY\s+KEY|UNIQUE|CHECK|FOREIGN\s+KEY)\s*
 
 
 def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str | _Copy], table: str,
-             checked: Sequence[str]) -> None:
-    """Run a rebuild's statements; `checked` names the columns whose client CHECKs the copied
-    rows are checked against again."""
+             check: str | None = None) -> None:
+    """Run a rebuild's statements; `check` names the client's CHECK the copied rows are checked
+    against (again), where there is one."""
     for step in statements:
         try:
             if isinstance(step, _Copy):
@@ -364,7 +387,7 @@ def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str | _Copy], 
             else:
                 con.execute(step)
         except duckdb.Error as exc:
-            raise _existing_rows_error(from_duckdb(exc), table, checked) from None
+            raise _existing_rows_error(from_duckdb(exc), table, check) from None
 
 
 @dataclass(frozen=True)
@@ -445,14 +468,13 @@ def _check_constant_default(con: duckdb.DuckDBPyConnection, column: exp.ColumnDe
         raise value_too_long(min(limits))
 
 
-def _existing_rows_error(error: SqlError, table: str, checked: Sequence[str]) -> SqlError:
+def _existing_rows_error(error: SqlError, table: str, check: str | None) -> SqlError:
     """An error copying the rows, as PostgreSQL words it for ALTER TABLE: an existing row
-    failing a client's CHECK on the one column `checked` names."""
-    if error.sqlstate is not SqlState.CHECK_VIOLATION or len(checked) != 1:
+    failing the client's CHECK named `check`."""
+    if error.sqlstate is not SqlState.CHECK_VIOLATION or check is None:
         return error
-    # PostgreSQL's (and DuckDB's) name of a column's CHECK
-    return SqlError(SqlState.CHECK_VIOLATION, f'check constraint "{table}_{checked[0]}_check" '
-                    f'of relation "{table}" is violated by some row')
+    return SqlError(SqlState.CHECK_VIOLATION, f'check constraint "{check}" of relation '
+                    f'"{table}" is violated by some row')
 
 
 @dataclass(frozen=True)
@@ -517,13 +539,13 @@ class _Table:
     def has_rows(self, con: duckdb.DuckDBPyConnection) -> bool:
         return bool(con.execute(f"SELECT EXISTS (FROM {self.qualified()})").fetchall()[0][0])
 
-    def rebuilt(self, con: duckdb.DuckDBPyConnection, checked: Sequence[str] = (),
+    def rebuilt(self, con: duckdb.DuckDBPyConnection, check: str | None = None,
                 **change: Any) -> None:
         """Run `rebuild(**change)` in one transaction, refused while other tables' keys
-        reference the table; `checked` as `_execute`'s."""
+        reference the table; `check` as `_execute`'s."""
         self.refuse_if_referenced()
         with atomic(con):
-            _execute(con, self.rebuild(**change), self.name, checked)
+            _execute(con, self.rebuild(**change), self.name, check)
 
     def rebuild(self, *, added: Sequence[str] = (), dropped: Sequence[str] = (),
                 checks: Sequence[str] = (), items: Sequence[str] | None = None,
@@ -605,7 +627,8 @@ _COLUMNS = """SELECT column_name, is_generated, comment FROM duckdb_columns()
               WHERE table_oid = ? ORDER BY column_index"""
 _INDEXES = """SELECT index_name, sql, comment FROM duckdb_indexes()
               WHERE table_oid = ? AND sql IS NOT NULL"""
-_NAMED_CONSTRAINT = f"""SELECT constraint_type, constraint_text, constraint_column_names
+_NAMED_CONSTRAINT = f"""SELECT constraint_type, constraint_text, constraint_column_names,
+                              {constraint_names.key_mark_text('c')}
                        FROM duckdb_constraints() c
                        WHERE table_oid = ? AND {shown_constraint('c')}
                          AND {constraint_name('c')} = ?"""

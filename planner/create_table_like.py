@@ -25,7 +25,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from heron.planner import dialect, existence, pg_semantics
+from heron.planner import constraint_names, dialect, existence, pg_semantics
 
 _MAY_BE = re.compile(r"^\s*CREATE\b[^(]*\bTABLE\b[^(]*\(\s*LIKE\b", re.IGNORECASE | re.DOTALL)
 # A column's constraints that LIKE copies only with an option (the others it always copies).
@@ -81,6 +81,8 @@ def _copied(con: duckdb.DuckDBPyConnection, like: exp.LikeProperty) -> list[exp.
             copied.append(_column(item, included))
         elif isinstance(item, exp.CheckColumnConstraint):
             check = exp.CheckColumnConstraint(this=item.this.unnest())
+            if constraint_names.is_key_mark(check):
+                continue  # (the copied keys are named after the new table, as PostgreSQL's)
             if "CONSTRAINTS" in included or pg_semantics.declares_type(check):
                 copied.append(item)
         elif isinstance(item, exp.PrimaryKey | exp.UniqueColumnConstraint):

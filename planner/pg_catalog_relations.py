@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from heron.planner import extensions
+from heron.planner import constraint_names, extensions
 from heron.planner.pg_catalog_types import (
     BUILTIN,
     PG_CATALOG_NAMESPACE,
@@ -224,21 +224,28 @@ _COLUMN_NAMES = """(SELECT table_oid, list(column_name ORDER BY column_index) AS
                     FROM duckdb_columns() GROUP BY table_oid)"""
 
 def constraint_name(c: str) -> str:
-    """SQL: the name the catalog shows for the duckdb_constraints() row `c`: PostgreSQL's
-    `<table>_pkey` and `<table>_<columns>_fkey`, DuckDB's own (`<table>_<column>_key`,
-    `<table>_<column>_check`, as PostgreSQL's) for the others."""
-    return (f"CASE {c}.constraint_type WHEN 'PRIMARY KEY' THEN {c}.table_name || '_pkey' "
+    """SQL: the name the catalog shows for the duckdb_constraints() row `c`: the one it was
+    given (`constraint_names`), else PostgreSQL's `<table>_pkey`, `<table>_<columns>_fkey`,
+    `<table>_<column>_check` (`<table>_check` for a CHECK reading several columns), DuckDB's own
+    `<table>_<columns>_key`, as PostgreSQL's, for a UNIQUE."""
+    return (f"COALESCE({constraint_names.given_name(c)}, "
+            f"CASE {c}.constraint_type WHEN 'PRIMARY KEY' THEN {c}.table_name || '_pkey' "
             f"WHEN 'FOREIGN KEY' THEN {c}.table_name || '_' "
             f"|| array_to_string({c}.constraint_column_names, '_') || '_fkey' "
-            f"ELSE {c}.constraint_name END")
+            # (PostgreSQL's: the one column a CHECK reads named, DuckDB's name every reading)
+            f"WHEN 'CHECK' THEN {c}.table_name || CASE "
+            f"WHEN len(list_distinct({c}.constraint_column_names)) = 1 "
+            f"THEN '_' || {c}.constraint_column_names[1] ELSE '' END || '_check' "
+            f"ELSE {c}.constraint_name END)")
 
 
 def shown_constraint(c: str) -> str:
     """SQL: whether the catalog shows the duckdb_constraints() row `c` as a constraint: not a
-    NOT NULL (a column's attnotnull) nor a CHECK keeping a declared type."""
+    NOT NULL (a column's attnotnull) nor a CHECK keeping a declared type or a key's name."""
     return (f"({c}.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
             f"OR ({c}.constraint_type = 'CHECK' AND NOT {_is_length_check(c)} "
-            f"AND NOT {_is_length_check(c, BPCHAR_CHECK)} AND NOT {_is_jsonb_mark(c)}))")
+            f"AND NOT {_is_length_check(c, BPCHAR_CHECK)} AND NOT {_is_jsonb_mark(c)} "
+            f"AND NOT {constraint_names.is_key_mark_sql(c)}))")
 
 
 _CONSTRAINTS = f"""
@@ -254,7 +261,7 @@ _CONSTRAINTS = f"""
            list_transform(c.referenced_column_names,
                           lambda x: list_position(rc.names, x))::SMALLINT[] AS referenced_columns,
            c.referenced_table, c.referenced_column_names, rn.nspname AS referenced_schema,
-           c.expression
+           {constraint_names.own_expression('c')} AS expression
     FROM duckdb_constraints() c
     JOIN heron_namespaces n ON n.database_name = c.database_name
          AND n.schema_name = c.schema_name

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from heron.planner import (
@@ -153,7 +154,19 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
         changed = True
     if changed:  # DuckDB's text keeps no length of a cast's type: char(3) prints as TEXT(3)
         pg_semantics.length_casts(tree)
-    return tree.sql(dialect="duckdb") if changed else sql
+    return tree.sql(dialect=_DuckDB) if changed else sql
+
+
+class _DuckDB(DuckDB):
+    """DuckDB's dialect, with `~` and `~*` written as operators (DuckDB's are PostgreSQL's):
+    written as DuckDB's regexp_matches(a, b), they would read as PostgreSQL's set-returning
+    regexp_matches to `pg_semantics`, which reads the text next (a select list's `relname ~
+    'x'` gave a text[] per match, and no row where none)."""
+
+    class Generator(DuckDB.Generator):
+        TRANSFORMS = {**DuckDB.Generator.TRANSFORMS,
+                      exp.RegexpLike: lambda self, e: self.binary(e, "~"),
+                      exp.RegexpILike: lambda self, e: self.binary(e, "~*")}
 
 
 def parseable(sql: str) -> str:

@@ -63,7 +63,7 @@ _TABLE_CONSTRAINTS = """(
     JOIN pg_namespace n ON n.oid = c.relnamespace
     UNION ALL
     SELECT n.oid || '_' || c.oid || '_' || a.attnum || '_not_null', n.nspname, c.relname,
-           'CHECK', c.oid, NULL, 'n', 'CHECK (' || quote_ident(a.attname) || ' IS NOT NULL)'
+           'CHECK', c.oid, NULL, 'n', 'CHECK ' || quote_ident(a.attname) || ' IS NOT NULL'
     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
     JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE a.attnotnull AND a.attnum > 0 AND c.relkind IN ('r', 'p')) tc"""
@@ -217,7 +217,7 @@ RELATIONS: tuple[Relation, ...] = (
         "constraint_name:sql_identifier check_clause:character_data",
         {"constraint_catalog": _CATALOG, "constraint_schema": "tc.schema",
          "constraint_name": "tc.name",
-         "check_clause": "regexp_extract(tc.definition, '^CHECK \\((.*)\\)$', 1)"},
+         "check_clause": "regexp_extract(tc.definition, '^CHECK (.*)$', 1)"},
         _TABLE_CONSTRAINTS + " WHERE tc.type = 'CHECK'"),
     Relation(
         "key_column_usage",

@@ -168,6 +168,7 @@ from sqlglot import exp
 
 from heron.planner import (
     column_origins,
+    constraint_names,
     dialect,
     jsonb_storage,
     pg_jsonb,
@@ -214,7 +215,8 @@ _TRIGGER = re.compile(
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
-    r"\bi?like\s+(?!'[^'\\]*'(?!'))",  # a pattern that is not a literal without a backslash
+    r"\bi?like\s+(?!'[^'\\]*'(?!'))|"  # a pattern that is not a literal without a backslash
+    r"^\s*CREATE\b(?s:.*)\bCONSTRAINT\s",  # a name given to a constraint (`constraint_names`)
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
 # most AI prompts hold a `?` (and catalog queries a `^` in their patterns), and parsing for
@@ -307,6 +309,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     if (created := _select_into(tree)) is not tree:
         rewritten.append(tree)
         tree = created
+    rewritten += constraint_names.name_constraints(tree)
     # Before the casts' types become JSON: what becomes jsonb is stored normalized.
     rewritten += _jsonb_operators(tree, sql, relations)
     rewritten += (jsonb_storage.compared(tree, relations) + jsonb_storage.casts(tree)
@@ -731,8 +734,7 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
 def _condition(node: exp.Expression) -> bool:
     """Whether `node` stands where PostgreSQL takes a boolean only and no set-returning function:
     in WHERE or HAVING, or as an operand of NOT, AND or OR, or a CASE's test. There a
-    regexp_matches is DuckDB's boolean test (the catalog rewrite writes `~` so), not
-    PostgreSQL's."""
+    regexp_matches is DuckDB's boolean test, not PostgreSQL's (which PostgreSQL refuses there)."""
     parent = node.parent
     if isinstance(parent, exp.Not | exp.And | exp.Or) or (
             isinstance(parent, exp.If) and node.arg_key == "this"):

@@ -715,8 +715,9 @@ def _foreign_key_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table,
     referencing = error.message.startswith("insert or update")
     # (the table written: the referencing one of a missing key, else the referenced one)
     rows = cursor.execute(
-        "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names "
-        "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' AND "
+        "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names, "
+        f"{pg_catalog_relations.constraint_name('c')} "
+        "FROM duckdb_constraints() c WHERE constraint_type = 'FOREIGN KEY' AND "
         f"{'table_name' if referencing else 'referenced_table'} = ? AND "
         "(? IS NULL OR schema_name = ?)",
         [target.name, target.db or None, target.db or None]).fetchall()
@@ -724,8 +725,7 @@ def _foreign_key_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table,
             if ", ".join(row[3] if referencing else row[1]) == detail["columns"]]
     if len(rows) != 1:
         return error
-    table, columns, referenced, referenced_columns = rows[0]
-    name = f"{table}_{'_'.join(columns)}_fkey"
+    table, columns, referenced, referenced_columns, name = rows[0]
     if referencing:
         return dataclasses.replace(
             error, message=f'insert or update on table "{table}" violates foreign key '

@@ -342,7 +342,7 @@ CASES = {
     "drop_in_a_transaction_block": (
         "BEGIN", "CREATE TABLE x_a (i int)", "DROP TABLE x_a, x_b", "ROLLBACK",
         "SELECT count(*) FROM pg_class WHERE relname = 'x_a'"),
-    # (by the names the catalog shows: Heron does not keep a name given to a constraint)
+    # (by the names the catalog makes)
     "drop_constraint": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1)",
         "CREATE TABLE x_c (id int PRIMARY KEY, v text UNIQUE, w int CHECK (w > 0), "
@@ -359,6 +359,44 @@ CASES = {
         "SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'x_c'::regclass "
         "AND attnum > 0 ORDER BY attnum",
         "INSERT INTO x_c VALUES (1, 'a', -1, 7)", "DROP TABLE x_p", "DROP TABLE x_c"),
+    # (what migration tools do with the names they give: error messages, DROP CONSTRAINT)
+    "constraint_names_as_given": (
+        "CREATE TABLE x_p (id int CONSTRAINT x_p_id PRIMARY KEY, "
+        "v text CONSTRAINT \"Uq V\" UNIQUE, w int CONSTRAINT w_pos CHECK (w > 0), "
+        "CONSTRAINT x_p_pair UNIQUE (v, w))",
+        "CREATE TABLE x_c (id int, p int, CONSTRAINT x_c_to_p FOREIGN KEY (p) REFERENCES x_p, "
+        "CONSTRAINT x_c_pkey PRIMARY KEY (id))",
+        "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid IN ('x_p'::regclass, 'x_c'::regclass) ORDER BY 1",
+        "INSERT INTO x_p VALUES (1, 'a', 1)", "INSERT INTO x_p VALUES (1, 'b', 1)",
+        "INSERT INTO x_p VALUES (2, 'a', 2)", "INSERT INTO x_c VALUES (1, 9)",
+        "ALTER TABLE x_p RENAME COLUMN v TO vv", "ALTER TABLE x_p ADD CONSTRAINT w_small "
+        "CHECK (w < 10)", "ALTER TABLE x_p ADD CONSTRAINT x_p_w UNIQUE (w)",
+        "INSERT INTO x_p VALUES (3, 'c', 1)", "INSERT INTO x_p VALUES (3, 'c', 11)",
+        "ALTER TABLE x_c DROP CONSTRAINT x_c_to_p", "ALTER TABLE x_p DROP CONSTRAINT \"Uq V\"",
+        "ALTER TABLE x_p DROP CONSTRAINT w_pos", "ALTER TABLE x_p DROP CONSTRAINT x_p_id",
+        "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid IN ('x_p'::regclass, 'x_c'::regclass) ORDER BY 1",
+        "INSERT INTO x_p VALUES (1, 'a', -1)", "DROP TABLE x_c", "DROP TABLE x_p"),
+    "add_constraint_names": (
+        "CREATE TABLE x_k (a int, b int)", "INSERT INTO x_k VALUES (5, 1)",
+        "ALTER TABLE x_k ADD CONSTRAINT a_small CHECK (a < 3)", "ALTER TABLE x_k ADD CHECK (a < 3)",
+        "ALTER TABLE x_k ADD CHECK (a < b)", "ALTER TABLE x_k ADD CONSTRAINT a_u UNIQUE (a)",
+        "ALTER TABLE x_k ADD CONSTRAINT a_u UNIQUE (a)",
+        "ALTER TABLE x_k ADD CONSTRAINT b_pos CHECK (b > 0)",
+        "ALTER TABLE x_k ADD CONSTRAINT b_pos CHECK (b > 0)",
+        "ALTER TABLE x_k ADD CONSTRAINT a_u CHECK (b > 0)", "ALTER TABLE x_k ADD CHECK (b < 9)",
+        "ALTER TABLE x_k ADD CHECK (b < a + 9)",
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = 'x_k'::regclass ORDER BY 1",
+        "SELECT constraint_name, check_clause FROM information_schema.check_constraints "
+        "WHERE constraint_name IN ('b_pos', 'x_k_b_check', 'x_k_check') ORDER BY 1",
+        "DROP TABLE x_k"),
+    # (`~` in a catalog query's select list read as the set-returning regexp_matches: text[])
+    "catalog_regexp_operators": (
+        "SELECT table_name ~ 'class', table_name !~* 'X' FROM information_schema.tables "
+        "WHERE table_schema = 'pg_catalog' AND table_name IN ('pg_class', 'pg_type') ORDER BY 1",
+        "SELECT count(*) FROM information_schema.tables WHERE table_name ~ '^pg_(class|type)$'"),
     "rename_a_table_with_foreign_keys": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1), (2)",
         "CREATE TABLE x_c (id int, p int REFERENCES x_p (id))", "INSERT INTO x_c VALUES (1, 1)",
