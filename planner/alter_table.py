@@ -15,8 +15,8 @@ Contract:
   `AddColumns` when every action adds a column and one of them carries a CHECK; its `AlterType`
   when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; its `AddConstraint` when it
   adds a FOREIGN KEY or a CHECK constraint (DuckDB's ALTER TABLE adds neither: every ORM's
-  migrations add foreign keys so) or a named PRIMARY KEY or UNIQUE; its `DropConstraint` for DROP CONSTRAINT (DuckDB drops none);
-  else None (DuckDB runs it).
+  migrations add foreign keys so) or a named PRIMARY KEY or UNIQUE; its `DropConstraint` for
+  DROP CONSTRAINT (DuckDB drops none); else None (DuckDB runs it).
 - `run(con, change, stmt)` runs it as PostgreSQL would (`stmt`: the classified statement).
   ADD COLUMN: the table keeps its columns, rows, defaults, constraints, indexes and comments,
   the new columns come last, each existing row gets the new columns' defaults (evaluated per
@@ -271,7 +271,7 @@ def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, col
     using = "" if change.using is None else f" USING {change.using.sql(dialect='duckdb')}"
     with atomic(con):
         if reading:
-            _execute(con, table.rebuild(dropped=reading), table.name, ())
+            _execute(con, table.rebuild(dropped=reading), table.name)
         _execute(con, [f"ALTER TABLE {table.qualified()} ALTER COLUMN {dialect.quoted(column)} "
                        f"TYPE {defined.args['kind'].sql(dialect='duckdb')}{using}"], table.name)
         if kept or marks:
