@@ -33,7 +33,7 @@ from heron.catalog import demo
 from heron.catalog.answers import AnswerStore
 from heron.catalog.roles import Predefined, Roles
 from heron.catalog.statistics import Statistics
-from heron.planner import dialect, jsonb_storage, pg_catalog
+from heron.planner import dialect, jsonb_storage, pg_catalog, pg_semantics
 
 DATABASE_FILE = "heron.duckdb"
 TIME_ZONE = "UTC"  # the TimeZone of a new connection (and session)
@@ -58,6 +58,7 @@ class Database:
         # Connections start in the sessions' default zone, not the machine's (a session in
         # another sets its own: server.session)
         self._root.execute(f"SET GLOBAL TimeZone = '{TIME_ZONE}'")
+        pg_semantics.configure(self._root)  # (for every session's connection)
         self.roles = Roles.open(self.data_dir, bootstrap_password)
         pg_catalog.register(self._root, self._role_rows)
         if not _schema_exists(self._root, DEFAULT_SCHEMA):

@@ -141,13 +141,12 @@ def _settings() -> str:
     return f"""
         SELECT CASE s.key {canonical} ELSE s.key END AS name, s.value AS setting,
                'user' AS context, 'string' AS vartype
-        FROM (SELECT unnest(map_entries(coalesce(getvariable('{SETTINGS_VARIABLE}'),
-                                                 MAP {{}}::MAP(VARCHAR, VARCHAR))),
-                            recursive := true)) s
+        FROM (SELECT key, value ->> '$' AS value FROM json_each(coalesce(
+              getvariable('{SETTINGS_VARIABLE}'), '{{}}'))) s
         UNION ALL
         SELECT * FROM (VALUES {server}) v(name, setting, context, vartype)
-        WHERE v.name NOT IN (SELECT lower(key) FROM (SELECT unnest(map_keys(coalesce(
-              getvariable('{SETTINGS_VARIABLE}'), MAP {{}}::MAP(VARCHAR, VARCHAR)))) AS key))"""
+        WHERE v.name NOT IN (SELECT key FROM json_each(coalesce(
+              getvariable('{SETTINGS_VARIABLE}'), '{{}}')))"""
 
 
 # The views the snapshots read besides DuckDB's metadata: what does change without DDL.
@@ -335,8 +334,6 @@ def _declared_view_types(con: duckdb.DuckDBPyConnection, columns: pa.Table) -> p
 def publish_settings(con: duckdb.DuckDBPyConnection, settings: Mapping[str, str]) -> None:
     """Make `settings` (lower-case name -> value) what current_setting() answers; merges with
     the values published before."""
-    keys = ", ".join(literal(k.lower()) for k in settings)
-    values = ", ".join(literal(str(v)) for v in settings.values())
-    merged = f"map_concat(coalesce(getvariable('{SETTINGS_VARIABLE}'), MAP {{}}::MAP(VARCHAR, " \
-             f"VARCHAR)), MAP([{keys}]::VARCHAR[], [{values}]::VARCHAR[]))"
-    con.execute(f"SET VARIABLE {SETTINGS_VARIABLE} = {merged}")
+    published = json.dumps({k.lower(): str(v) for k, v in settings.items()})
+    con.execute(f"SET VARIABLE {SETTINGS_VARIABLE} = json_merge_patch(coalesce(getvariable("
+                f"'{SETTINGS_VARIABLE}'), '{{}}'), ?)", [published])

@@ -1,7 +1,8 @@
 """PostgreSQL's semantics where DuckDB's differ: on each session's connection, and in statements.
 
 Contract:
-- `configure(con)` sets what makes DuckDB compute as PostgreSQL does on one connection: `/` on
+- `configure(con)` sets what makes DuckDB compute as PostgreSQL does on `con`'s database (as
+  its global settings: every connection to it, made before or after, computes so): `/` on
   integers divides as integers (5/2 = 2, truncating toward zero), division by zero fails for
   every numeric type (22012) instead of giving NULL or Infinity, NULLs sort last ascending and
   first descending, and results reach Arrow with UUID and JSON as their own types (so they go out
@@ -197,7 +198,7 @@ MAX_DECIMAL_DIGITS = 38
 
 def configure(con: duckdb.DuckDBPyConnection) -> None:
     for name, value in SETTINGS.items():
-        con.execute(f"SET {name} = {value}")
+        con.execute(f"SET GLOBAL {name} = {value}")
 
 
 # -- statement rewriting ------------------------------------------------------------------------

@@ -189,8 +189,7 @@ class Session:
                                           "on" if role is not None and role.superuser else "off")
         for name, value in list(self.parameters.items()):
             self._set(name, value)
-        con = self.database.connect(self.generation.value)
-        pg_semantics.configure(con)
+        con = self.database.connect(self.generation.value)  # (`pg_semantics.configure`d)
         self.planner = Planner(con, self.engine, statistics=self.database.statistics,
                                answers=self.database.answers, user=self.user,
                                server_version=SERVER_VERSION,
