@@ -12,7 +12,8 @@ then DuckDB's own, enforced on every later write and read back by the catalog
 
 Contract:
 - `parse(sql)` reads an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it): its
-  `AddColumns` when every action adds a column and one of them carries a CHECK; its `AlterType`
+  `AddColumns` when every action adds a column and one of them carries a CHECK, a PRIMARY KEY, a
+  REFERENCES or a named UNIQUE (DuckDB's ALTER TABLE adds none); its `AlterType`
   when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; its `AddConstraint` when it
   adds a FOREIGN KEY or a CHECK constraint (DuckDB's ALTER TABLE adds neither: every ORM's
   migrations add foreign keys so) or a named PRIMARY KEY or UNIQUE; its `DropConstraint` for
@@ -31,8 +32,8 @@ Contract:
   value too long, as PostgreSQL's cast refuses it); any other ALTER COLUMN TYPE is DuckDB's.
   Either way the table's indexes are set aside while the type changes (`indexes_aside`).
   ADD CONSTRAINT: the table created again with the constraint, every row checked against it
-  (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID are read and dropped (DuckDB checks
-  every constraint at once, and every existing row). It keeps the name given
+  (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID were dropped before (`pg_ddl`: DuckDB
+  checks every constraint at once, and every existing row). It keeps the name given
   (`constraint_names`): one the table's constraints have is 42710 (42P07 for a key's, as
   PostgreSQL's index's). A named PRIMARY KEY or UNIQUE is added so too (DuckDB adds an unnamed
   one in place).
@@ -83,7 +84,8 @@ from heron.planner.pg_catalog_relations import (
 from heron.planner.statement import Result, atomic
 
 # Cheap tests before parsing: an ALTER TABLE adding a column with a CHECK, or changing a type.
-_MAY_ADD_CHECKED = re.compile(r"\bADD\b.*\bCHECK\b", re.IGNORECASE | re.DOTALL)
+_MAY_ADD_CHECKED = re.compile(r"\bADD\b.*\b(?:CHECK|REFERENCES|PRIMARY|CONSTRAINT)\b",
+                              re.IGNORECASE | re.DOTALL)
 _MAY_ALTER_TYPE = re.compile(r"\bALTER\b.*\bTYPE\b", re.IGNORECASE | re.DOTALL)
 
 
@@ -140,9 +142,6 @@ _DROP_CONSTRAINT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+DROP\s+CONSTRAINT\s+(?P<missing_ok>IF\s+EXISTS\s+)?"
     rf"(?P<constraint>{IDENTIFIER})(?:\s+(?:CASCADE|RESTRICT))?\s*;?\s*$", re.IGNORECASE)
-# What DuckDB's CREATE TABLE does not read after a constraint (it checks every one at once)
-_DEFERRAL = re.compile(r"\s+(?:NOT\s+)?DEFERRABLE\b|\s+INITIALLY\s+(?:DEFERRED|IMMEDIATE)\b|"
-                       r"\s+NOT\s+VALID\b", re.IGNORECASE)
 
 
 def parse(sql: str) -> AddColumns | AlterType | AddConstraint | DropConstraint | None:
@@ -152,7 +151,7 @@ def parse(sql: str) -> AddColumns | AlterType | AddConstraint | DropConstraint |
         place = (parts[0] if len(parts) > 1 else None, parts[-1], bool(m["exists"]))
         if m.re is _DROP_CONSTRAINT:
             return DropConstraint(*place, identifier(m["constraint"]), bool(m["missing_ok"]))
-        return AddConstraint(*place, _DEFERRAL.sub("", m["constraint"]))
+        return AddConstraint(*place, m["constraint"])
     adds, alters = _MAY_ADD_CHECKED.search(sql), _MAY_ALTER_TYPE.search(sql)
     if adds is None and alters is None:
         return None
@@ -164,7 +163,7 @@ def parse(sql: str) -> AddColumns | AlterType | AddConstraint | DropConstraint |
     table, actions = tree.this, tree.args.get("actions") or []
     place = (table.db or None, table.name, bool(tree.args.get("exists")))
     if actions and all(isinstance(a, exp.ColumnDef) for a in actions) and any(
-            _checks(column) for column in actions):
+            _rebuilds(column) for column in actions):
         return AddColumns(*place, tuple(actions))
     if len(actions) == 1 and isinstance(alter := actions[0], exp.AlterColumn) and isinstance(
             alter.args.get("dtype"), exp.DataType):
@@ -210,11 +209,11 @@ def run(con: duckdb.DuckDBPyConnection,
             if _not_null(column) and _default(column) is None:
                 raise SqlError(SqlState.NOT_NULL_VIOLATION, f'column "{column.name}" of '
                                f'relation "{table.name}" contains null values')
-    checked = [c.name for c in added
+    checked = [c for c in added
                if any(not pg_semantics.declares_type(check) for check in _checks(c))]
-    # PostgreSQL's (and DuckDB's) name of a column's CHECK
-    table.rebuilt(con, f"{table.name}_{checked[0]}_check" if len(checked) == 1 else None,
-                  added=[_definition(c) for c in added])
+    table.rebuilt(con, _check_name(table.name, checked[0]) if len(checked) == 1 else None,
+                  added=constraint_names.column_items([_definition(c) for c in added],
+                                                      table.name))
     return _done(*notices)
 
 
@@ -399,12 +398,16 @@ class _Copy:
 
     table: tuple[str, str, str]  # the new table's database, schema, name
     aside: str  # the rows set aside (quoted name)
-    stored: str  # the columns copied (quoted, comma-separated)
+    stored: tuple[str, ...]  # the columns copied
 
     def run(self, con: duckdb.DuckDBPyConnection) -> None:
         table = ".".join(dialect.quoted(p) for p in self.table)
-        copy = f"INSERT INTO {table} ({self.stored}) SELECT {self.stored} FROM {self.aside}"
-        keys = con.execute(_SELF_KEYS, list(self.table)).fetchall()
+        stored = ", ".join(dialect.quoted(c) for c in self.stored)
+        copy = f"INSERT INTO {table} ({stored}) SELECT {stored} FROM {self.aside}"
+        # (a key over a column the rebuild adds references nothing yet: its rows take defaults)
+        keys = [(own, referenced) for own, referenced
+                in con.execute(_SELF_KEYS, list(self.table)).fetchall()
+                if set(own) <= set(self.stored)]
         if keys:
             ready = " AND ".join(
                 "(" + " OR ".join(f"a.{dialect.quoted(c)} IS NULL" for c in own)
@@ -431,6 +434,24 @@ def _done(*notices: str) -> Result:
 def _constraints(column: exp.ColumnDef) -> list[exp.Expression]:
     return [c.kind for c in column.args.get("constraints") or ()
             if isinstance(c, exp.ColumnConstraint)]
+
+
+def _rebuilds(column: exp.ColumnDef) -> bool:
+    """Whether a column ADD COLUMN adds is added by a rebuild: DuckDB adds none with a CHECK, a
+    PRIMARY KEY or a REFERENCES, and keeps no constraint's name (`constraint_names`)."""
+    return any(isinstance(c.kind, exp.CheckColumnConstraint | exp.Reference
+                          | exp.PrimaryKeyColumnConstraint) or (
+        c.this is not None and isinstance(c.kind, exp.UniqueColumnConstraint))
+        for c in column.args.get("constraints") or () if isinstance(c, exp.ColumnConstraint))
+
+
+def _check_name(table: str, column: exp.ColumnDef) -> str:
+    """The name of a new column's CHECK: the one given, else PostgreSQL's (and DuckDB's)."""
+    named = next((c.this for c in column.args.get("constraints") or ()
+                  if isinstance(c, exp.ColumnConstraint) and c.this is not None
+                  and isinstance(c.kind, exp.CheckColumnConstraint)), None)
+    return constraint_names.kept_name(named) if named is not None else (
+        f"{table}_{column.name}_check")
 
 
 def _checks(column: exp.ColumnDef) -> list[exp.CheckColumnConstraint]:
@@ -589,7 +610,7 @@ class _Table:
             *(f"DROP INDEX {self.qualified(index)}" for index, _, _ in self.indexes),
             *set_aside,
             f"CREATE {temporary}TABLE {table} ({body})",
-            _Copy((self.database, self.schema, name or self.name), aside, stored),
+            _Copy((self.database, self.schema, name or self.name), aside, self.stored),
             f"DROP TABLE {aside}",
             *(sql for _, sql, _ in self.indexes),
             *comments,
@@ -608,11 +629,11 @@ def _body(create: str) -> str:
     raise SqlError(SqlState.INTERNAL_ERROR, f"cannot read the table definition {create!r}")
 
 
-def _definition(column: exp.ColumnDef) -> str:
+def _definition(column: exp.ColumnDef) -> exp.ColumnDef:
     """A new column's definition for CREATE TABLE (without ADD COLUMN's IF NOT EXISTS)."""
     defined = column.copy()
     defined.set("exists", False)
-    return defined.sql(dialect="duckdb")
+    return defined
 
 
 def _literal(text: str) -> str:

@@ -11,7 +11,8 @@ or None when the text is not that command; a statement that is the command but m
 - `SavepointCommand`: SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT];
 - `DeclareCommand`, `FetchCommand` (FETCH and MOVE), `CloseCommand`: SQL cursors;
 - `ListenCommand` (LISTEN, UNLISTEN) and `NotifyCommand`: asynchronous notifications;
-- `LockCommand`: LOCK TABLE (its mode's number: `LOCK_MODES`).
+- `LockCommand`: LOCK TABLE (its mode's number: `LOCK_MODES`);
+- `ConstraintsCommand`: SET CONSTRAINTS.
 
 Identifiers fold to lower case unless double-quoted, as in PostgreSQL.
 """
@@ -410,3 +411,31 @@ def read_lock(sql: str) -> LockCommand | None:
     tables = tuple(tuple(identifier(p) for p in re.findall(IDENTIFIER, _ONLY.sub("", name)))
                    for name in m["names"].split(","))
     return LockCommand(tables, LOCK_MODES[mode], bool(m["nowait"]))
+
+
+# -- SET CONSTRAINTS -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintsCommand:
+    """SET CONSTRAINTS { ALL | name [, ...] } { DEFERRED | IMMEDIATE }."""
+
+    names: tuple[tuple[str, ...], ...]  # each name's parts, folded; empty for ALL
+    deferred: bool
+
+
+_SET_CONSTRAINTS = re.compile(
+    rf"^\s*SET\s+CONSTRAINTS\s+(?:(?P<all>ALL)|(?P<names>{_QUALIFIED}(?:\s*,\s*{_QUALIFIED})*))"
+    r"\s+(?P<mode>DEFERRED|IMMEDIATE)\s*;?\s*$", re.IGNORECASE)
+
+
+def read_set_constraints(sql: str) -> ConstraintsCommand | None:
+    if not re.match(r"^\s*SET\s+CONSTRAINTS\b", sql, re.IGNORECASE):
+        return None
+    m = _SET_CONSTRAINTS.match(sql)
+    if m is None:
+        raise _syntax_error(sql.split(None, 2)[2] if len(sql.split()) > 2 else "")
+    names = () if m["all"] else tuple(
+        tuple(identifier(p) for p in re.findall(IDENTIFIER, name))
+        for name in m["names"].split(","))
+    return ConstraintsCommand(names, m["mode"].upper() == "DEFERRED")

@@ -24,20 +24,27 @@ Contract:
   else as PostgreSQL names it), its kind, and what the table's CREATE TABLE gets for it (the
   constraint and, for a named key, its mark).
 - `is_key_mark(check)`: whether a CHECK's expression (a sqlglot tree) is a key's mark.
+- `column_items(columns, table)`: the same for the columns ALTER TABLE ADD COLUMN adds
+  (`alter_table`): each column, then the marks of its named keys.
+- `kept_name(identifier)`: a name given to a constraint, as PostgreSQL keeps it.
+- `exists(con, name)`: whether a constraint the catalog shows has the name (its parts: maybe
+  schema-qualified), in the session's database or its temporary tables (SET CONSTRAINTS).
 - SQL over a duckdb_constraints() row `c` (for `pg_catalog_relations` and `alter_table`):
   `given_name(c)` (NULL where none was given), `is_key_mark_sql(c)`, `own_expression(c)` (a named
   CHECK's expression without its name); `key_mark_text(c)`: the constraint_text of a key's mark
   (NULL where it has none).
 
-Differences from PostgreSQL: a name given to a constraint of ALTER TABLE ADD COLUMN is dropped;
-two keys of one kind over the same columns show one name; a name Heron makes follows a renamed
-table (PostgreSQL's stays as it was made) and is not made unique with a number.
+Differences from PostgreSQL: two keys of one kind over the same columns show one name; a name
+Heron makes follows a renamed table (PostgreSQL's stays as it was made) and is not made unique
+with a number.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import duckdb
 from sqlglot import exp
 
 from heron.planner import dialect
@@ -65,12 +72,12 @@ def name_constraints(tree: exp.Expression) -> list[exp.Expression]:
             for constraint in item.args.get("constraints") or ():
                 if isinstance(constraint, exp.ColumnConstraint) and constraint.this:
                     changed.append(constraint)
-                    name = _name(constraint.this)
+                    name = kept_name(constraint.this)
                     constraint.set("this", None)
                     constraint.set("kind", _kept(constraint.kind, name, table, [item.name], marks))
         elif isinstance(item, exp.Constraint) and len(item.expressions) == 1:
             changed.append(item)
-            item.replace(_kept(item.expressions[0], _name(item.this), table, None, marks))
+            item.replace(_kept(item.expressions[0], kept_name(item.this), table, None, marks))
     for mark in marks:
         schema.append("expressions", exp.CheckColumnConstraint(this=mark))
     return changed
@@ -105,7 +112,7 @@ class Added:
         if letter is None:
             raise SqlError(SqlState.INTERNAL_ERROR, f"cannot read the constraint {constraint!r}")
         if named:
-            name = _name(item.this)
+            name = kept_name(item.this)
         elif letter == "c":
             read = {c.name for c in kind.find_all(exp.Column)}
             name = f"{table}_{read.pop()}_check" if len(read) == 1 else f"{table}_check"
@@ -114,6 +121,27 @@ class Added:
         name_constraints(tree)
         return cls(name, named, letter, tuple(i.sql(dialect="duckdb")
                                               for i in tree.this.expressions))
+
+
+def column_items(columns: Sequence[exp.ColumnDef], table: str) -> list[str]:
+    """The CREATE TABLE items of the columns ALTER TABLE ADD COLUMN adds to `table`: each
+    column, then the marks keeping its constraints' names."""
+    create = exp.Create(kind="TABLE", this=exp.Schema(this=exp.to_table(table), expressions=[
+        column.copy() for column in columns]))
+    name_constraints(create)
+    return [item.sql(dialect="duckdb") for item in create.this.expressions]
+
+
+def exists(con: duckdb.DuckDBPyConnection, name: tuple[str, ...]) -> bool:
+    """Whether a constraint the catalog shows is named `name` (see the module docstring)."""
+    # (imported here: the catalog's SQL reads this module's)
+    from heron.planner.pg_catalog_relations import constraint_name, shown_constraint
+    schema = name[-2] if len(name) > 1 else None
+    return bool(con.execute(
+        f"SELECT 1 FROM duckdb_constraints() c WHERE {shown_constraint('c')} "
+        f"AND {constraint_name('c')} = ? AND (? IS NULL OR c.schema_name = ?) "
+        "AND c.database_name IN (current_database(), 'temp') LIMIT 1",
+        [name[-1], schema, schema]).fetchall())
 
 
 def is_key_mark(check: exp.Expression) -> bool:
@@ -161,7 +189,7 @@ def _generated_name(letter: str, table: str, columns: list[str]) -> str:
     return f"{table}_{'_'.join(columns)}_{'key' if letter == 'u' else 'fkey'}"
 
 
-def _name(identifier: exp.Expression) -> str:
+def kept_name(identifier: exp.Expression) -> str:
     """A constraint's name as PostgreSQL keeps it (folded to lower case unless quoted)."""
     quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
     return identifier.name if quoted else identifier.name.lower()

@@ -20,6 +20,10 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
 - `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
   (`materialized_views`).
 - `DROP INDEX CONCURRENTLY` is DROP INDEX (DuckDB's writes never wait on an index).
+- A constraint's `[NOT] DEFERRABLE`, `INITIALLY DEFERRED | IMMEDIATE` and `NOT VALID` in CREATE
+  TABLE and ALTER TABLE are dropped: DuckDB's grammar has none of them, and it checks every
+  constraint at once, every existing row included (Django adds each foreign key so; SET
+  CONSTRAINTS answers accordingly: `server.session`).
 - `CREATE SCHEMA [IF NOT EXISTS] name AUTHORIZATION role` is CREATE SCHEMA name, and
   `CREATE SCHEMA AUTHORIZATION role` creates the schema `role`: Heron keeps no owners, every
   role uses every schema (as `ALTER ... OWNER TO` is accepted).
@@ -46,6 +50,12 @@ _DROP_INDEX_CONCURRENTLY = re.compile(r"^(\s*DROP\s+INDEX\s+)CONCURRENTLY\s+", r
 _SCHEMA_AUTHORIZATION = re.compile(
     rf"^(?P<head>\s*CREATE\s+SCHEMA\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?P<name>{IDENTIFIER}\s+)?"
     rf"AUTHORIZATION\s+(?P<role>{IDENTIFIER})(?P<tail>\s*;?\s*)$", re.IGNORECASE)
+# What DuckDB's grammar lacks after a constraint (see the module docstring), outside quotes.
+_MAY_DEFER = re.compile(r"^\s*(?:CREATE|ALTER\s+TABLE)\b(?s:.*)\b(?:DEFERRABLE|INITIALLY|VALID)\b",
+                        re.IGNORECASE)
+_DEFERRAL = re.compile(r"\s+(?:NOT\s+)?DEFERRABLE\b|\s+INITIALLY\s+(?:DEFERRED|IMMEDIATE)\b|"
+                       r"\s+NOT\s+VALID\b", re.IGNORECASE)
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
 _MAY_REWRITE = re.compile(
     r"^\s*(?:ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?ONLY\b|"
     r"CREATE\s+(?:(?:TEMP|TEMPORARY|UNLOGGED)\s+)?SEQUENCE\b|"
@@ -68,6 +78,8 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
         return drop[1] + sql[drop.end():]
     if (schema := _SCHEMA_AUTHORIZATION.match(sql)) is not None:
         return f"{schema['head']}{(schema['name'] or schema['role']).strip()}{schema['tail']}"
+    if _MAY_DEFER.match(sql) is not None:
+        sql = _without_deferral(sql)
     if _MAY_REWRITE.match(sql) is None:
         return sql
     tree = dialect.read_postgres(sql)
@@ -87,6 +99,15 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
     if isinstance(tree, exp.Create | exp.Alter):
         changed |= _nextval_by_name(tree)
     return tree.sql(dialect=dialect.PostgresSql) if changed else sql
+
+
+def _without_deferral(sql: str) -> str:
+    """`sql` without DEFERRABLE, INITIALLY and NOT VALID outside its quoted strings and names."""
+    kept, at = [], 0
+    for quoted in _QUOTED.finditer(sql):
+        kept += [_DEFERRAL.sub("", sql[at:quoted.start()]), quoted[0]]
+        at = quoted.end()
+    return "".join([*kept, _DEFERRAL.sub("", sql[at:])])
 
 
 def _bounded_by_type(create: exp.Create) -> bool:

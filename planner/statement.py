@@ -51,6 +51,7 @@ from heron.planner import commands, copy_statement, parameters, pg_catalog_relat
 from heron.planner.column_origins import NO_ORIGIN, Origin
 from heron.planner.commands import (
     CloseCommand,
+    ConstraintsCommand,
     DeclareCommand,
     FetchCommand,
     ListenCommand,
@@ -102,6 +103,7 @@ class Kind(enum.Enum):
     LISTEN = "listen"  # LISTEN and UNLISTEN: the session answers, the connection delivers
     NOTIFY = "notify"
     LOCK = "lock"  # LOCK TABLE: the session answers
+    SET_CONSTRAINTS = "set constraints"  # the session answers (every constraint is immediate)
     OTHER = "other"  # the rest (DDL, ...): tagged with its leading keywords
 
     # Members are singletons compared by identity: hashing them by identity is as sound, and
@@ -111,7 +113,8 @@ class Kind(enum.Enum):
 
 
 Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
-           | CloseCommand | CopyCommand | ListenCommand | NotifyCommand | LockCommand)
+           | CloseCommand | CopyCommand | ListenCommand | NotifyCommand | LockCommand
+           | ConstraintsCommand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +316,7 @@ DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, *_DML, Kind.
                         Kind.COPY_IN, Kind.COPY_OUT, Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK,
                         Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH,
                         Kind.CLOSE, Kind.SHOW, Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY,
-                        Kind.LOCK})
+                        Kind.LOCK, Kind.SET_CONSTRAINTS})
 _TWO_WORD_VERBS = {"CREATE", "DROP", "ALTER"}
 _CREATE_MODIFIERS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "UNLOGGED", "PERSISTENT"}
 
@@ -326,6 +329,7 @@ _OWN_COMMANDS: tuple[tuple[Callable[[str], Command | None], Kind, str], ...] = (
     (commands.read_deallocate, Kind.DEALLOCATE, "DEALLOCATE"),
     (commands.read_notify, Kind.NOTIFY, "NOTIFY"),
     (commands.read_lock, Kind.LOCK, "LOCK TABLE"),
+    (commands.read_set_constraints, Kind.SET_CONSTRAINTS, "SET CONSTRAINTS"),
 )
 
 

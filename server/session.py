@@ -53,6 +53,7 @@ from heron.planner import (
     SqlError,
     SqlState,
     Statement,
+    constraint_names,
     dialect,
     pg_semantics,
     shared_macros,
@@ -61,6 +62,7 @@ from heron.planner import settings as planner_settings
 from heron.planner.access import Privileges
 from heron.planner.commands import (
     CloseCommand,
+    ConstraintsCommand,
     DeclareCommand,
     FetchCommand,
     Isolation,
@@ -523,6 +525,8 @@ class Session:
             return Result(statement.verb, None, None)
         if isinstance(command, LockCommand):
             return self._lock(command)
+        if isinstance(command, ConstraintsCommand):
+            return self._set_constraints(command)
         if isinstance(command, NotifyCommand):
             if (command.channel, command.payload) not in self._notifies:  # as PostgreSQL folds
                 self._notifies.append((command.channel, command.payload))
@@ -575,6 +579,28 @@ class Session:
                 restored = True
         if restored:
             self._settings_changed()
+
+    def _set_constraints(self, command: ConstraintsCommand) -> Result:
+        """SET CONSTRAINTS: Heron checks every constraint at once (DEFERRABLE is read and
+        dropped where a constraint is made: `alter_table`), so IMMEDIATE changes nothing, a
+        named constraint set DEFERRED is 55000 "is not deferrable" (with a hint saying why), and
+        ALL DEFERRED defers none (a notice says so). A name no constraint has is 42704; outside a
+        transaction block, a warning, as PostgreSQL's."""
+        for parts in command.names:
+            if not constraint_names.exists(self.planner.con, parts):
+                raise SqlError(SqlState.UNDEFINED_OBJECT,
+                               f'constraint "{parts[-1]}" does not exist')
+            if command.deferred:
+                raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
+                               f'constraint "{parts[-1]}" is not deferrable',
+                               hint="Heron checks every constraint at once: DEFERRABLE is not "
+                                    "kept.")
+        if not self._explicit_block():
+            return Result("SET CONSTRAINTS", None, None, warnings=(
+                "SET CONSTRAINTS can only be used in transaction blocks",))
+        notices = ("Heron checks every constraint at once: none is deferred",
+                   ) if command.deferred else ()
+        return Result("SET CONSTRAINTS", None, None, notices=notices)
 
     def _lock(self, command: LockCommand) -> Result:
         """LOCK TABLE: each table's lock taken for the rest of the block, in the server's lock
@@ -870,7 +896,7 @@ _TRANSACTION_KINDS = {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Ki
                       Kind.ROLLBACK_TO}
 _SESSION_KINDS = _TRANSACTION_KINDS | {Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.COPY_IN,
                                        Kind.COPY_OUT, Kind.LISTEN, Kind.NOTIFY, Kind.ROLE,
-                                       Kind.LOCK}
+                                       Kind.LOCK, Kind.SET_CONSTRAINTS}
 LOCK_KEY_SPACE = 3  # LOCK TABLE's keys in the lock table: (3, the table's OID, 0)
 
 

@@ -397,6 +397,27 @@ CASES = {
         "SELECT table_name ~ 'class', table_name !~* 'X' FROM information_schema.tables "
         "WHERE table_schema = 'pg_catalog' AND table_name IN ('pg_class', 'pg_type') ORDER BY 1",
         "SELECT count(*) FROM information_schema.tables WHERE table_name ~ '^pg_(class|type)$'"),
+    # (Django's AddField of a ForeignKey, then its check_constraints(): DEFERRABLE is dropped,
+    # so pg_get_constraintdef is left out)
+    "add_a_foreign_key_column": (
+        "CREATE TABLE x_a (id bigint PRIMARY KEY)", "CREATE TABLE x_b (id bigint PRIMARY KEY)",
+        "INSERT INTO x_a VALUES (1)", "INSERT INTO x_b VALUES (10)",
+        "ALTER TABLE x_b ADD COLUMN a_id bigint NULL CONSTRAINT x_b_a_id_fk_x_a_id "
+        "REFERENCES x_a(id) DEFERRABLE INITIALLY DEFERRED",
+        "SET CONSTRAINTS x_b_a_id_fk_x_a_id IMMEDIATE",
+        "ALTER TABLE x_b ADD COLUMN code varchar(5) CONSTRAINT x_b_code UNIQUE",
+        "ALTER TABLE x_b ADD COLUMN parent varchar(5) REFERENCES x_b (code)",
+        "ALTER TABLE x_b ADD COLUMN n int DEFAULT 0 CONSTRAINT n_neg CHECK (n < 0)",
+        "ALTER TABLE x_b ADD COLUMN m int CONSTRAINT m_pos CHECK (m > 0)",
+        "SELECT conname, contype FROM pg_constraint WHERE conrelid = 'x_b'::regclass ORDER BY 1",
+        "INSERT INTO x_b VALUES (11, 1, 'x', NULL, 5)",
+        "INSERT INTO x_b VALUES (12, 7, 'y', NULL, 1)",
+        "INSERT INTO x_b VALUES (13, 1, 'z', 'q', 1)",
+        "INSERT INTO x_b VALUES (13, 1, 'z', 'x', 0)",
+        "BEGIN", "SET CONSTRAINTS ALL IMMEDIATE", "SET CONSTRAINTS public.x_b_a_id_fk_x_a_id, "
+        "x_b_code IMMEDIATE", "SET CONSTRAINTS x_nope IMMEDIATE", "ROLLBACK",
+        "SET CONSTRAINTS ALL IMMEDIATE", "ALTER TABLE x_b DROP CONSTRAINT x_b_a_id_fk_x_a_id",
+        "INSERT INTO x_b VALUES (12, 7, 'y', 'x', 1)", "DROP TABLE x_b", "DROP TABLE x_a"),
     "rename_a_table_with_foreign_keys": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1), (2)",
         "CREATE TABLE x_c (id int, p int REFERENCES x_p (id))", "INSERT INTO x_c VALUES (1, 1)",

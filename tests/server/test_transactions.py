@@ -188,3 +188,29 @@ def test_rows_locked_for_update_then_written_by_two_sessions_fail_the_second_wit
             other.execute("UPDATE tx_jobs SET taken = 'second' WHERE id = 1")
         other.execute("ROLLBACK")
     assert conn.execute("SELECT taken FROM tx_jobs WHERE id = 1").fetchone() == ("first",)
+
+
+def test_set_constraints_says_that_every_constraint_is_checked_at_once(conn):
+    # Django runs SET CONSTRAINTS ALL IMMEDIATE, then ALL DEFERRED, to check constraints
+    fresh_table(conn, "tx_parent", "id integer PRIMARY KEY")
+    fresh_table(conn, "tx_child", "p integer CONSTRAINT tx_child_p REFERENCES tx_parent "
+                                  "DEFERRABLE INITIALLY DEFERRED")
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))
+    conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    conn.execute("BEGIN")
+    conn.execute("SET CONSTRAINTS tx_child_p IMMEDIATE")
+    conn.execute("SET CONSTRAINTS ALL DEFERRED")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as info:
+        conn.execute("SET CONSTRAINTS tx_child_p DEFERRED")
+    assert info.value.diag.message_hint == ("Heron checks every constraint at once: DEFERRABLE "
+                                            "is not kept.")
+    conn.execute("ROLLBACK")
+    assert notices == [
+        ("WARNING", "SET CONSTRAINTS can only be used in transaction blocks"),
+        ("NOTICE", "Heron checks every constraint at once: none is deferred")]
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):  # at once, not at COMMIT
+        with conn.transaction():
+            conn.execute("INSERT INTO tx_child VALUES (1)")
+            conn.execute("INSERT INTO tx_parent VALUES (1)")
+    conn.execute("DROP TABLE tx_child")
