@@ -41,6 +41,9 @@ Contract:
   KEY the catalog shows under that name (42704 when none, a notice under IF EXISTS); a primary
   key's columns stay NOT NULL, as in PostgreSQL. `drop_constraint` is the same for DROP TABLE
   ... CASCADE (`existence`), for the foreign keys referencing a dropped table.
+  `drop_columns`: DROP COLUMN as a rebuild where DuckDB cannot drop the columns (a key over a
+  later column; an index, inside a transaction block), their constraints and indexes dropped
+  with them; None where DuckDB can.
   `rename_if_referencing`: RENAME TO of a table with foreign keys, as a rebuild under the new
   name (DuckDB renames such a table without telling the tables its keys reference, which then
   refuse every DELETE and DROP; Heron's own rebuilds of such a table copy its rows aside
@@ -55,12 +58,14 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import sqlglot
 from sqlglot import exp
 
 from heron.planner import (
@@ -248,11 +253,42 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
                if column.lower() in (n.lower() for n in names)]
     # DuckDB changes no type of a column an index covers: the table's indexes are set aside
     aside = indexes_aside.Aside((table.schema, table.name), retyped=True)
+    in_block = functools.partial(_retyped_in_block, con, change, table, column, defined)
     if not marks and not reading:  # DuckDB changes it in place
-        return indexes_aside.run(con, aside, lambda: statement.run(con, stmt))
+        return indexes_aside.run(con, aside, lambda: statement.run(con, stmt), in_block)
     table.refuse_if_referenced()
     return indexes_aside.run(con, aside, lambda: _retype_around_checks(
-        con, change, column, defined, marks, reading))
+        con, change, column, defined, marks, reading), in_block)
+
+
+def _retyped_in_block(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table,
+                      column: str, defined: exp.ColumnDef) -> Result:
+    """ALTER COLUMN ... TYPE inside a transaction block, where DuckDB changes no type of a
+    column an index covers (and sees a dropped index gone only once committed), as one
+    rebuild: the column defined with the new type (its CHECKs replacing the old type's), each
+    row's value cast to it (or USING's)."""
+    kind = defined.args["kind"].sql(dialect="duckdb")
+    old_marks = {text for text, expression, names in table.checks
+                 if column.lower() in (n.lower() for n in names) and any(
+                     re.match(mark, expression) for mark in (LENGTH_CHECK, BPCHAR_CHECK,
+                                                             JSONB_CHECK))}
+    items = [_retyped(item, defined.args["kind"]) if _column_of(item) == column else item
+             for item in _items(_body(table.sql)) if item not in old_marks]
+    marks = [f"CHECK ({check.this.sql(dialect='duckdb')})" for check in _checks(defined)]
+    value = (change.using.sql(dialect="duckdb") if change.using is not None
+             else f"CAST({dialect.quoted(column)} AS {kind})")
+    table.rebuilt(con, f"{table.name}_{column}_check", items=[*items, *marks],
+                  values={column: value})
+    return _done()
+
+
+def _retyped(item: str, kind: exp.DataType) -> str:
+    """A column's definition (DuckDB's text) with the type `kind`."""
+    tree = sqlglot.parse_one(f"CREATE TABLE t ({item})", read="duckdb")
+    assert isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema)
+    column = tree.this.expressions[0]
+    column.set("kind", kind.copy())
+    return column.sql(dialect="duckdb")
 
 
 def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, column: str,
@@ -302,6 +338,38 @@ def rename_if_referencing(con: duckdb.DuckDBPyConnection, table: tuple[str, ...]
         return False
     found.rebuilt(con, name=new)
     return True
+
+
+def drop_columns(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], columns: frozenset[str]
+                 ) -> Result | None:
+    """ALTER TABLE ... DROP COLUMN of `columns` (lower case) of the table `name` (its parts), as
+    a rebuild where DuckDB cannot drop them: a PRIMARY KEY or UNIQUE covers a column after one
+    of them, or, inside a transaction block, an index covers the table (DuckDB sees an index
+    `indexes_aside` dropped gone only once committed). The table is made again without them,
+    and without the constraints and indexes that read them, as PostgreSQL drops those with
+    them. None, nothing done, where DuckDB (with `indexes_aside`) can drop them."""
+    table = _Table.find(con, name[-2] if len(name) > 1 else None, name[-1])
+    if table is None:
+        return None
+    dropped = frozenset(c for c in table.columns if c.lower() in columns)
+    if not dropped:
+        return None
+    first = min(i for i, c in enumerate(table.columns) if c in dropped)
+    if not con.execute(_KEYS_AFTER, [table.oid, first]).fetchall() and not (
+            table.indexes and statement.in_transaction(con)):
+        return None
+    items = [item for item in _items(_body(table.sql)) if not _reads(item, dropped)]
+    table.rebuilt(con, items=items, without=dropped)
+    return _done()
+
+
+def _reads(item: str, columns: frozenset[str]) -> bool:
+    """Whether a CREATE TABLE item defines one of `columns` or (a table constraint) names one."""
+    if (column := _column_of(item)) is not None:
+        return column in columns
+    outside = re.sub(r"'(?:[^']|'')*'", "''", item)  # (words in strings are no names)
+    named = {identifier(word).lower() for word in re.findall(IDENTIFIER, outside)}
+    return not named.isdisjoint(c.lower() for c in columns)
 
 
 def drop_constraint(con: duckdb.DuckDBPyConnection, table: existence.Relation, name: str
@@ -399,11 +467,14 @@ class _Copy:
     table: tuple[str, str, str]  # the new table's database, schema, name
     aside: str  # the rows set aside (quoted name)
     stored: tuple[str, ...]  # the columns copied
+    values: tuple[tuple[str, str], ...] = ()  # a column's value where not its own (SQL)
 
     def run(self, con: duckdb.DuckDBPyConnection) -> None:
         table = ".".join(dialect.quoted(p) for p in self.table)
         stored = ", ".join(dialect.quoted(c) for c in self.stored)
-        copy = f"INSERT INTO {table} ({stored}) SELECT {stored} FROM {self.aside}"
+        computed = dict(self.values)
+        read = ", ".join(computed.get(c, dialect.quoted(c)) for c in self.stored)
+        copy = f"INSERT INTO {table} ({stored}) SELECT {read} FROM {self.aside}"
         # (a key over a column the rebuild adds references nothing yet: its rows take defaults)
         keys = [(own, referenced) for own, referenced
                 in con.execute(_SELF_KEYS, list(self.table)).fetchall()
@@ -570,11 +641,14 @@ class _Table:
 
     def rebuild(self, *, added: Sequence[str] = (), dropped: Sequence[str] = (),
                 checks: Sequence[str] = (), items: Sequence[str] | None = None,
-                name: str | None = None) -> list[str | _Copy]:
+                name: str | None = None, without: frozenset[str] = frozenset(),
+                values: dict[str, str] | None = None) -> list[str | _Copy]:
         """The statements that give the table the column definitions `added` as its last
         columns, without the CHECKs `dropped` (their texts in its CREATE TABLE), with the CHECKs
         `checks` (its column and constraint definitions `items`, when given, in place of its
-        own), under the new `name` if given (a table whose indexes were set aside): its indexes
+        own), without the columns `without` (and the indexes over them), its columns' values
+        copied as `values` computes them (by name, where given), under the new `name` if
+        given (a table whose indexes were set aside): its indexes
         dropped (DuckDB renames no table with indexes), its rows set aside, the table created
         again from its own CREATE TABLE so changed (a column or a CHECK may follow the table's
         constraints), its rows copied back (new columns take their defaults, every CHECK is
@@ -590,7 +664,10 @@ class _Table:
             kept.remove(text)
         body = ", ".join((*kept, *added, *checks))
         temporary = "TEMPORARY " if self.database == "temp" else ""
-        stored = ", ".join(dialect.quoted(c) for c in self.stored)
+        copied = tuple(c for c in self.stored if c not in without)
+        stored = ", ".join(dialect.quoted(c) for c in copied)
+        lowered = frozenset(c.lower() for c in without)
+        indexes = [i for i in self.indexes if not (without and indexes_aside.covers(i[1], lowered))]
         table = self.qualified(name)
         moved = f"__heron_rebuilt_{self.oid}"
         if self.has_foreign_keys or name is not None:
@@ -603,16 +680,17 @@ class _Table:
         comments = [f"COMMENT ON TABLE {table} IS {_literal(self.comment)}"
                     ] if self.comment is not None else []
         comments += [f"COMMENT ON COLUMN {table}.{dialect.quoted(c)} IS {_literal(text)}"
-                     for c, text in self.column_comments]
+                     for c, text in self.column_comments if c not in without]
         comments += [f"COMMENT ON INDEX {self.qualified(index)} IS {_literal(text)}"
-                     for index, _, text in self.indexes if text is not None]
+                     for index, _, text in indexes if text is not None]
         return [
             *(f"DROP INDEX {self.qualified(index)}" for index, _, _ in self.indexes),
             *set_aside,
             f"CREATE {temporary}TABLE {table} ({body})",
-            _Copy((self.database, self.schema, name or self.name), aside, self.stored),
+            _Copy((self.database, self.schema, name or self.name), aside, copied,
+                  tuple((values or {}).items())),
             f"DROP TABLE {aside}",
-            *(sql for _, sql, _ in self.indexes),
+            *(sql for _, sql, _ in indexes),
             *comments,
         ]
 
@@ -653,6 +731,10 @@ _NAMED_CONSTRAINT = f"""SELECT constraint_type, constraint_text, constraint_colu
                        FROM duckdb_constraints() c
                        WHERE table_oid = ? AND {shown_constraint('c')}
                          AND {constraint_name('c')} = ?"""
+# A PRIMARY KEY or UNIQUE over a column after the one at an index (DuckDB drops no column so).
+_KEYS_AFTER = """SELECT 1 FROM duckdb_constraints() WHERE table_oid = ?
+                 AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+                 AND list_max(constraint_column_indexes) > ?"""
 _CHECKS = """SELECT constraint_text, expression, constraint_column_names FROM duckdb_constraints()
              WHERE table_oid = ? AND constraint_type = 'CHECK'"""
 # DuckDB names a foreign key's referenced table without its schema: any table of that name.

@@ -204,6 +204,9 @@ class Relations:
     texted_otherwise: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     # The materialized views (`materialized_views`), each with whether it holds its rows.
     materialized: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
+    # Each table's primary key columns, in lower case (`grouped_keys`).
+    primary_keys: dict[tuple[str, str], tuple[str, ...]] = dataclasses.field(
+        default_factory=dict)
 
     def key_of(self, schema: str | None, name: str) -> tuple[str, str] | None:
         """The relation a (schema-qualified or plain) name names, if any."""
@@ -258,9 +261,12 @@ class Relations:
                 padded[oid, column] = int(m[1])
             elif re.match(JSONB_CHECK, check):
                 jsonb.add((oid, column))
+        keys = dict(con.execute(_PRIMARY_KEYS).fetchall())
         for oid, temporary, schema, name, column, attnum, data_type in (
                 con.execute(_COLUMNS).fetchall()):
             key = ("" if temporary else schema.lower(), name.lower())
+            if oid in keys:
+                relations.primary_keys[key] = tuple(c.lower() for c in keys[oid])
             if _TEXTED_OTHERWISE.search(data_type):
                 relations.texted_otherwise.add(key)
             if oid in view_sql:
@@ -749,5 +755,7 @@ _COLUMNS = """
     ORDER BY table_oid, column_index"""
 _VIEWS = """SELECT view_oid, schema_name, view_name, sql, comment FROM duckdb_views()
             WHERE database_name = current_database() AND NOT internal"""
+_PRIMARY_KEYS = """SELECT table_oid, constraint_column_names FROM duckdb_constraints()
+                   WHERE constraint_type = 'PRIMARY KEY'"""
 _CHECKS = """SELECT table_oid, constraint_column_names[1], expression FROM duckdb_constraints()
              WHERE constraint_type = 'CHECK' AND len(constraint_column_names) = 1"""

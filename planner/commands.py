@@ -433,8 +433,9 @@ def read_set_constraints(sql: str) -> ConstraintsCommand | None:
     if not re.match(r"^\s*SET\s+CONSTRAINTS\b", sql, re.IGNORECASE):
         return None
     m = _SET_CONSTRAINTS.match(sql)
-    if m is None:
-        raise _syntax_error(sql.split(None, 2)[2] if len(sql.split()) > 2 else "")
+    if m is None:  # (PostgreSQL points at the word where DEFERRED or IMMEDIATE should be)
+        words = sql.rstrip().rstrip(";").split()
+        raise _syntax_error(words[-1] if len(words) > 3 else "")
     names = () if m["all"] else tuple(
         tuple(identifier(p) for p in re.findall(IDENTIFIER, name))
         for name in m["names"].split(","))

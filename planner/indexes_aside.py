@@ -2,23 +2,29 @@
 and ALTER INDEX ... RENAME TO, which DuckDB lacks, as the index made again under its new name.
 
 DuckDB renames no table that has an index of its own (CREATE INDEX's: "Cannot alter entry ...
-because there are entries that depend on it"), and renames, drops or retypes no column such an
-index covers ("an index depends on it"). PostgreSQL does all four, which migrations do: it
-renames the index's table or column along, keeps the index over a retyped column, and drops an
-index with a column it covers.
+because there are entries that depend on it"), sets or drops no NOT NULL of its columns (the
+same), and renames, drops or retypes no column such an index covers ("an index depends on
+it"). PostgreSQL does all of these, which migrations do: it renames the index's table or column
+along, keeps the index over a retyped column, and drops an index with a column it covers.
 
 Contract:
 - `read(sql)`: an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it) whose actions
-  rename the table, rename or drop columns, or change a column's type, as an `Aside` (the
-  table's name parts, its new name, the renamed columns, the dropped ones); None otherwise.
-- `run(con, aside, execute)` runs the statement (`execute()`, which returns its `Result`) with
-  the table's own indexes dropped first (none: it just runs it) and made again after, on the
-  table's new name and the renamed columns' new names, each with its comment; an index over a
-  dropped column is not made again. Renames run in one transaction (the session's when one is
-  open). DuckDB sees a dropped index gone only once the drop is committed, so a DROP COLUMN or
-  a type change commits each step, and makes the indexes again as they were if the statement
-  fails; inside a transaction block it is 0A000 (with what to do instead). Indexes of PRIMARY
-  KEY and UNIQUE constraints are the table's own in DuckDB and never in the way.
+  rename the table, rename or drop columns, change a column's type or set or drop its NOT
+  NULL, as an `Aside` (the table's name parts, its new name, the renamed columns, the dropped
+  ones); None otherwise.
+- `run(con, aside, execute, rebuild)` runs the statement (`execute()`, which returns its
+  `Result`) with the table's own indexes dropped first (none: it just runs it) and made again
+  after, on the table's new name and the renamed columns' new names, each with its comment; an
+  index over a dropped column is not made again. Renames run in one transaction (the session's
+  when one is open). DuckDB sees a dropped index gone only once the drop is committed, so a
+  DROP COLUMN or a type change commits each step, and makes the indexes again as they were if
+  the statement fails. Inside a transaction block the statement runs as `rebuild()` where the
+  caller gives one (the table made again: `alter_table`'s for a type change; None: nothing to
+  rebuild, and the statement runs); without one it is 0A000 (with what to do instead; a
+  statement that only drops columns is `alter_table.drop_columns`'s there).
+  Indexes of PRIMARY KEY and UNIQUE constraints are the table's own in DuckDB and never in the
+  way. `covers(sql, columns)`: whether the index CREATE INDEX `sql` makes covers one of
+  `columns`.
 - `read_rename(sql)`: `ALTER INDEX [IF EXISTS] name RENAME TO new` as a `RenameIndex`, else None;
   `rename(con, rename)` drops the index and makes it again under the new name (its comment
   kept), in one transaction: a missing index is 42P01 (a notice under IF EXISTS), a new name a
@@ -50,6 +56,8 @@ class Aside:
     columns: dict[str, str] = field(default_factory=dict)  # renamed: old -> new, in lower case
     dropped: frozenset[str] = frozenset()  # in lower case
     retyped: bool = False  # a column's type changes
+    only_drops: bool = False  # every action drops a column
+    nullability: bool = False  # a column's NOT NULL is set or dropped
 
 
 @dataclass(frozen=True)
@@ -116,8 +124,9 @@ def read(sql: str) -> Aside | None:
         return None
     if not isinstance(tree, exp.Alter) or not isinstance(tree.this, exp.Table):
         return None
-    renamed_to, columns, dropped, retyped = None, {}, set(), False
-    for action in tree.args.get("actions") or ():
+    renamed_to, columns, dropped, retyped, nullability = None, {}, set(), False, False
+    actions = tree.args.get("actions") or ()
+    for action in actions:
         if isinstance(action, exp.AlterRename):
             renamed_to = action.this.name
         elif isinstance(action, exp.RenameColumn):
@@ -126,13 +135,18 @@ def read(sql: str) -> Aside | None:
             dropped |= {column.name.lower() for column in action.args.get("tables") or ()}
         elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
             retyped = True
-    if renamed_to is None and not columns and not dropped and not retyped:
+        elif isinstance(action, exp.AlterColumn) and action.args.get("allow_null") is not None:
+            nullability = True
+    if renamed_to is None and not columns and not dropped and not retyped and not nullability:
         return None
     table = tuple(part.name for part in tree.this.parts)
-    return Aside(table, renamed_to, columns, frozenset(dropped), retyped)
+    only_drops = all(isinstance(a, exp.Drop) and a.args.get("kind") == "COLUMN" for a in actions)
+    return Aside(table, renamed_to, columns, frozenset(dropped), retyped, only_drops,
+                 nullability)
 
 
-def run(con: duckdb.DuckDBPyConnection, aside: Aside, execute: Callable[[], Result]) -> Result:
+def run(con: duckdb.DuckDBPyConnection, aside: Aside, execute: Callable[[], Result],
+        rebuild: Callable[[], Result | None] | None = None) -> Result:
     """See the module docstring."""
     try:
         table = existence.find_relation(con, aside.table, views=False)
@@ -151,6 +165,9 @@ def run(con: duckdb.DuckDBPyConnection, aside: Aside, execute: Callable[[], Resu
             _make(con, table, indexes, aside)
         return result
     if in_transaction(con):
+        if rebuild is not None:
+            result = rebuild()  # (None: nothing to rebuild, for DuckDB to say)
+            return execute() if result is None else result
         raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "cannot drop or change the type of a "
                        f'column of table "{table.name}" inside a transaction block while it has '
                        "indexes", hint="Run the ALTER TABLE outside a transaction block, or "
@@ -184,6 +201,12 @@ def _make(con: duckdb.DuckDBPyConnection, table: existence.Relation,
 def _comment(con: duckdb.DuckDBPyConnection, table: existence.Relation, index: str,
              comment: str) -> None:
     con.execute(f"COMMENT ON INDEX {_qualified(table, index)} IS {literal(comment)}")
+
+
+def covers(sql: str, columns: frozenset[str]) -> bool:
+    """Whether the index CREATE INDEX `sql` makes covers one of `columns` (lower case)."""
+    return any(column.name.lower() in columns
+               for column in sqlglot.parse_one(sql, read="duckdb").this.find_all(exp.Column))
 
 
 def _made_again(sql: str, table: existence.Relation, aside: Aside) -> str | None:

@@ -104,7 +104,7 @@ Contract:
     `array_to_string(a, sep, null_text)` (DuckDB's takes two arguments),
     `regexp_match` and `regexp_matches` (`pg_regexp`: text[] of the capture groups; DuckDB's
     regexp_matches is a boolean test, which a regexp_matches where only a boolean can stand
-    stays: the catalog rewrite's text writes `~` so),
+    stays),
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
@@ -117,6 +117,11 @@ Contract:
     leaves them where the left side has them). Which columns move is
     `column_origins.moved_columns`'s, over both sides' columns (`relations`, the tables and
     views the statement may read); a star it cannot be sure of is left as it is;
+  * `unnest(a, b, ...)` of several arrays in FROM zips them (`_zipped_unnests`), WITH
+    ORDINALITY too;
+  * a GROUP BY naming a table's primary key groups by its other columns too (`grouped_keys`:
+    PostgreSQL's functional dependency, which Django's annotate() relies on);
+  * a name given to a constraint is kept (`constraint_names`);
   * the length and position functions (`length`, `char_length`, `octet_length`, `bit_length`,
     `strpos`/`position`, `array_length`, `cardinality`) and the window function `ntile` return
     `integer`, as PostgreSQL's do (DuckDB's return BIGINT), and `octet_length` counts a text's
@@ -171,6 +176,7 @@ from heron.planner import (
     column_origins,
     constraint_names,
     dialect,
+    grouped_keys,
     jsonb_storage,
     pg_jsonb,
     pg_regexp,
@@ -213,11 +219,12 @@ _TRIGGER = re.compile(
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
     r"pow|power|ntile|"
-    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string)"
+    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string|unnest)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
     r"\bi?like\s+(?!'[^'\\]*'(?!'))|"  # a pattern that is not a literal without a backslash
-    r"^\s*CREATE\b(?s:.*)\bCONSTRAINT\s",  # a name given to a constraint (`constraint_names`)
+    r"^\s*CREATE\b(?s:.*)\bCONSTRAINT\s|"  # a name given to a constraint (`constraint_names`)
+    r"\bgroup\s+by\b",  # maybe by a primary key (`grouped_keys`)
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
 # most AI prompts hold a `?` (and catalog queries a `^` in their patterns), and parsing for
@@ -325,13 +332,14 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     # Parents first (sqlglot's transform): a cast of a literal to numeric is decided before the
     # numeric type inside it would be widened.
     tree = tree.transform(rewrite_node, copy=False)
-    rewritten += (_json_rows(tree) + _array_concatenations(tree, sql) + _pg_functions(tree, sql)
+    rewritten += (_json_rows(tree) + _zipped_unnests(tree) + _array_concatenations(tree, sql)
+                  + _pg_functions(tree, sql)
                   + _similar_to(tree) + _interval_divisions(tree) + _row_locks(tree)
                   + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
-                  + _using_stars(tree, relations))
+                  + _using_stars(tree, relations) + grouped_keys.group_by_keys(tree, relations))
     if texts:  # last: the casts to text the rewrites above made are seen too
         rewritten += _texts(tree)
     return _printed(tree) if rewritten else sql
@@ -373,7 +381,7 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
 
 
 def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
-    to, value = cast.to, cast.this
+    to, value = cast.to, cast.this.unnest()  # (a literal in parentheses is one: Django's)
     literal = isinstance(value, exp.Literal)
     if to.this == _T.DECIMAL and not to.expressions:
         if literal:
@@ -896,6 +904,38 @@ def _json_rows(tree: exp.Expression) -> list[exp.Expression]:
             alias = exp.TableAlias(this=alias.this.copy(), columns=[alias.this.copy()])
         table.replace(exp.Subquery(this=exp.select(rows), alias=alias.copy()))
         changed.append(table)
+    return changed
+
+
+def _zipped_unnests(tree: exp.Expression) -> list[exp.Expression]:
+    """Each unnest of several arrays in FROM (PostgreSQL's: their elements side by side, the
+    shorter ones padded with NULLs, which DuckDB's unnest of one list lacks) as the derived
+    table of one unnest per array, which DuckDB's select list pads so; WITH ORDINALITY as one
+    more column numbering the rows. Named as the alias names them, else `unnest`; the unnests
+    changed. (Django's bulk_create inserts `SELECT * FROM unnest(a, b, c)`.)"""
+    changed = []
+    for unnest in list(tree.find_all(exp.Unnest)):
+        arrays = unnest.expressions
+        if len(arrays) < 2 or not isinstance(unnest.parent, exp.From | exp.Join):
+            continue
+        alias = unnest.args.get("alias")
+        given = [c.name for c in alias.columns] if alias is not None else []
+        names = given + ["unnest"] * (len(arrays) - len(given))
+        items = [exp.alias_(exp.Unnest(expressions=[array.copy()]), name, quoted=True)
+                 for array, name in zip(arrays, names, strict=False)]
+        offset = unnest.args.get("offset")  # (False, or the ordinality column's name)
+        if offset:  # WITH ORDINALITY: 1 to the longest array's length
+            lengths = [exp.Coalesce(this=exp.Anonymous(this="len", expressions=[a.copy()]),
+                                    expressions=[exp.Literal.number(0)]) for a in arrays]
+            longest = exp.Greatest(this=lengths[0], expressions=lengths[1:])
+            count = exp.Anonymous(this="range", expressions=[
+                exp.Literal.number(1), exp.Add(this=longest, expression=exp.Literal.number(1))])
+            name = offset.name if isinstance(offset, exp.Identifier) else "ordinality"
+            items.append(exp.alias_(exp.Unnest(expressions=[count]), name, quoted=True))
+        table = alias.this.copy() if alias is not None and alias.this else exp.to_identifier(
+            "unnest", quoted=True)
+        unnest.replace(exp.Subquery(this=exp.select(*items), alias=exp.TableAlias(this=table)))
+        changed.append(unnest)
     return changed
 
 

@@ -345,6 +345,9 @@ class Planner:
             if stmt.kind is Kind.UTILITY_ROWS and (setval := sequences.read_setval(stmt.sql)):
                 return sequences.run_setval(self.con, setval)
             if stmt.verb == "ALTER TABLE" and (aside := indexes_aside.read(stmt.sql)):
+                if aside.only_drops and (dropped := alter_table.drop_columns(
+                        self.con, aside.table, aside.dropped)) is not None:
+                    return existence.with_notice(dropped, skip)  # (a rebuild: DuckDB cannot)
                 return indexes_aside.run(self.con, aside, lambda: self._altered(
                     stmt, params, aside, skip))  # (DuckDB's, its indexes set aside)
             # DuckDB forgets an interrupt that came while it ran nothing (the catalog read

@@ -418,6 +418,29 @@ CASES = {
         "x_b_code IMMEDIATE", "SET CONSTRAINTS x_nope IMMEDIATE", "ROLLBACK",
         "SET CONSTRAINTS ALL IMMEDIATE", "ALTER TABLE x_b DROP CONSTRAINT x_b_a_id_fk_x_a_id",
         "INSERT INTO x_b VALUES (12, 7, 'y', 'x', 1)", "DROP TABLE x_b", "DROP TABLE x_a"),
+    # (what Django 5's migrate and ORM send: migrations in a transaction on indexed tables,
+    # bulk_create's unnest of several arrays, annotate()'s GROUP BY the key)
+    "django_migrations_and_queries": (
+        "CREATE TABLE x_ct (id int PRIMARY KEY, name varchar(100) NOT NULL, app varchar(100), "
+        "model varchar(100), UNIQUE (app, model))",
+        "CREATE TABLE x_user (id int PRIMARY KEY, username varchar(30) NOT NULL UNIQUE, "
+        "last_login timestamp NOT NULL, email varchar(75))",
+        "CREATE INDEX x_user_username_like ON x_user (username varchar_pattern_ops)",
+        "CREATE INDEX x_user_email ON x_user (email)",
+        "INSERT INTO x_user VALUES (1, 'ann', '2024-01-01', 'a@x')", "BEGIN",
+        "ALTER TABLE x_ct ALTER COLUMN name DROP NOT NULL", "ALTER TABLE x_ct DROP COLUMN name",
+        "ALTER TABLE x_user ALTER COLUMN last_login DROP NOT NULL",
+        "ALTER TABLE x_user ALTER COLUMN username TYPE varchar(150)",
+        "ALTER TABLE x_user ALTER COLUMN email TYPE varchar(254)",
+        "ALTER TABLE x_user DROP COLUMN email", "COMMIT",
+        "SELECT indexname FROM pg_indexes WHERE tablename IN ('x_ct', 'x_user') ORDER BY 1",
+        "INSERT INTO x_ct (id, app, model) SELECT * FROM unnest(('{1,2}'::int2[])::integer[], "
+        "('{auth,auth}')::varchar[], ('{user,group}')::varchar[]) RETURNING x_ct.id",
+        "SELECT * FROM unnest(ARRAY[1, 2], ARRAY['a']) WITH ORDINALITY AS u(n, s, i) ORDER BY i",
+        "SELECT x_ct.id, x_ct.app, x_ct.model, count(x_user.id) AS n FROM x_ct LEFT JOIN x_user "
+        "ON x_user.id = x_ct.id GROUP BY x_ct.id ORDER BY x_ct.id",
+        "INSERT INTO x_user VALUES (2, repeat('u', 150), NULL)",
+        "DROP TABLE x_ct", "DROP TABLE x_user"),
     "rename_a_table_with_foreign_keys": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1), (2)",
         "CREATE TABLE x_c (id int, p int REFERENCES x_p (id))", "INSERT INTO x_c VALUES (1, 1)",

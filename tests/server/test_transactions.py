@@ -209,8 +209,8 @@ def test_set_constraints_says_that_every_constraint_is_checked_at_once(conn):
     assert notices == [
         ("WARNING", "SET CONSTRAINTS can only be used in transaction blocks"),
         ("NOTICE", "Heron checks every constraint at once: none is deferred")]
-    with pytest.raises(psycopg.errors.ForeignKeyViolation):  # at once, not at COMMIT
-        with conn.transaction():
-            conn.execute("INSERT INTO tx_child VALUES (1)")
-            conn.execute("INSERT INTO tx_parent VALUES (1)")
+    # at once, not at COMMIT
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), conn.transaction():
+        conn.execute("INSERT INTO tx_child VALUES (1)")
+        conn.execute("INSERT INTO tx_parent VALUES (1)")
     conn.execute("DROP TABLE tx_child")
