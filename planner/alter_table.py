@@ -368,7 +368,8 @@ def _reads(item: str, columns: frozenset[str]) -> bool:
     if (column := _column_of(item)) is not None:
         return column in columns
     outside = re.sub(r"'(?:[^']|'')*'", "''", item)  # (words in strings are no names)
-    named = {identifier(word).lower() for word in re.findall(IDENTIFIER, outside)}
+    own = re.split(r"\bREFERENCES\b", outside, maxsplit=1, flags=re.IGNORECASE)[0]
+    named = {identifier(word).lower() for word in re.findall(IDENTIFIER, own)}
     return not named.isdisjoint(c.lower() for c in columns)
 
 

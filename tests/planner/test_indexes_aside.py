@@ -65,14 +65,18 @@ def test_inside_a_block_drops_and_type_changes_are_rebuilds(indexed):
 def test_a_column_before_a_key_is_dropped_by_a_rebuild(planner):
     # DuckDB drops no column a PRIMARY KEY or UNIQUE after it depends on (Django's
     # django_content_type.name, before its unique (app_label, model))
-    run(planner, "CREATE TABLE k (id int PRIMARY KEY, name text, app text, model text, "
-                 "UNIQUE (app, model), CHECK (name <> ''))")
+    run(planner, "CREATE TABLE p (name text PRIMARY KEY)")
+    run(planner, "INSERT INTO p VALUES ('a')")
+    run(planner, "CREATE TABLE k (id int PRIMARY KEY, name text, app text REFERENCES p (name), "
+                 "model text, UNIQUE (app, model), CHECK (name <> ''))")
     run(planner, "INSERT INTO k VALUES (1, 'n', 'a', 'm')")
-    run(planner, "ALTER TABLE k DROP COLUMN name")
+    run(planner, "ALTER TABLE k DROP COLUMN name")  # (its CHECK goes; p's name is no column of k)
     assert rows(planner, "SELECT * FROM k") == [(1, "a", "m")]
-    with pytest.raises(SqlError) as info:
-        run(planner, "INSERT INTO k VALUES (2, 'a', 'm')")
-    assert info.value.sqlstate.value == "23505"
+    for sql, sqlstate in (("INSERT INTO k VALUES (2, 'a', 'm')", "23505"),
+                          ("INSERT INTO k VALUES (2, 'b', 'm')", "23503")):
+        with pytest.raises(SqlError) as info:
+            run(planner, sql)
+        assert info.value.sqlstate.value == sqlstate
 
 
 def test_alter_index_rename_makes_it_again_under_the_new_name(indexed):
