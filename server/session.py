@@ -582,7 +582,7 @@ class Session:
 
     def _set_constraints(self, command: ConstraintsCommand) -> Result:
         """SET CONSTRAINTS: Heron checks every constraint at once (DEFERRABLE is read and
-        dropped where a constraint is made: `alter_table`), so IMMEDIATE changes nothing, a
+        dropped where a constraint is made: `pg_ddl`), so IMMEDIATE changes nothing, a
         named constraint set DEFERRED is 55000 "is not deferrable" (with a hint saying why), and
         ALL DEFERRED defers none (a notice says so). A name no constraint has is 42704; outside a
         transaction block, a warning, as PostgreSQL's."""
