@@ -33,6 +33,7 @@ SET).
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -195,6 +196,9 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
                         ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
     con.create_function(pg_to_date.TIMESTAMP_FUNCTION, carrying(pg_to_date.to_timestamp, 2),
                         ["VARCHAR", "VARCHAR"], "VARCHAR", null_handling="special")
+    # (the wall clock, read at each call, as PostgreSQL's; DuckDB's clocks are the transaction's)
+    con.create_function("clock_timestamp", lambda: datetime.datetime.now(datetime.UTC), [],
+                        "TIMESTAMP WITH TIME ZONE", side_effects=True)
     pg_interval.register(con)
     pg_text.register(con)
     pg_jsonb.register(con)

@@ -200,6 +200,9 @@ def _session_macros() -> Macros:
     return {
         "version": (("", f"'PostgreSQL ' || {_session_value(literal('server_version'))} "
                          "|| ' on x86_64-pc-linux-gnu, 64-bit'"),),
+        # DuckDB keeps no statement's start: its transaction's, which is PostgreSQL's outside a
+        # transaction block (Django's Now())
+        "statement_timestamp": (("", "transaction_timestamp()"),),
         "current_setting": (
             ("name_arg", f"coalesce({settings}, {unknown})"),
             ("name_arg, missing_ok_arg",

@@ -441,6 +441,10 @@ CASES = {
         "ON x_user.id = x_ct.id GROUP BY x_ct.id ORDER BY x_ct.id",
         "INSERT INTO x_user VALUES (2, repeat('u', 150), NULL)",
         "DROP TABLE x_ct", "DROP TABLE x_user"),
+    # (Django's Now() is statement_timestamp(); DuckDB keeps no statement's start)
+    "clocks": (
+        "SELECT clock_timestamp() >= now(), statement_timestamp() = now(), "
+        "pg_typeof(clock_timestamp())::text, pg_typeof(statement_timestamp())::text",),
     "rename_a_table_with_foreign_keys": (
         "CREATE TABLE x_p (id int PRIMARY KEY)", "INSERT INTO x_p VALUES (1), (2)",
         "CREATE TABLE x_c (id int, p int REFERENCES x_p (id))", "INSERT INTO x_c VALUES (1, 1)",
