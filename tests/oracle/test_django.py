@@ -23,6 +23,7 @@ KNOWN_DIFFERENT = {
     "delete cascading": "DuckDB checks the book's key against the tags its transaction began with",
     "after the delete": "(the delete above failed)",
     "flush": "TRUNCATE of tables referencing each other in a transaction block",
+    "bulk_update": "an UPDATE of an indexed column (title) of rows the tags reference",
 }
 
 
@@ -58,7 +59,8 @@ def _journey(alias: str) -> dict[str, object]:
     """Each step's answer (or its error: type and first line) on the database `alias`."""
     from django.core.management import call_command
     from django.db import connections, transaction
-    from django.db.models import Count, F, Q, Sum
+    from django.db.models import Count, F, OuterRef, Q, Subquery, Sum, Window
+    from django.db.models.functions import Now, RowNumber
     from support.django_library.models import Author, Book, Tag
 
     answers: dict[str, object] = {}
@@ -106,6 +108,20 @@ def _journey(alias: str) -> dict[str, object]:
         book__title="Dune").values_list("label", flat=True)))
     step("or", lambda: books.filter(Q(pages__gt=1000) | Q(title__icontains="mm")).count())
     step("update a column", lambda: books.filter(title="Emma").update(title="Emma!"))
+    step("select_related", lambda: [(b.title, b.author.name, b.editor and b.editor.name)
+                                    for b in books.select_related("author", "editor")
+                                    .order_by("title")])
+    step("prefetch_related", lambda: [(b.title, sorted(t.label for t in b.tags.all()))
+                                      for b in books.prefetch_related("tags").order_by("title")])
+    step("subquery", lambda: list(Author.objects.using(alias).annotate(top=Subquery(
+        books.filter(author=OuterRef("pk")).order_by("-pages").values("title")[:1])).order_by(
+        "name").values_list("name", "top")))
+    step("window", lambda: list(books.annotate(n=Window(RowNumber(), partition_by=[F(
+        "author_id")], order_by=F("pages").desc())).order_by("title").values_list("title", "n")))
+    step("now", lambda: books.filter(published__lte=Now()).count())
+    step("iterator", lambda: [b.title for b in books.order_by("title").iterator(chunk_size=1)])
+    step("bulk_update", lambda: books.bulk_update(
+        [Book(id=b.id, title=b.title + ".") for b in books.order_by("id")], ["title"]))
     step("introspected constraints", constraints)
     step("migrate back to 0001", lambda: call_command("migrate", "library", "0001",
                                                       database=alias, verbosity=0))
