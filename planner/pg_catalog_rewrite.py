@@ -52,7 +52,7 @@ _TRIGGER_WORDS = ("pg_catalog", "information_schema", "operator", "regclass", "r
                   "regnamespace", "regproc", "regrole", "pg_typeof")
 _TRIGGER = re.compile(
     r"pg_catalog|information_schema|\bOPERATOR\s*\(|\bpg_typeof\s*\(|"
-    r"::\s*\"?(?:regclass|regtype|regnamespace|regproc|regprocedure|regrole)\b",
+    r"(?:::|\bAS)\s*\"?(?:regclass|regtype|regnamespace|regproc|regprocedure|regrole)\b",
     re.IGNORECASE,
 )
 _CATALOG_SCHEMAS = {"pg_catalog"}
@@ -378,6 +378,10 @@ def _rewrite_cast(node: exp.Cast) -> exp.Expression:
         return node
     if name in _OID_CASTS:
         by_name, by_oid = _OID_CASTS[name]
+        if isinstance(node.this, exp.Parameter | exp.Placeholder):
+            # a client's value, sent as text: a name or an OID's digits, as PostgreSQL's
+            # regclassin reads it (SQLAlchemy's inspector binds 'pg_catalog.pg_constraint')
+            return exp.Anonymous(this=by_name, expressions=[exp.cast(node.this, "VARCHAR")])
         function = by_name if _is_text(node.this) else by_oid
         return exp.Anonymous(this=function, expressions=[node.this])
     target = _TYPE_NAMES.get(name, name)

@@ -20,6 +20,9 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
 - `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
   (`materialized_views`).
 - `DROP INDEX CONCURRENTLY` is DROP INDEX (DuckDB's writes never wait on an index).
+- `ALTER TABLE name RENAME column TO new` is `RENAME COLUMN column TO new` (the same in
+  PostgreSQL's grammar; sqlglot, which the ALTER TABLE handlers read with, takes it for a
+  rename of the table: Alembic's alter_column writes it so).
 - A constraint's `[NOT] DEFERRABLE`, `INITIALLY DEFERRED | IMMEDIATE` and `NOT VALID` in CREATE
   TABLE and ALTER TABLE are dropped: DuckDB's grammar has none of them, and it checks every
   constraint at once, every existing row included (Django adds each foreign key so; SET
@@ -50,6 +53,10 @@ _DROP_INDEX_CONCURRENTLY = re.compile(r"^(\s*DROP\s+INDEX\s+)CONCURRENTLY\s+", r
 _SCHEMA_AUTHORIZATION = re.compile(
     rf"^(?P<head>\s*CREATE\s+SCHEMA\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?P<name>{IDENTIFIER}\s+)?"
     rf"AUTHORIZATION\s+(?P<role>{IDENTIFIER})(?P<tail>\s*;?\s*)$", re.IGNORECASE)
+_RENAME_COLUMN = re.compile(
+    rf"^(?P<head>\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?{IDENTIFIER}"
+    rf"(?:\s*\.\s*{IDENTIFIER}){{0,2}}\s+RENAME\s+)(?!(?:TO|COLUMN|CONSTRAINT)\s)"
+    rf"(?P<tail>{IDENTIFIER}\s+TO\s+{IDENTIFIER}\s*;?\s*)$", re.IGNORECASE)
 # What DuckDB's grammar lacks after a constraint (see the module docstring), outside quotes.
 _MAY_DEFER = re.compile(r"^\s*(?:CREATE|ALTER\s+TABLE)\b(?s:.*)\b(?:DEFERRABLE|INITIALLY|VALID)\b",
                         re.IGNORECASE)
@@ -78,6 +85,8 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
         return drop[1] + sql[drop.end():]
     if (schema := _SCHEMA_AUTHORIZATION.match(sql)) is not None:
         return f"{schema['head']}{(schema['name'] or schema['role']).strip()}{schema['tail']}"
+    if (renamed := _RENAME_COLUMN.match(sql)) is not None:
+        sql = f"{renamed['head']}COLUMN {renamed['tail']}"
     if _MAY_DEFER.match(sql) is not None:
         sql = _without_deferral(sql)
     if _MAY_REWRITE.match(sql) is None:

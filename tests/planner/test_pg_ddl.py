@@ -34,6 +34,7 @@ from heron.planner.pg_ddl import rewrite
     ("DROP INDEX CONCURRENTLY IF EXISTS public.i", "DROP INDEX IF EXISTS public.i"),
     ("CREATE SCHEMA IF NOT EXISTS app AUTHORIZATION heron", "CREATE SCHEMA IF NOT EXISTS app"),
     ('CREATE SCHEMA AUTHORIZATION "Alice";', 'CREATE SCHEMA "Alice";'),
+    ("ALTER TABLE ONLY t RENAME a TO a2", "ALTER TABLE t RENAME COLUMN a TO a2"),
     ("CREATE TABLE t3 (id int PRIMARY KEY, p int REFERENCES t3 (id) DEFERRABLE INITIALLY "
      "DEFERRED, note text CHECK (note <> ' DEFERRABLE') NOT DEFERRABLE)",
      "CREATE TABLE t3 (id int PRIMARY KEY, p int REFERENCES t3 (id), note text CHECK (note <> "
