@@ -253,7 +253,8 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
                if column.lower() in (n.lower() for n in names)]
     # DuckDB changes no type of a column an index covers: the table's indexes are set aside
     aside = indexes_aside.Aside((table.schema, table.name), retyped=True)
-    in_block = functools.partial(_retyped_in_block, con, change, table, column, defined)
+    in_block = functools.partial(_retyped_in_block, con, change, table, column, defined, marks,
+                                 reading)
     if not marks and not reading:  # DuckDB changes it in place
         return indexes_aside.run(con, aside, lambda: statement.run(con, stmt), in_block)
     table.refuse_if_referenced()
@@ -262,24 +263,28 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
 
 
 def _retyped_in_block(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table,
-                      column: str, defined: exp.ColumnDef) -> Result:
+                      column: str, defined: exp.ColumnDef, marks: list[str],
+                      reading: list[str]) -> Result:
     """ALTER COLUMN ... TYPE inside a transaction block, where DuckDB changes no type of a
     column an index covers (and sees a dropped index gone only once committed), as one
-    rebuild: the column defined with the new type (its CHECKs replacing the old type's), each
-    row's value cast to it (or USING's)."""
+    rebuild: the column defined with the new type (its `marks` replacing the old type's among
+    the CHECKs `reading` it), each row's value cast to it (or USING's)."""
     kind = defined.args["kind"].sql(dialect="duckdb")
-    old_marks = {text for text, expression, names in table.checks
-                 if column.lower() in (n.lower() for n in names) and any(
-                     re.match(mark, expression) for mark in (LENGTH_CHECK, BPCHAR_CHECK,
-                                                             JSONB_CHECK))}
+    old_marks = {text for text, expression, _ in table.checks
+                 if text in reading and _declares_type(expression)}
     items = [_retyped(item, defined.args["kind"]) if _column_of(item) == column else item
              for item in _items(_body(table.sql)) if item not in old_marks]
-    marks = [f"CHECK ({check.this.sql(dialect='duckdb')})" for check in _checks(defined)]
     value = (change.using.sql(dialect="duckdb") if change.using is not None
              else f"CAST({dialect.quoted(column)} AS {kind})")
     table.rebuilt(con, f"{table.name}_{column}_check", items=[*items, *marks],
                   values={column: value})
     return _done()
+
+
+def _declares_type(expression: str) -> bool:
+    """Whether a CHECK's expression (DuckDB's text) keeps its column's declared type (a
+    varchar(n)'s or char(n)'s length, a jsonb mark), not a client's test."""
+    return any(re.match(mark, expression) for mark in (LENGTH_CHECK, BPCHAR_CHECK, JSONB_CHECK))
 
 
 def _retyped(item: str, kind: exp.DataType) -> str:
@@ -300,9 +305,8 @@ def _retype_around_checks(con: duckdb.DuckDBPyConnection, change: AlterType, col
     table = _Table.find(con, change.schema, change.table)
     assert table is not None
     # the client's CHECKs on the column are checked again; the old type's marks go
-    kept = [text for text, expression, names in table.checks if text in reading
-            and not any(re.match(mark, expression)
-                        for mark in (LENGTH_CHECK, BPCHAR_CHECK, JSONB_CHECK))]
+    kept = [text for text, expression, _ in table.checks
+            if text in reading and not _declares_type(expression)]
     using = "" if change.using is None else f" USING {change.using.sql(dialect='duckdb')}"
     with atomic(con):
         if reading:
