@@ -10,7 +10,8 @@ PostgreSQL: a database made by an earlier Heron, whose tables live in DuckDB's d
 and rows, indexes, views with `main.` qualifiers rewritten); objects the migration does not move
 (macros, types) stay in `main`, which is then on the search path after `public`. jsonb values
 an earlier Heron stored as written are normalized once (`jsonb_storage.normalize_stored`; the
-file `jsonb-normalized` records it). Each client
+file `jsonb-normalized` records it), and the foreign keys an earlier Heron left to DuckDB
+become Heron's once (`alter_table.own_foreign_keys`; the file `foreign-keys-owned`). Each client
 session gets its own DuckDB connection from `connect()`: connections share the catalog and data
 but have their own transaction. The DuckDB catalog is named `heron` (after the file,
 `catalog_name`), which matches the database name clients connect to. It also holds what the
@@ -33,13 +34,15 @@ from heron.catalog import demo
 from heron.catalog.answers import AnswerStore
 from heron.catalog.roles import Predefined, Roles
 from heron.catalog.statistics import Statistics
-from heron.planner import dialect, jsonb_storage, pg_catalog, pg_semantics
+from heron.planner import alter_table, dialect, jsonb_storage, pg_catalog, pg_semantics
 
 DATABASE_FILE = "heron.duckdb"
 TIME_ZONE = "UTC"  # the TimeZone of a new connection (and session)
 STATISTICS_FILE = "statistics.json"
 # Present once the database's jsonb values are stored normalized (`jsonb_storage`).
 JSONB_NORMALIZED_FILE = "jsonb-normalized"
+# Present once the database's foreign keys are Heron's (`alter_table.own_foreign_keys`).
+FOREIGN_KEYS_OWNED_FILE = "foreign-keys-owned"
 DEFAULT_SCHEMA = "public"
 LEGACY_SCHEMA = "main"  # DuckDB's default schema, where Heron before `public` kept user tables
 
@@ -69,6 +72,10 @@ class Database:
             # once: the jsonb an earlier Heron stored as written would compare wrongly
             jsonb_storage.normalize_stored(self._root)
             (self.data_dir / JSONB_NORMALIZED_FILE).touch()
+        if not (self.data_dir / FOREIGN_KEYS_OWNED_FILE).exists():
+            # once: DuckDB's own foreign keys, which an earlier Heron made, become Heron's
+            alter_table.own_foreign_keys(self._root)
+            (self.data_dir / FOREIGN_KEYS_OWNED_FILE).touch()
         # Macros in `main` are left by the migration only: counted once, as listing them scans
         # every DuckDB function (~10 ms, which each new session would otherwise pay).
         self._legacy_macros = _holds_macros(self._root, LEGACY_SCHEMA)

@@ -1,14 +1,15 @@
-"""ALTER TABLE actions DuckDB cannot run in place: on the CHECKs that keep declared types, DROP
-CONSTRAINT, and the rename of a table with foreign keys.
+"""ALTER TABLE actions DuckDB cannot run in place: on the CHECKs that keep declared types and
+foreign keys, and DROP CONSTRAINT.
 
 A CHECK is how Heron keeps what PostgreSQL declares beyond DuckDB's types (`pg_semantics`): a
 varchar(n) column's length, which it enforces, and a jsonb column's mark; a client may also give
-a column a CHECK of its own. DuckDB's ALTER TABLE adds no column with a CHECK (its parser refuses
-one: "not supported yet"), adds no CHECK to a table and drops none ("not implemented"), and
-changes the type of no column a CHECK reads. Such an action is run the one way DuckDB keeps a
-CHECK: by creating the table again with it, its rows copied, in one transaction. The CHECKs are
-then DuckDB's own, enforced on every later write and read back by the catalog
-(`pg_catalog_relations`, `column_origins`) like those of CREATE TABLE.
+a column a CHECK of its own; a foreign key is a CHECK too (`foreign_keys`). DuckDB's ALTER
+TABLE adds no column with a CHECK (its parser refuses one: "not supported yet"), adds no CHECK
+to a table and drops none ("not implemented"), and changes the type of no column a CHECK reads.
+Such an action is run the one way DuckDB keeps a CHECK: by creating the table again with it,
+its rows copied, in one transaction. The CHECKs are then DuckDB's own, enforced on every later
+write and read back by the catalog (`pg_catalog_relations`, `column_origins`) like those of
+CREATE TABLE.
 
 Contract:
 - `parse(sql)` reads an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it): its
@@ -32,8 +33,9 @@ Contract:
   value too long, as PostgreSQL's cast refuses it); any other ALTER COLUMN TYPE is DuckDB's.
   Either way the table's indexes are set aside while the type changes (`indexes_aside`).
   ADD CONSTRAINT: the table created again with the constraint, every row checked against it
-  (23503, 23514); DEFERRABLE / INITIALLY and NOT VALID were dropped before (`pg_ddl`: DuckDB
-  checks every constraint at once, and every existing row). It keeps the name given
+  (23514; a foreign key's by `foreign_keys.validate`, 23503); DEFERRABLE / INITIALLY and NOT
+  VALID were dropped before (`pg_ddl`: every constraint is checked at once, every existing row
+  too). It keeps the name given
   (`constraint_names`): one the table's constraints have is 42710 (42P07 for a key's, as
   PostgreSQL's index's). A named PRIMARY KEY or UNIQUE is added so too (DuckDB adds an unnamed
   one in place).
@@ -44,16 +46,14 @@ Contract:
   `drop_columns`: DROP COLUMN as a rebuild where DuckDB cannot drop the columns (a key over a
   later column; an index, inside a transaction block), their constraints and indexes dropped
   with them; None where DuckDB can.
-  `rename_if_referencing`: RENAME TO of a table with foreign keys, as a rebuild under the new
-  name (DuckDB renames such a table without telling the tables its keys reference, which then
-  refuse every DELETE and DROP; Heron's own rebuilds of such a table copy its rows aside
-  rather than rename it, `_Table.rebuild`).
+  `rebuild`: a table created again with CHECKs replaced (`foreign_keys`: a key following a
+  renamed table). `own_foreign_keys`: DuckDB's own foreign keys, which a database made by an
+  earlier Heron holds, as Heron's (`catalog.database`).
   All: an existing row failing a client's CHECK is 23514, a missing table 42P01 (skipped with
   a notice under IF EXISTS), a missing column 42703. Runs inside the session's transaction
   when one is open, else in its own (`statement.atomic`). Differences from PostgreSQL: the
-  table gets a new OID (pg_class.oid; DuckDB gives a new table one); a table that other
-  tables' foreign keys reference is refused (0A000: DuckDB cannot drop or rename it while they
-  do); jsonb to json keeps the text as stored, where PostgreSQL stores jsonb's normalized text.
+  table gets a new OID (pg_class.oid; DuckDB gives a new table one); jsonb to json keeps the
+  text as stored, where PostgreSQL stores jsonb's normalized text.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ from heron.planner import (
     constraint_names,
     dialect,
     existence,
+    foreign_keys,
     indexes_aside,
     pg_semantics,
     statement,
@@ -208,7 +209,6 @@ def run(con: duckdb.DuckDBPyConnection,
         added.append(column)
     if not added:
         return _done(*notices)
-    table.refuse_if_referenced()
     if table.has_rows(con):
         for column in added:
             if _not_null(column) and _default(column) is None:
@@ -218,7 +218,7 @@ def run(con: duckdb.DuckDBPyConnection,
                if any(not pg_semantics.declares_type(check) for check in _checks(c))]
     table.rebuilt(con, _check_name(table.name, checked[0]) if len(checked) == 1 else None,
                   added=constraint_names.column_items([_definition(c) for c in added],
-                                                      table.name))
+                                                      table.name, foreign_keys.resolver(con)))
     return _done(*notices)
 
 
@@ -226,7 +226,8 @@ def _add_constraint(con: duckdb.DuckDBPyConnection, change: AddConstraint, table
                     ) -> Result:
     """ADD CONSTRAINT (see the module docstring): a name the table's constraints have is 42710
     (42P07 for a key's, which PostgreSQL's index takes: a relation's name)."""
-    added = constraint_names.Added.read(change.constraint, table.name)
+    added = constraint_names.Added.read(change.constraint, table.name,
+                                        foreign_keys.resolver(con))
     if added.given and con.execute(_NAMED_CONSTRAINT, [table.oid, added.name]).fetchall():
         if added.is_key:
             raise SqlError(SqlState.DUPLICATE_TABLE, f'relation "{added.name}" already exists')
@@ -257,7 +258,6 @@ def _alter_type(con: duckdb.DuckDBPyConnection, change: AlterType, table: _Table
                                  reading)
     if not marks and not reading:  # DuckDB changes it in place
         return indexes_aside.run(con, aside, lambda: statement.run(con, stmt), in_block)
-    table.refuse_if_referenced()
     return indexes_aside.run(con, aside, lambda: _retype_around_checks(
         con, change, column, defined, marks, reading), in_block)
 
@@ -325,33 +325,53 @@ def rebuild(con: duckdb.DuckDBPyConnection, table: existence.Relation, *,
             dropped: Sequence[str] = (), checks: Sequence[str] = ()) -> None:
     """`table` created again without the constraints `dropped` (their texts in its CREATE
     TABLE) and with the constraints `checks`, its rows checked against them (`_Table.rebuild`,
-    for `foreign_keys_aside`); 0A000 when other tables' keys reference it."""
+    for `foreign_keys`)."""
     found = _Table.find(con, table.schema, table.name)
     assert found is not None
     found.rebuilt(con, dropped=dropped, checks=checks)
 
 
-def rename_if_referencing(con: duckdb.DuckDBPyConnection, table: tuple[str, ...], new: str
-                          ) -> bool:
-    """ALTER TABLE ... RENAME TO `new` of a table (its name's parts, its indexes set aside) whose
-    foreign keys reference other tables, as a rebuild under the new name (see `_Table.rebuild`:
-    DuckDB's own rename leaves the tables they reference refusing DELETE and DROP); False,
-    nothing done, for any other table (DuckDB renames it)."""
-    found = _Table.find(con, table[-2] if len(table) > 1 else None, table[-1])
-    if found is None or not found.has_foreign_keys:
-        return False
-    found.rebuilt(con, name=new)
-    return True
+def own_foreign_keys(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB's own foreign keys, which a database made by an earlier Heron holds, as Heron's
+    (`foreign_keys`): each table with one created again, its keys as marks (named as the
+    catalog named them), in one transaction; tables referencing others first (DuckDB drops no
+    table other tables' keys reference)."""
+    found = con.execute(_NATIVE_KEYS).fetchall()
+    if not found:
+        return
+    keys: dict[existence.Relation, list[tuple[str, str, str | None]]] = {}
+    for database, schema, name, oid, text, key_name, mark in found:
+        keys.setdefault(existence.Relation(database, schema, name, oid), []).append(
+            (text, key_name, mark))
+    resolve = foreign_keys.resolver(con)
+    with atomic(con):
+        for relation in existence.referencing_first(list(keys), existence.references(con)):
+            table = _Table.find(con, relation.schema, relation.name)
+            assert table is not None
+            items = _items(_body(table.sql))
+            for text, key_name, mark in keys[relation]:
+                items = [item for item in items if item not in (text, mark)]
+                create = dialect.parse(f"CREATE TABLE {dialect.quoted(table.schema)}."
+                                       f"{dialect.quoted(table.name)} "
+                                       f"(CONSTRAINT {dialect.quoted(key_name)} {text})")
+                assert isinstance(create, exp.Create) and isinstance(create.this, exp.Schema)
+                for referenced in create.find_all(exp.Reference):
+                    target = referenced.this.this if isinstance(
+                        referenced.this, exp.Schema) else referenced.this
+                    target.set("db", exp.to_identifier(table.schema, quoted=True))
+                foreign_keys.declare(create, resolve)
+                items.append(create.this.expressions[-1].sql(dialect="duckdb"))
+            _execute(con, table.rebuild(items=items), table.name)
 
 
 def drop_columns(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], columns: frozenset[str]
                  ) -> Result | None:
     """ALTER TABLE ... DROP COLUMN of `columns` (lower case) of the table `name` (its parts), as
-    a rebuild where DuckDB cannot drop them: a PRIMARY KEY or UNIQUE covers a column after one
-    of them, or, inside a transaction block, an index covers the table (DuckDB sees an index
-    `indexes_aside` dropped gone only once committed). The table is made again without them,
-    and without the constraints and indexes that read them, as PostgreSQL drops those with
-    them. None, nothing done, where DuckDB (with `indexes_aside`) can drop them."""
+    a rebuild where DuckDB cannot drop them: a PRIMARY KEY or UNIQUE covers one of them or a
+    column after one of them, or, inside a transaction block, an index covers the table (DuckDB
+    sees an index `indexes_aside` dropped gone only once committed). The table is made again
+    without them, and without the constraints and indexes that read them, as PostgreSQL drops
+    those with them. None, nothing done, where DuckDB (with `indexes_aside`) can drop them."""
     table = _Table.find(con, name[-2] if len(name) > 1 else None, name[-1])
     if table is None:
         return None
@@ -464,10 +484,7 @@ def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[str | _Copy], 
 
 @dataclass(frozen=True)
 class _Copy:
-    """A rebuild's copy of the rows set aside into the table created again. Where its keys
-    reference the table itself (a category's parent), a level of that hierarchy at a time:
-    DuckDB checks an INSERT's keys against the rows there before it, so one INSERT of a row
-    and of a row referencing it fails."""
+    """A rebuild's copy of the rows set aside into the table created again."""
 
     table: tuple[str, str, str]  # the new table's database, schema, name
     aside: str  # the rows set aside (quoted name)
@@ -479,28 +496,7 @@ class _Copy:
         stored = ", ".join(dialect.quoted(c) for c in self.stored)
         computed = dict(self.values)
         read = ", ".join(computed.get(c, dialect.quoted(c)) for c in self.stored)
-        copy = f"INSERT INTO {table} ({stored}) SELECT {read} FROM {self.aside}"
-        # (a key over a column the rebuild adds references nothing yet: its rows take defaults)
-        keys = [(own, referenced) for own, referenced
-                in con.execute(_SELF_KEYS, list(self.table)).fetchall()
-                if set(own) <= set(self.stored)]
-        if keys:
-            ready = " AND ".join(
-                "(" + " OR ".join(f"a.{dialect.quoted(c)} IS NULL" for c in own)
-                + f" OR EXISTS (SELECT 1 FROM {table} t WHERE "
-                + " AND ".join(f"t.{dialect.quoted(r)} = a.{dialect.quoted(c)}"
-                               for c, r in zip(own, referenced, strict=True)) + "))"
-                for own, referenced in keys)
-            level = ".".join(dialect.quoted(p) for p in ("temp", "main", "__heron_level"))
-            while True:  # the rows whose referenced rows are in (or reference none)
-                con.execute(f"CREATE OR REPLACE TEMPORARY TABLE {level} AS "
-                            f"SELECT rowid AS r FROM {self.aside} a WHERE {ready}")
-                if not con.execute(f"SELECT count(*) FROM {level}").fetchall()[0][0]:
-                    break
-                con.execute(f"{copy} WHERE rowid IN (SELECT r FROM {level})")
-                con.execute(f"DELETE FROM {self.aside} WHERE rowid IN (SELECT r FROM {level})")
-            con.execute(f"DROP TABLE {level}")
-        con.execute(copy)  # (what is left fails on its key, as it would have)
+        con.execute(f"INSERT INTO {table} ({stored}) SELECT {read} FROM {self.aside}")
 
 
 def _done(*notices: str) -> Result:
@@ -588,8 +584,7 @@ class _Table:
     stored: tuple[str, ...]  # the columns that are not generated
     column_comments: tuple[tuple[str, str], ...]
     indexes: tuple[tuple[str, str, str | None], ...]  # (name, CREATE INDEX, comment)
-    referenced_by: tuple[str, ...]  # the other tables whose foreign keys reference it
-    has_foreign_keys: bool  # its own reference other tables
+    has_foreign_keys: bool  # DuckDB's own (`own_foreign_keys`) reference other tables
     # its CHECKs: (text in its CREATE TABLE, expression, the columns it reads)
     checks: tuple[tuple[str, str, tuple[str, ...]], ...]
 
@@ -612,7 +607,6 @@ class _Table:
                    tuple(c for c, generated, _ in columns if not generated),
                    tuple((c, text) for c, _, text in columns if text is not None),
                    tuple(con.execute(_INDEXES, [oid]).fetchall()),
-                   tuple(r for (r,) in con.execute(_REFERENCING, [oid, table_name]).fetchall()),
                    bool(con.execute(_FOREIGN_KEYS, [oid]).fetchall()),
                    tuple((text, expression, tuple(names)) for text, expression, names
                          in con.execute(_CHECKS, [oid]).fetchall()))
@@ -621,26 +615,12 @@ class _Table:
         """The table's quoted name, database and schema included (or another's beside it)."""
         return ".".join(dialect.quoted(p) for p in (self.database, self.schema, name or self.name))
 
-    def refuse_if_referenced(self) -> None:
-        """Refuse to rebuild a table other tables' foreign keys reference (DuckDB would refuse
-        to rename it)."""
-        if self.referenced_by:
-            raise SqlError(
-                SqlState.FEATURE_NOT_SUPPORTED,
-                f'cannot alter table "{self.name}" while foreign keys of '
-                f'{", ".join(self.referenced_by)} reference it',
-                hint="Heron runs this ALTER TABLE by creating the table again (DuckDB cannot "
-                     "change it in place), which DuckDB refuses while other tables reference "
-                     "it: drop those foreign keys first.")
-
     def has_rows(self, con: duckdb.DuckDBPyConnection) -> bool:
         return bool(con.execute(f"SELECT EXISTS (FROM {self.qualified()})").fetchall()[0][0])
 
     def rebuilt(self, con: duckdb.DuckDBPyConnection, check: str | None = None,
                 **change: Any) -> None:
-        """Run `rebuild(**change)` in one transaction, refused while other tables' keys
-        reference the table; `check` as `_execute`'s."""
-        self.refuse_if_referenced()
+        """Run `rebuild(**change)` in one transaction; `check` as `_execute`'s."""
         with atomic(con):
             _execute(con, self.rebuild(**change), self.name, check)
 
@@ -733,23 +713,23 @@ _INDEXES = """SELECT index_name, sql, comment FROM duckdb_indexes()
               WHERE table_oid = ? AND sql IS NOT NULL"""
 _NAMED_CONSTRAINT = f"""SELECT constraint_type, constraint_text, constraint_column_names,
                               {constraint_names.key_mark_text('c')}
-                       FROM duckdb_constraints() c
+                       FROM {foreign_keys.CONSTRAINTS} c
                        WHERE table_oid = ? AND {shown_constraint('c')}
                          AND {constraint_name('c')} = ?"""
-# A PRIMARY KEY or UNIQUE over a column after the one at an index (DuckDB drops no column so).
+# DuckDB's own foreign keys (`own_foreign_keys`): each with its table, text, name and name's mark.
+_NATIVE_KEYS = f"""SELECT database_name, schema_name, table_name, table_oid, constraint_text,
+                         {constraint_name('c')}, {constraint_names.key_mark_text('c')}
+                  FROM {foreign_keys.CONSTRAINTS} c
+                  WHERE constraint_type = 'FOREIGN KEY' AND key_name IS NULL
+                    AND database_name = current_database()"""
+# A PRIMARY KEY or UNIQUE over the column at an index or one after it (DuckDB drops no column
+# so).
 _KEYS_AFTER = """SELECT 1 FROM duckdb_constraints() WHERE table_oid = ?
                  AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
-                 AND list_max(constraint_column_indexes) > ?"""
+                 AND list_max(constraint_column_indexes) >= ?"""
 _CHECKS = """SELECT constraint_text, expression, constraint_column_names FROM duckdb_constraints()
              WHERE table_oid = ? AND constraint_type = 'CHECK'"""
 # DuckDB names a foreign key's referenced table without its schema: any table of that name.
 _FOREIGN_KEYS = """SELECT 1 FROM duckdb_constraints()
                    WHERE table_oid = ? AND constraint_type = 'FOREIGN KEY'"""
-# A table's foreign keys that reference the table itself: (its columns, the referenced ones).
-_SELF_KEYS = """SELECT constraint_column_names, referenced_column_names FROM duckdb_constraints()
-                WHERE database_name = ? AND schema_name = ? AND table_name = ?
-                  AND constraint_type = 'FOREIGN KEY'
-                  AND lower(referenced_table) = lower(table_name)"""
-_REFERENCING = """SELECT DISTINCT table_name FROM duckdb_constraints()
-                  WHERE constraint_type = 'FOREIGN KEY' AND table_oid <> ?
-                    AND lower(referenced_table) = lower(?)"""
+

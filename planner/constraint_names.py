@@ -10,10 +10,12 @@ follows renames of the table and of its columns, and goes with the columns it re
 
 - A named CHECK (e) is kept as CHECK ((e) OR ('heron:c:<name>' IS NULL)): the same test (the
   added term is false, so e's TRUE, FALSE or NULL decides) carrying its name.
-- A named PRIMARY KEY, UNIQUE or FOREIGN KEY over the columns c1, ..., cn gets a mark beside it,
-  CHECK ((c1 IS NULL) OR ... OR (NOT ('heron:<p|u|f>:<name>' IS NULL))), which is always true.
+- A named PRIMARY KEY or UNIQUE over the columns c1, ..., cn gets a mark beside it,
+  CHECK ((c1 IS NULL) OR ... OR (NOT ('heron:<p|u>:<name>' IS NULL))), which is always true.
   The catalog gives its name to the key of its kind over the same columns and shows no mark. A
-  key given the name the catalog gives it anyway (pg_dump's `t_pkey`) gets none.
+  key given the name the catalog gives it anyway (pg_dump's `t_pkey`) gets none. (A foreign
+  key is a mark itself, its name in it: `foreign_keys`; an earlier Heron marked DuckDB's own
+  foreign keys' names with `f`, which `alter_table.own_foreign_keys` reads.)
 
 Contract:
 - `name_constraints(tree)`: the named constraints of a CREATE TABLE (a sqlglot tree) so kept, in
@@ -23,7 +25,8 @@ Contract:
   named) that ALTER TABLE ADD CONSTRAINT adds to `table` (`alter_table`): its name (as given,
   else as PostgreSQL names it), its kind, and what the table's CREATE TABLE gets for it (the
   constraint and, for a named key, its mark).
-- `is_key_mark(check)`: whether a CHECK's expression (a sqlglot tree) is a key's mark.
+- `is_key_mark(check)`: whether a CHECK's expression (a sqlglot tree) is a key's mark (a
+  foreign key's included).
 - `column_items(columns, table)`: the same for the columns ALTER TABLE ADD COLUMN adds
   (`alter_table`): each column, then the marks of its named keys.
 - `kept_name(identifier)`: a name given to a constraint, as PostgreSQL keeps it.
@@ -47,14 +50,14 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
-from heron.planner import dialect
+from heron.planner import dialect, foreign_keys
 from heron.planner.errors import SqlError, SqlState
 
 _PREFIX = "heron:"
 # Over duckdb_constraints().expression, as DuckDB prints the CHECKs above.
 NAMED_CHECK = r"^\((.*) OR \('heron:c:((?:[^']|'')*)' IS NULL\)\)$"
 KEY_MARK = r"^\(.* OR \(NOT \('heron:([puf]):((?:[^']|'')*)' IS NULL\)\)\)$"
-_KEY_PREFIXES = tuple(f"{_PREFIX}{letter}:" for letter in "puf")
+_KEY_PREFIXES = (*(f"{_PREFIX}{letter}:" for letter in "puf"), foreign_keys.PREFIX)
 _KINDS = {exp.PrimaryKey: "p", exp.PrimaryKeyColumnConstraint: "p", exp.UniqueColumnConstraint: "u",
           exp.ForeignKey: "f", exp.Reference: "f"}
 
@@ -101,8 +104,9 @@ class Added:
         return self.kind == "c"
 
     @classmethod
-    def read(cls, constraint: str, table: str) -> Added:
-        """`constraint` (DuckDB's text of a table constraint, maybe named) added to `table`."""
+    def read(cls, constraint: str, table: str, resolve: foreign_keys.Resolve) -> Added:
+        """`constraint` (DuckDB's text of a table constraint, maybe named) added to `table`; a
+        foreign key as its mark (`foreign_keys.declare`, which `resolve` serves)."""
         tree = dialect.parse(f"CREATE TABLE {dialect.quoted(table)} ({constraint})")
         assert isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema)
         item = tree.this.expressions[0]
@@ -118,16 +122,20 @@ class Added:
             name = f"{table}_{read.pop()}_check" if len(read) == 1 else f"{table}_check"
         else:
             name = _generated_name(letter, table, [c.name for c in _key_columns(kind)])
+        foreign_keys.declare(tree, resolve)
         name_constraints(tree)
         return cls(name, named, letter, tuple(i.sql(dialect="duckdb")
                                               for i in tree.this.expressions))
 
 
-def column_items(columns: Sequence[exp.ColumnDef], table: str) -> list[str]:
+def column_items(columns: Sequence[exp.ColumnDef], table: str, resolve: foreign_keys.Resolve
+                 ) -> list[str]:
     """The CREATE TABLE items of the columns ALTER TABLE ADD COLUMN adds to `table`: each
-    column, then the marks keeping its constraints' names."""
+    column, then the marks of its foreign keys (`foreign_keys.declare`, which `resolve` serves)
+    and those keeping its constraints' names."""
     create = exp.Create(kind="TABLE", this=exp.Schema(this=exp.to_table(table), expressions=[
         column.copy() for column in columns]))
+    foreign_keys.declare(create, resolve)
     name_constraints(create)
     return [item.sql(dialect="duckdb") for item in create.this.expressions]
 
@@ -138,7 +146,7 @@ def exists(con: duckdb.DuckDBPyConnection, name: tuple[str, ...]) -> bool:
     from heron.planner.pg_catalog_relations import constraint_name, shown_constraint
     schema = name[-2] if len(name) > 1 else None
     return bool(con.execute(
-        f"SELECT 1 FROM duckdb_constraints() c WHERE {shown_constraint('c')} "
+        f"SELECT 1 FROM {foreign_keys.CONSTRAINTS} c WHERE {shown_constraint('c')} "
         f"AND {constraint_name('c')} = ? AND (? IS NULL OR c.schema_name = ?) "
         "AND c.database_name IN (current_database(), 'temp') LIMIT 1",
         [name[-1], schema, schema]).fetchall())

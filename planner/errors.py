@@ -71,6 +71,7 @@ class SqlState(enum.StrEnum):
     INVALID_SCHEMA_NAME = "3F000"
     SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION = "42000"
     DATATYPE_MISMATCH = "42804"
+    INVALID_FOREIGN_KEY = "42830"
     WRONG_OBJECT_TYPE = "42809"
     INSUFFICIENT_PRIVILEGE = "42501"
     SYNTAX_ERROR = "42601"
@@ -323,25 +324,6 @@ _WORDINGS: tuple[_Wording, ...] = (
        _S.STRING_DATA_RIGHT_TRUNCATION, _TOO_LONG_BLANK_PADDED),
     _W(re.compile(r"CHECK constraint failed on table \"?(?P<table>[^\"\s]+)\"?"),
        _S.CHECK_VIOLATION, 'new row for relation "{table}" violates check constraint'),
-    # DuckDB's foreign keys have no actions, and it checks a deleted referenced key against
-    # the referencing rows as they were when the transaction began (so not even deleting the
-    # referencing rows first in the same transaction emulates ON DELETE CASCADE).
-    _W(re.compile(r"Creating foreign keys across different schemas or catalogs is not supported"),
-       _S.FEATURE_NOT_SUPPORTED, "foreign keys across schemas are not supported",
-       hint="DuckDB, which keeps Heron's tables, checks foreign keys only within one schema: put "
-       "both tables in one schema, or leave the constraint out."),
-    _W(re.compile(r"FOREIGN KEY constraints cannot use CASCADE, SET NULL or SET DEFAULT"),
-       _S.FEATURE_NOT_SUPPORTED, "foreign key actions (ON DELETE / ON UPDATE CASCADE, SET NULL, "
-       "SET DEFAULT) are not supported", hint="Heron's foreign keys are NO ACTION: declare the "
-       "constraint without its action, and delete or change the referencing rows in a "
-       "transaction before the one that deletes or changes the rows they reference."),
-    _W(re.compile(r'Violates foreign key constraint because key "(?P<key>.*)" does not exist'),
-       _S.FOREIGN_KEY_VIOLATION, "insert or update violates foreign key constraint",
-       "Key ({key_columns})=({key_values}) is not present in the referenced table."),
-    _W(re.compile(r'Violates foreign key constraint because key "(?P<key>.*)" is still '
-                  r"referenced"), _S.FOREIGN_KEY_VIOLATION,
-       "update or delete violates foreign key constraint",
-       "Key ({key_columns})=({key_values}) is still referenced from another table."),
     _W(re.compile(r"(?:Scalar|Aggregate|Table|Macro) Function with name (?P<name>\S+) does not "
                   r"exist"), _S.UNDEFINED_FUNCTION, "function {name} does not exist",
        hint=_FUNCTION_HINT),

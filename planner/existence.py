@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import duckdb
 from duckdb import _seam
 
-from heron.planner import dialect, serial_columns, view_dependencies
+from heron.planner import dialect, foreign_keys, serial_columns, view_dependencies
 from heron.planner.commands import IDENTIFIER as _IDENT
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
@@ -297,7 +297,7 @@ def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation]
     PostgreSQL's notice."""
     dropped = {t.oid for t in tables}
     found = [(name, Relation(database, schema, table, oid), referenced)
-             for name, database, schema, table, oid, referenced, referenced_oid
+             for name, database, schema, table, oid, _, referenced, referenced_oid
              in con.execute(_REFERENCING_KEYS).fetchall()
              if referenced_oid in dropped and oid not in dropped]
     if not found:
@@ -312,27 +312,34 @@ def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation]
 
     for name, table, _ in found:
         alter_table.drop_constraint(con, table, name)
-    if len(found) == 1:
-        return [f"drop cascades to constraint {found[0][0]} on table {found[0][1].name}"]
-    return [f"drop cascades to {len(found)} other objects"]
+    return keys_dropped([(name, table.name) for name, table, _ in found])
+
+
+def keys_dropped(keys: list[tuple[str, str]]) -> list[str]:
+    """PostgreSQL's notice of the foreign keys (name, table) a DROP ... CASCADE drops."""
+    if len(keys) == 1:
+        return [f"drop cascades to constraint {keys[0][0]} on table {keys[0][1]}"]
+    return [f"drop cascades to {len(keys)} other objects"]
 
 
 # Each foreign key: its name, its table (database, schema, name, OID), the table it references
-# (name, OID; DuckDB keys reference within their schema).
+# (schema, name, OID).
 _REFERENCING_KEYS = f"""
     SELECT {constraint_name('c')}, c.database_name, c.schema_name, c.table_name, c.table_oid,
-           c.referenced_table, t.table_oid
-    FROM duckdb_constraints() c JOIN duckdb_tables() t ON t.database_name = c.database_name
-         AND t.schema_name = c.schema_name AND t.table_name = c.referenced_table
+           c.referenced_schema, c.referenced_table, t.table_oid
+    FROM {foreign_keys.CONSTRAINTS} c JOIN duckdb_tables() t
+         ON t.database_name = c.database_name AND t.schema_name = c.referenced_schema
+         AND t.table_name = c.referenced_table
     WHERE c.constraint_type = 'FOREIGN KEY'"""
 
 
 def references(con: duckdb.DuckDBPyConnection) -> dict[Relation, list[Relation]]:
     """For each table some foreign key references: the tables whose keys reference it."""
     found: dict[Relation, list[Relation]] = {}
-    for _, database, schema, table, oid, referenced, referenced_oid in con.execute(
-            _REFERENCING_KEYS).fetchall():
-        found.setdefault(Relation(database, schema, referenced, referenced_oid), []).append(
+    for _, database, schema, table, oid, referenced_schema, referenced, referenced_oid in (
+            con.execute(_REFERENCING_KEYS).fetchall()):
+        found.setdefault(Relation(database, referenced_schema, referenced, referenced_oid),
+                         []).append(
             Relation(database, schema, table, oid))
     return found
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from heron.planner import foreign_keys
 from heron.planner.pg_catalog_relations import TEMP_NAMESPACE, VIEWDEF_FUNCTION, type_name_sql
 from heron.planner.pg_catalog_types import TYPE_NAMES, literal, values
 
@@ -372,6 +373,14 @@ def _relation_name() -> str:
     return f"coalesce({lookup(_CLASSES, 'heron_c.oid', qualified, 'rel_arg')}, rel_arg::VARCHAR)"
 
 
+def _action(event: str, letter: str) -> str:
+    """SQL: a foreign key's ON UPDATE or ON DELETE action as pg_get_constraintdef prints it
+    (nothing for NO ACTION)."""
+    whens = " ".join(f"WHEN '{code}' THEN ' ON {event} {name}'"
+                     for code, name in foreign_keys.ACTION_NAMES.items() if code != "a")
+    return f"CASE {letter} {whens} ELSE '' END"
+
+
 def _constraint_definition() -> str:
     referenced = ("CASE WHEN list_contains(" + _SEARCH_PATH + ", heron_k.referenced_schema) "
                   "THEN quote_ident(heron_k.referenced_table) ELSE "
@@ -384,6 +393,8 @@ def _constraint_definition() -> str:
         WHEN 'f' THEN 'FOREIGN KEY (' || {columns.format('heron_k.column_names')}
                       || ') REFERENCES ' || {referenced} || '('
                       || {columns.format('heron_k.referenced_column_names')} || ')'
+                      || {_action('UPDATE', 'heron_k.on_update')}
+                      || {_action('DELETE', 'heron_k.on_delete')}
         ELSE 'CHECK (' || heron_k.expression || ')' END"""
     return lookup("heron_constraints heron_k", "heron_k.oid", definition, "con_arg")
 

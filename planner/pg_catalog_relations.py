@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from heron.planner import constraint_names, extensions
+from heron.planner import constraint_names, extensions, foreign_keys
 from heron.planner.pg_catalog_types import (
     BUILTIN,
     PG_CATALOG_NAMESPACE,
@@ -224,11 +224,12 @@ _COLUMN_NAMES = """(SELECT table_oid, list(column_name ORDER BY column_index) AS
                     FROM duckdb_columns() GROUP BY table_oid)"""
 
 def constraint_name(c: str) -> str:
-    """SQL: the name the catalog shows for the duckdb_constraints() row `c`: the one it was
-    given (`constraint_names`), else PostgreSQL's `<table>_pkey`, `<table>_<columns>_fkey`,
-    `<table>_<column>_check` (`<table>_check` for a CHECK reading several columns), DuckDB's own
-    `<table>_<columns>_key`, as PostgreSQL's, for a UNIQUE."""
-    return (f"COALESCE({constraint_names.given_name(c)}, "
+    """SQL: the name the catalog shows for the `foreign_keys.CONSTRAINTS` row `c`: a foreign
+    key's (`foreign_keys`), the one it was given (`constraint_names`), else PostgreSQL's
+    `<table>_pkey`, `<table>_<columns>_fkey`, `<table>_<column>_check` (`<table>_check` for a
+    CHECK reading several columns), DuckDB's own `<table>_<columns>_key`, as PostgreSQL's, for
+    a UNIQUE."""
+    return (f"COALESCE({c}.key_name, {constraint_names.given_name(c)}, "
             f"CASE {c}.constraint_type WHEN 'PRIMARY KEY' THEN {c}.table_name || '_pkey' "
             f"WHEN 'FOREIGN KEY' THEN {c}.table_name || '_' "
             f"|| array_to_string({c}.constraint_column_names, '_') || '_fkey' "
@@ -240,7 +241,7 @@ def constraint_name(c: str) -> str:
 
 
 def shown_constraint(c: str) -> str:
-    """SQL: whether the catalog shows the duckdb_constraints() row `c` as a constraint: not a
+    """SQL: whether the catalog shows the `foreign_keys.CONSTRAINTS` row `c` as a constraint: not a
     NOT NULL (a column's attnotnull) nor a CHECK keeping a declared type or a key's name."""
     return (f"({c}.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
             f"OR ({c}.constraint_type = 'CHECK' AND NOT {_is_length_check(c)} "
@@ -261,12 +262,12 @@ _CONSTRAINTS = f"""
            list_transform(c.referenced_column_names,
                           lambda x: list_position(rc.names, x))::SMALLINT[] AS referenced_columns,
            c.referenced_table, c.referenced_column_names, rn.nspname AS referenced_schema,
-           {constraint_names.own_expression('c')} AS expression
-    FROM duckdb_constraints() c
+           c.on_delete, c.on_update, {constraint_names.own_expression('c')} AS expression
+    FROM {foreign_keys.CONSTRAINTS} c
     JOIN heron_namespaces n ON n.database_name = c.database_name
          AND n.schema_name = c.schema_name
     LEFT JOIN duckdb_tables() r ON r.database_name = c.database_name
-         AND r.schema_name = c.schema_name AND r.table_name = c.referenced_table
+         AND r.schema_name = c.referenced_schema AND r.table_name = c.referenced_table
     LEFT JOIN heron_namespaces rn ON rn.database_name = r.database_name
          AND rn.schema_name = r.schema_name
     LEFT JOIN {_COLUMN_NAMES} rc ON rc.table_oid = r.table_oid
@@ -584,8 +585,8 @@ RELATIONS: tuple[Relation, ...] = (
                                WHERE k.relid = c.referenced_relid
                                  AND k.columns = c.referenced_columns) ELSE 0 END""",
          "confrelid": "coalesce(c.referenced_relid, 0)",
-         "confupdtype": "CASE WHEN c.contype = 'f' THEN 'a' ELSE ' ' END",
-         "confdeltype": "CASE WHEN c.contype = 'f' THEN 'a' ELSE ' ' END",
+         "confupdtype": "coalesce(c.on_update, ' ')",
+         "confdeltype": "coalesce(c.on_delete, ' ')",
          "confmatchtype": "CASE WHEN c.contype = 'f' THEN 's' ELSE ' ' END",
          "conislocal": "true", "connoinherit": "c.contype <> 'c'", "conkey": "c.columns",
          "confkey": "c.referenced_columns",

@@ -14,6 +14,7 @@ listed as CHECK constraints named `<schema oid>_<table oid>_<column number>_not_
 
 from __future__ import annotations
 
+from heron.planner import foreign_keys
 from heron.planner.pg_catalog_relations import Relation
 
 PREFIX = "heron_information_schema_"
@@ -24,6 +25,14 @@ def view_name(name: str) -> str:
 
 
 _CATALOG = "current_database()"
+
+
+def _rule(letter: str) -> str:
+    """SQL: a foreign key's action (pg_constraint's letter) as referential_constraints names it."""
+    whens = " ".join(f"WHEN '{code}' THEN '{name}'"
+                     for code, name in foreign_keys.ACTION_NAMES.items())
+    return f"CASE {letter} {whens} END"
+
 
 # The standard's name of a type (information_schema.columns.data_type).
 _DATA_TYPE = """CASE WHEN t.typtype = 'd' THEN 'USER-DEFINED'
@@ -243,7 +252,8 @@ RELATIONS: tuple[Relation, ...] = (
         {"constraint_catalog": _CATALOG, "constraint_schema": "n.nspname",
          "constraint_name": "k.conname", "unique_constraint_catalog": _CATALOG,
          "unique_constraint_schema": "un.nspname", "unique_constraint_name": "u.conname",
-         "match_option": "'NONE'", "update_rule": "'NO ACTION'", "delete_rule": "'NO ACTION'"},
+         "match_option": "'NONE'", "update_rule": _rule("k.confupdtype"),
+         "delete_rule": _rule("k.confdeltype")},
         "pg_constraint k JOIN pg_namespace n ON n.oid = k.connamespace "
         "LEFT JOIN pg_constraint u ON u.oid = k.conindid AND u.contype IN ('p', 'u') "
         "LEFT JOIN pg_namespace un ON un.oid = u.connamespace WHERE k.contype = 'f'"),

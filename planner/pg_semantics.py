@@ -176,6 +176,7 @@ from heron.planner import (
     column_origins,
     constraint_names,
     dialect,
+    foreign_keys,
     grouped_keys,
     jsonb_storage,
     pg_jsonb,
@@ -224,6 +225,7 @@ _TRIGGER = re.compile(
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
     r"\bi?like\s+(?!'[^'\\]*'(?!'))|"  # a pattern that is not a literal without a backslash
     r"^\s*CREATE\b(?s:.*)\bCONSTRAINT\s|"  # a name given to a constraint (`constraint_names`)
+    r"^\s*CREATE\b(?s:.*)\bREFERENCES\b|"  # a foreign key (`foreign_keys`)
     r"\bgroup\s+by\b",  # maybe by a primary key (`grouped_keys`)
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
@@ -297,6 +299,18 @@ _TEXT_TYPES = {_T.VARCHAR, _T.CHAR, _T.NVARCHAR, _T.NCHAR, _T.BPCHAR}
 _BLANK_PADDED = dialect.BLANK_PADDED
 
 
+def _referenced(relations: Relations | Callable[[], Relations] | None) -> foreign_keys.Resolve:
+    """A foreign key's referenced table found among `relations`: its schema and primary key."""
+    def resolve(schema: str | None, name: str) -> tuple[str | None, tuple[str, ...]] | None:
+        found = relations() if callable(relations) else relations
+        key = None if found is None else found.key_of(
+            schema.lower() if schema else None, name.lower())
+        if key is None:
+            return None
+        return key[0] or None, found.primary_keys.get(key, ())
+    return resolve
+
+
 def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = None) -> str:
     """`sql` with PostgreSQL's meaning for DuckDB (see the module docstring). `relations` (maybe
     a function, called only when a star over a join that merges columns needs them) are the
@@ -317,6 +331,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     if (created := _select_into(tree)) is not tree:
         rewritten.append(tree)
         tree = created
+    rewritten += foreign_keys.declare(tree, _referenced(relations))
     rewritten += constraint_names.name_constraints(tree)
     # Before the casts' types become JSON: what becomes jsonb is stored normalized.
     rewritten += _jsonb_operators(tree, sql, relations)

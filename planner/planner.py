@@ -38,7 +38,7 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -57,7 +57,7 @@ from heron.planner import (
     existence,
     explain,
     extensions,
-    foreign_keys_aside,
+    foreign_keys,
     indexes_aside,
     jsonb_storage,
     logical,
@@ -82,7 +82,7 @@ from heron.planner.logical import Explain
 from heron.planner.pg_activity import NO_SERVER, Caller
 from heron.planner.progress import ProgressListener
 from heron.planner.settings import Settings
-from heron.planner.statement import Column, Kind, Result, Statement
+from heron.planner.statement import Column, Kind, Result, Rows, Statement
 
 # Cheap test before parsing: statements that cannot contain AI calls skip sqlglot entirely.
 MAYBE_AI = re.compile(r"\bAI(?:\s*\.\s*|_)\w+\s*\(", re.IGNORECASE)
@@ -94,6 +94,9 @@ _AI_KINDS = frozenset({Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE,
 # Statements whose result columns `column_origins` can follow (a query's, RETURNING's).
 _RESULT_KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE})
 _MAINTENANCE = frozenset({"VACUUM", "ANALYZE", "REINDEX", "CLUSTER"})
+_WRITES = frozenset({Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE})
+# DDL that may declare foreign keys or change what they reference (`foreign_keys.altered`).
+_KEYED_DDL = frozenset({"CREATE TABLE", "ALTER TABLE"})
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?(?:VERBOSE\s+)?", re.IGNORECASE)
 
 
@@ -114,6 +117,8 @@ class Planner:
         self._statement = 0
         self._generation = generation or (lambda: self._statement)
         self._relations_read: tuple[int, column_origins.Relations] | None = None
+        self._keys_read: tuple[int, tuple[foreign_keys.Key, ...]] | None = None
+        self._writes: dict[str, foreign_keys.Write | None] = {}  # by statement text
         # `settings`: the session's, published at once (as `publish_settings` would).
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
         # Set by interrupt(): the engine stops the running AI statement between chunks, and a
@@ -210,13 +215,8 @@ class Planner:
 
     def _altered(self, stmt: Statement, params: Sequence[Any], aside: indexes_aside.Aside,
                  skip: str | None) -> Result:
-        """DuckDB's ALTER TABLE (a rename of a table with foreign keys as a rebuild), then its
-        serial columns' sequences renamed along."""
-        if aside.renamed_to is not None and alter_table.rename_if_referencing(
-                self.con, aside.table, aside.renamed_to):
-            result = existence.with_notice(Result("ALTER TABLE", None, None), skip)
-        else:
-            result = existence.with_notice(statement.run(self.con, stmt, params), skip)
+        """DuckDB's ALTER TABLE, then its serial columns' sequences renamed along."""
+        result = existence.with_notice(statement.run(self.con, stmt, params), skip)
         sequences.follow_rename(self.con, aside.table, aside.renamed_to, aside.columns)
         return result
 
@@ -278,7 +278,7 @@ class Planner:
             if self.cancelled.is_set():
                 raise query_canceled()
             try:
-                result = self._execute(stmt, params, stream)
+                result = self._keyed(stmt, params, stream)
             except duckdb.Error as exc:  # (what ran around DuckDB's statement: a catalog snapshot)
                 raise from_duckdb(exc) from None
             finally:
@@ -286,13 +286,70 @@ class Planner:
                     # What it ran may have changed what names bind to, also for the statements
                     # run within the same catalog generation (a materialized view's table
                     # made from its query's view, just created).
-                    self._relations_read = None
+                    self._relations_read = self._keys_read = None
             if not self._in_transaction and stmt.kind is not Kind.SELECT:
                 self.on_commit.before_commit(self.con)  # (DuckDB committed it: autocommit)
             return result
         finally:
             if self.cancelled.is_set():  # what was cancelled is over
                 self.cancelled.clear()
+
+    def _foreign_keys(self) -> tuple[foreign_keys.Key, ...]:
+        """The foreign keys (`foreign_keys`), read once per catalog generation."""
+        generation = self._generation()
+        if self._keys_read is None or self._keys_read[0] != generation:
+            self._keys_read = (generation, foreign_keys.read(self.con))
+        return self._keys_read[1]
+
+    def _written(self, sql: str) -> foreign_keys.Write | None:
+        """What a statement writes that foreign keys involve (None: nothing)."""
+        keys = self._foreign_keys()
+        if not keys:
+            return None
+        if sql not in self._writes:
+            if len(self._writes) > 256:
+                self._writes.clear()
+            self._writes[sql] = foreign_keys.written(sql)
+        write = self._writes[sql]
+        return write if write is not None and any(key.checked(write) for key in keys) else None
+
+    def _keyed(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
+        """`_execute`, with what the foreign keys it involves ask, in its transaction
+        (`foreign_keys`): the keys of the table it writes checked and acted on; those it declares
+        validated; those referencing a table or column it renames following the new name (their
+        tables created again); a referenced column it drops refused (2BP01), or under CASCADE
+        the keys over it dropped."""
+        write = self._written(stmt.sql) if stmt.kind in _WRITES else None
+        change = foreign_keys.altered(stmt.sql) if stmt.verb in _KEYED_DDL else None
+        if write is None and change is None:
+            return self._execute(stmt, params, stream)
+        with statement.atomic(self.con):
+            keys = self._foreign_keys()
+            notices: list[str] = []
+            if change is not None:
+                foreign_keys.refuse_drop(keys, change)
+                if dependents := foreign_keys.dependents(keys, change):
+                    for key in dependents:
+                        alter_table.drop_constraint(self.con, _relation(key), key.name)
+                    notices = existence.keys_dropped([(k.name, k.table) for k in dependents])
+            result = self._execute(stmt, params, stream=False)
+            if notices:
+                result = dataclasses.replace(result, notices=(*notices, *result.notices))
+            if result.rows is not None and result.rows.live:  # (read before the commit)
+                result = dataclasses.replace(result, rows=Rows.of(result.rows.read_all()))
+            if write is not None:
+                foreign_keys.enforce(self.con, keys, write)
+            if change is not None:
+                self._keys_read = None
+                for key, text in foreign_keys.followed(keys, change):
+                    alter_table.rebuild(self.con, _relation(key, change), dropped=[key.text],
+                                        checks=[text])
+                if change.declares:
+                    name = change.renamed_to or change.table
+                    foreign_keys.validate(self.con, [
+                        key for key in foreign_keys.read(self.con) if key.of(
+                            foreign_keys.Write(change.schema, name, adds=True, removes=False))])
+        return result
 
     def _execute(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
         plan = stmt.ai
@@ -301,11 +358,6 @@ class Planner:
             # statement's own number does not: prepared ones run in any order.
             outside = self._statements is None and not self._in_transaction
             self.catalog.refresh(stmt.sql, self._generation() if outside else None)
-            if stmt.verb == "ALTER TABLE" and (
-                    keys := foreign_keys_aside.read(self.con, stmt.sql)) is not None:
-                # (DuckDB alters no table other tables' keys reference: they are set aside)
-                return foreign_keys_aside.run(self.con, keys, lambda: self._execute(
-                    stmt, params, stream))
             if stmt.verb == "ALTER TABLE" and (added := alter_table.parse(stmt.sql)) is not None:
                 return alter_table.run(self.con, added, stmt)  # around DuckDB's CHECKs
             if stmt.verb == "ALTER TABLE" and (
@@ -383,13 +435,31 @@ class Planner:
         return statement.bind_columns(self.con, sql)
 
     def insert_rows(self, sql: str, name: str, rows: pa.RecordBatch) -> int:
-        """Run an INSERT reading `rows` under `name`; the rows it inserted (jsonb normalized)."""
-        return statement.insert_rows(self.con, jsonb_storage.rewrite(sql, self._relations), name,
-                                     rows)
+        """Run an INSERT reading `rows` under `name`; the rows it inserted (jsonb normalized,
+        foreign keys checked)."""
+        with self._keys_checked(sql):
+            return statement.insert_rows(self.con, jsonb_storage.rewrite(sql, self._relations),
+                                         name, rows)
 
     def insert_many(self, stmt: Statement, rows: Sequence[Sequence[Any]]) -> bool:
-        """Run an INSERT once per parameter row in one go (`statement.insert_many`)."""
-        return stmt.ai is None and statement.insert_many(self.con, stmt, rows)
+        """Run an INSERT once per parameter row in one go (`statement.insert_many`; foreign
+        keys checked)."""
+        if stmt.ai is not None:
+            return False
+        with self._keys_checked(stmt.sql):
+            return statement.insert_many(self.con, stmt, rows)
+
+    @contextlib.contextmanager
+    def _keys_checked(self, sql: str) -> Iterator[None]:
+        """What runs within, as one with the checks of the foreign keys the INSERT `sql`
+        involves (`foreign_keys.enforce`)."""
+        write = self._written(sql)
+        if write is None:
+            yield
+            return
+        with statement.atomic(self.con):
+            yield
+            foreign_keys.enforce(self.con, self._foreign_keys(), write)
 
     def column_defaults(self, table: str) -> tuple[str, ...]:
         """The default expressions of a table's columns (those that have one)."""
@@ -441,6 +511,16 @@ class Planner:
 
     def close(self) -> None:
         self.con.close()
+
+
+def _relation(key: foreign_keys.Key, renamed: foreign_keys.Altered | None = None
+              ) -> existence.Relation:
+    """The table whose key `key` is (under its new name where `renamed` renamed it)."""
+    name = key.table
+    if renamed is not None and renamed.renamed_to is not None and key.of(foreign_keys.Write(
+            renamed.schema, renamed.table, adds=False, removes=False)):
+        name = renamed.renamed_to
+    return existence.Relation(key.database, key.schema, name, 0)
 
 
 def _with_origins(result: Result, stmt: Statement) -> Result:

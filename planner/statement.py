@@ -47,7 +47,13 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
-from heron.planner import commands, copy_statement, parameters, pg_catalog_relations
+from heron.planner import (
+    commands,
+    copy_statement,
+    foreign_keys,
+    parameters,
+    pg_catalog_relations,
+)
 from heron.planner.column_origins import NO_ORIGIN, Origin
 from heron.planner.commands import (
     CloseCommand,
@@ -637,19 +643,17 @@ _KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\((?P<key>.*)\)|"
 
 def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
                       duckdb_text: str) -> SqlError:
-    """A unique, foreign key or check violation of the table `sql` writes, worded as PostgreSQL
-    words it, where DuckDB's message (`duckdb_text`) names neither the constraint nor the table
+    """A unique or check violation of the table `sql` writes, worded as PostgreSQL words it,
+    where DuckDB's message (`duckdb_text`) names neither the constraint nor the table
     (`errors`): a unique violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a
     UNIQUE column: the one over the key's columns, or the table's one unique constraint of as
-    many columns as the key has values) and the key's columns; a foreign key violation names the
-    constraint (as the catalog does: `<table>_<columns>_fkey`) and both tables, and its key by
-    the columns of the side PostgreSQL names (DuckDB names the other's); a check violation
-    names the CHECK of the expression DuckDB's message shows. `error` unchanged otherwise."""
+    many columns as the key has values) and the key's columns; a check violation names the
+    CHECK of the expression DuckDB's message shows. `error` unchanged otherwise. (Foreign keys
+    are Heron's: `foreign_keys` words their violations.)"""
     if error.sqlstate is SqlState.CHECK_VIOLATION:
         return _check_named(con, error, duckdb_text)
     detail = _KEY_DETAIL.match(error.detail or "")
-    if error.sqlstate not in (SqlState.UNIQUE_VIOLATION, SqlState.FOREIGN_KEY_VIOLATION) or (
-            detail is None):
+    if error.sqlstate is not SqlState.UNIQUE_VIOLATION or detail is None:
         return error
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
@@ -661,9 +665,7 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
         return error
     try:  # (on a cursor of its own: the error may have aborted the statement's transaction)
         with con.cursor() as cursor:
-            if error.sqlstate is SqlState.UNIQUE_VIOLATION:
-                return _unique_named(cursor, target, detail, error)
-            return _foreign_key_named(cursor, target, detail, error)
+            return _unique_named(cursor, target, detail, error)
     except duckdb.Error:
         return error
 
@@ -680,7 +682,8 @@ def _check_named(con: duckdb.DuckDBPyConnection, error: SqlError, duckdb_text: s
     try:  # (on a cursor of its own: the error may have aborted the statement's transaction)
         with con.cursor() as cursor:
             names = {name for (name,) in cursor.execute(
-                f"SELECT {pg_catalog_relations.constraint_name('c')} FROM duckdb_constraints() c "
+                f"SELECT {pg_catalog_relations.constraint_name('c')} "
+                f"FROM {foreign_keys.CONSTRAINTS} c "
                 f"WHERE table_name = ? AND constraint_text = ? "
                 f"AND {pg_catalog_relations.shown_constraint('c')}",
                 [failed["table"], failed["check"]]).fetchall()}
@@ -695,7 +698,7 @@ def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: 
                   error: SqlError) -> SqlError:
     rows = cursor.execute(
         f"SELECT {pg_catalog_relations.constraint_name('c')}, constraint_column_names "
-        "FROM duckdb_constraints() c "
+        f"FROM {foreign_keys.CONSTRAINTS} c "
         "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE') AND table_name = ? "
         "AND (? IS NULL OR schema_name = ?)",
         [target.name, target.db or None, target.db or None]).fetchall()
@@ -710,37 +713,6 @@ def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: 
     if detail["values"] is not None:
         found.detail = f"Key ({', '.join(columns)})=({detail['values']}) already exists."
     return found
-
-
-def _foreign_key_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table,
-                       detail: re.Match[str], error: SqlError) -> SqlError:
-    """DuckDB names the referenced columns of a missing key, the referencing ones of a key
-    still referenced; PostgreSQL the other way round, and the constraint and the tables."""
-    referencing = error.message.startswith("insert or update")
-    # (the table written: the referencing one of a missing key, else the referenced one)
-    rows = cursor.execute(
-        "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names, "
-        f"{pg_catalog_relations.constraint_name('c')} "
-        "FROM duckdb_constraints() c WHERE constraint_type = 'FOREIGN KEY' AND "
-        f"{'table_name' if referencing else 'referenced_table'} = ? AND "
-        "(? IS NULL OR schema_name = ?)",
-        [target.name, target.db or None, target.db or None]).fetchall()
-    rows = [row for row in rows
-            if ", ".join(row[3] if referencing else row[1]) == detail["columns"]]
-    if len(rows) != 1:
-        return error
-    table, columns, referenced, referenced_columns, name = rows[0]
-    if referencing:
-        return dataclasses.replace(
-            error, message=f'insert or update on table "{table}" violates foreign key '
-                           f'constraint "{name}"',
-            detail=f'Key ({", ".join(columns)})=({detail["key"]}) is not present in table '
-                   f'"{referenced}".')
-    return dataclasses.replace(
-        error, message=f'update or delete on table "{referenced}" violates foreign key '
-                       f'constraint "{name}" on table "{table}"',
-        detail=f'Key ({", ".join(referenced_columns)})=({detail["key"]}) is still referenced '
-               f'from table "{table}".')
 
 
 def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None

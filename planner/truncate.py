@@ -26,8 +26,8 @@ import duckdb
 from heron.planner import existence, sequences
 from heron.planner.commands import IDENTIFIER
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.existence import Relation, find_relation
-from heron.planner.statement import Result, atomic, in_transaction
+from heron.planner.existence import find_relation
+from heron.planner.statement import Result, atomic
 
 _NAME = rf"{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER}){{0,2}}(?:\s*\*)?"
 _TRUNCATE = re.compile(
@@ -57,7 +57,6 @@ def read(sql: str) -> Truncate | None:
 
 def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
     """Run `truncate` (see the module docstring)."""
-    block = in_transaction(con)
     with atomic(con):
         tables = [find_relation(con, parts, views=False) for parts in truncate.tables]
         emptied = list(dict.fromkeys(tables))
@@ -78,32 +77,14 @@ def run(con: duckdb.DuckDBPyConnection, truncate: Truncate) -> Result:
                 emptied.append(child)
                 pending.append(child)
                 notices.append(f'truncate cascades to table "{child.name}"')
-        _empty(con, existence.referencing_first(emptied, references), separately=not block)
+        for table in emptied:
+            try:
+                con.execute(f"DELETE FROM {table.quoted}")
+            except duckdb.Error as exc:
+                raise from_duckdb(exc) from None
         if truncate.restart_identity:
             for table in emptied:
                 for sequence in existence.owned_sequences(con, table):
                     sequences.restart_at_start(con, sequence)
     return Result("TRUNCATE TABLE", None, None, notices=tuple(notices))
 
-
-def _empty(con: duckdb.DuckDBPyConnection, tables: list[Relation], *, separately: bool) -> None:
-    """Delete every row of `tables`, in order. DuckDB checks a foreign key against the rows its
-    transaction began with, so a referenced table cannot be emptied in the transaction that
-    emptied the tables referencing it: `separately` (outside a transaction block) each table is
-    emptied in a transaction of its own (referencing tables first, so no key is ever left
-    dangling); inside a block, that is refused with 0A000."""
-    try:
-        for i, table in enumerate(tables):
-            if separately and i:
-                con.execute("COMMIT")
-                con.execute("BEGIN TRANSACTION")
-            con.execute(f"DELETE FROM {table.quoted}")
-    except duckdb.ConstraintException as exc:
-        if "foreign key" not in str(exc):
-            raise from_duckdb(exc) from None
-        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
-                       "cannot truncate tables that reference each other in a transaction block",
-                       hint="Truncate them outside the transaction block (DuckDB checks "
-                            "foreign keys against the rows the transaction began with).") from None
-    except duckdb.Error as exc:
-        raise from_duckdb(exc) from None

@@ -477,6 +477,52 @@ CASES = {
         "CREATE TABLE x_p (id int PRIMARY KEY)", "CREATE TABLE x_c (id int, p int REFERENCES "
         "x_p (id))", "CREATE TABLE x_d (q int REFERENCES x_p (id))", "DROP TABLE x_p",
         "DROP TABLE x_p CASCADE", "INSERT INTO x_c VALUES (1, 99)", "DROP TABLE x_c, x_d"),
+    "foreign_key_actions": (  # (`foreign_keys`: Heron's, checked as the statement ends)
+        "CREATE TABLE x_u (id int PRIMARY KEY, email text UNIQUE, name text)",
+        "CREATE TABLE x_o (id int PRIMARY KEY, u int REFERENCES x_u ON DELETE CASCADE "
+        "ON UPDATE RESTRICT, note text)",
+        "CREATE TABLE x_l (id int PRIMARY KEY, o int REFERENCES x_o (id) ON DELETE SET NULL)",
+        "CREATE TABLE x_s (id int PRIMARY KEY, o int DEFAULT 11 CONSTRAINT x_s_to_o "
+        "REFERENCES x_o ON DELETE SET DEFAULT)",
+        "INSERT INTO x_u VALUES (1, 'a', 'A'), (2, 'b', 'B')",
+        "INSERT INTO x_o VALUES (10, 1, 'x'), (11, 2, 'y')",
+        "INSERT INTO x_l VALUES (100, 10), (101, 11)", "INSERT INTO x_s VALUES (7, 10)",
+        "INSERT INTO x_o VALUES (12, 1, 'z'), (13, 3, 'z')", "UPDATE x_o SET u = 9",
+        "UPDATE x_u SET email = 'c', name = 'C' WHERE id = 1",
+        "UPDATE x_u SET id = 5 WHERE id = 1", "DELETE FROM x_u WHERE id = 1",
+        "SELECT * FROM x_o ORDER BY id", "SELECT * FROM x_l ORDER BY id", "SELECT * FROM x_s",
+        "DELETE FROM x_o WHERE id = 11",
+        "SELECT conname, confupdtype, confdeltype, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid::regclass::text LIKE 'x_%' AND contype = 'f' ORDER BY 1",
+        "SELECT constraint_name, update_rule, delete_rule "
+        "FROM information_schema.referential_constraints WHERE constraint_name LIKE 'x_%' "
+        "ORDER BY 1",
+        "BEGIN", "DELETE FROM x_l", "DELETE FROM x_s", "DELETE FROM x_o", "DELETE FROM x_u",
+        "COMMIT", "SELECT count(*) FROM x_u", "DROP TABLE x_s, x_l, x_o, x_u"),
+    "foreign_keys_declared": (
+        "CREATE TABLE x_p (id int PRIMARY KEY, v int, w int UNIQUE)",
+        "CREATE TABLE x_c (p int REFERENCES x_nosuch)",
+        "CREATE TABLE x_c (p int REFERENCES x_p (nosuch))",
+        "CREATE TABLE x_c (p int REFERENCES x_p (v))",
+        "CREATE TABLE x_c (a int, b int, FOREIGN KEY (a, b) REFERENCES x_p (id))",
+        "CREATE TABLE x_c (id int, p int, q int)", "INSERT INTO x_c VALUES (1, 9, NULL)",
+        "ALTER TABLE x_c ADD CONSTRAINT x_c_p FOREIGN KEY (p) REFERENCES x_p",
+        "DELETE FROM x_c", "ALTER TABLE x_c ADD CONSTRAINT x_c_p FOREIGN KEY (p) REFERENCES x_p "
+        "ON DELETE CASCADE", "ALTER TABLE x_c ADD CONSTRAINT x_c_q FOREIGN KEY (q) "
+        "REFERENCES x_p (w)", "ALTER TABLE x_p DROP COLUMN w", "TRUNCATE x_p",
+        "ALTER TABLE x_p DROP COLUMN w CASCADE",
+        "SELECT conname FROM pg_constraint WHERE conrelid = 'x_c'::regclass",
+        "CREATE TABLE x_cat (id int PRIMARY KEY, parent int REFERENCES x_cat ON DELETE CASCADE)",
+        "INSERT INTO x_cat VALUES (1, NULL), (2, 1), (3, 2), (4, NULL), (5, 5)",
+        "DELETE FROM x_cat WHERE id = 1", "SELECT * FROM x_cat ORDER BY id",
+        "INSERT INTO x_cat VALUES (6, 7)", "DROP TABLE x_cat, x_c, x_p"),
+    "foreign_keys_across_schemas": (
+        "CREATE SCHEMA x_sch", "CREATE TABLE x_t (id int PRIMARY KEY)",
+        "CREATE TABLE x_sch.x_r (p int REFERENCES public.x_t (id) ON DELETE CASCADE)",
+        "INSERT INTO x_t VALUES (1)", "INSERT INTO x_sch.x_r VALUES (1)",
+        "INSERT INTO x_sch.x_r VALUES (2)", "DELETE FROM x_t", "SELECT count(*) FROM x_sch.x_r",
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'x_r_p_fkey'",
+        "DROP TABLE x_t", "DROP TABLE x_sch.x_r", "DROP SCHEMA x_sch", "DROP TABLE x_t"),
 }
 
 

@@ -37,12 +37,6 @@ CASES = {
     "foreign_key_missing": (_REFERENCED, "INSERT INTO e_child VALUES (2, 6, NULL, NULL)"),
     "foreign_key_missing_pair": (_REFERENCED, "UPDATE e_child SET b = 3"),
     "foreign_key_still_referenced": (_REFERENCED, "DELETE FROM e_parent WHERE id = 5"),
-    "foreign_key_across_schemas": (("DROP TABLE IF EXISTS e_schema.e_ref",
-                                    "DROP SCHEMA IF EXISTS e_schema", "CREATE SCHEMA e_schema",
-                                    "DROP TABLE IF EXISTS e_target",
-                                    "CREATE TABLE e_target (id int PRIMARY KEY)"),
-                                   "CREATE TABLE e_schema.e_ref (p int REFERENCES public.e_target "
-                                   "(id))"),
     "not_null": (("DROP TABLE IF EXISTS e_required",
                   "CREATE TABLE e_required (a int NOT NULL)"),
                  "INSERT INTO e_required VALUES (NULL)"),
@@ -55,8 +49,6 @@ CASES = {
     "with_ties_without_order_by": ((), "SELECT 1 FETCH FIRST 1 ROW WITH TIES"),
 }
 EXPECTED_FAILURES = {
-    "foreign_key_across_schemas": "DuckDB checks foreign keys only within one schema: Heron "
-                                  "refuses one across schemas (0A000) where PostgreSQL makes it",
     "not_null": "PostgreSQL's detail shows the failing row ('Failing row contains (null).'), "
                 "which DuckDB's error does not carry",
     "check": "PostgreSQL's detail shows the failing row ('Failing row contains (-1).'), which "

@@ -171,7 +171,7 @@ def test_in_a_transaction_it_rolls_back_with_it(planner):
 def test_a_table_other_tables_reference_is_altered_with_their_keys_set_aside(planner):
     run(planner, "CREATE TABLE parent (id int PRIMARY KEY)")
     run(planner, "CREATE TABLE child (p int REFERENCES parent (id))")
-    run(planner, "ALTER TABLE parent ADD COLUMN w varchar(3)")  # (`foreign_keys_aside`)
+    run(planner, "ALTER TABLE parent ADD COLUMN w varchar(3)")  # (a rebuild)
     assert declared(planner, "parent") == [("id", 0, -1), ("w", 1043, 7)]
     assert fails(planner, "INSERT INTO child VALUES (1)").sqlstate == "23503"
 
@@ -221,17 +221,6 @@ def test_added_foreign_keys_and_checks_hold_for_old_and_new_rows(planner):
     assert rows(planner, "SELECT id, parent_id, qty FROM child") == [(1, 1, 5)]
 
 
-def test_foreign_key_actions_are_refused_with_what_to_do_instead(planner):
-    run(planner, "CREATE TABLE p (id int PRIMARY KEY)")
-    run(planner, "CREATE TABLE c (id int, pid int)")
-    for sql in ("CREATE TABLE d (pid int REFERENCES p (id) ON DELETE CASCADE)",
-                "ALTER TABLE c ADD CONSTRAINT c_pid_fkey FOREIGN KEY (pid) REFERENCES p (id) "
-                "ON UPDATE SET NULL"):
-        error = fails(planner, sql)
-        assert error.sqlstate.value == "0A000" and "NO ACTION" in error.hint
-    run(planner, "CREATE TABLE d (pid int REFERENCES p (id) ON DELETE NO ACTION)")
-
-
 def test_constraints_are_dropped_by_the_names_the_catalog_shows(planner):
     run(planner, "CREATE TABLE dp (id int PRIMARY KEY)")
     run(planner, "INSERT INTO dp VALUES (1)")
@@ -270,8 +259,6 @@ def test_dropping_a_missing_constraint(planner):
 
 def test_a_table_with_foreign_keys_is_renamed_and_rebuilt_without_harm_to_what_they_reference(
         planner):
-    # DuckDB's own rename of such a table leaves the referenced table refusing DELETE ("Table
-    # with name ord does not exist") and DROP for good
     run(planner, "CREATE TABLE cust (id int PRIMARY KEY)")
     run(planner, "INSERT INTO cust VALUES (1), (2), (3)")
     run(planner, "CREATE TABLE ord (id int, c int REFERENCES cust (id))")
@@ -285,7 +272,7 @@ def test_a_table_with_foreign_keys_is_renamed_and_rebuilt_without_harm_to_what_t
     assert fails(planner, "INSERT INTO ord2 VALUES (2, 9, NULL)").sqlstate == "23503"
     assert fails(planner, "DELETE FROM cust WHERE id = 1").sqlstate == "23503"
     run(planner, "DELETE FROM cust WHERE id = 2")
-    run(planner, "ALTER TABLE ord2 DROP CONSTRAINT ord2_c_fkey")
+    run(planner, "ALTER TABLE ord2 DROP CONSTRAINT ord_c_fkey")  # (named once, as PostgreSQL)
     run(planner, "DELETE FROM cust WHERE id = 1")
     run(planner, "DROP TABLE ord2")
     run(planner, "DROP TABLE cust")

@@ -82,12 +82,14 @@ def test_like_copies_check_names_and_names_keys_anew(planner):
      ("UNIQUE (e)", "CHECK (\"e\" IS NULL OR NOT 'heron:u:uq' IS NULL)")),
     ("CONSTRAINT t_pkey PRIMARY KEY (id)", "t_pkey", True, ("PRIMARY KEY (id)",)),
     ("FOREIGN KEY (a, b) REFERENCES u (x, y)", "t_a_b_fkey", False,
-     ("FOREIGN KEY (a, b) REFERENCES u (x, y)",)),
+     ("CHECK (\"a\" IS NULL OR \"b\" IS NULL OR NOT 'heron:r:{\"name\":\"t_a_b_fkey\","
+      "\"table\":\"u\",\"columns\":[\"x\",\"y\"],\"on_delete\":\"a\",\"on_update\":\"a\"}' "
+      "IS NULL)",)),
     ("CHECK (a > 0 AND a < b)", "t_check", False, ("CHECK (a > 0 AND a < b)",)),
     ("CHECK (a > 0 AND a < 4)", "t_a_check", False, ("CHECK (a > 0 AND a < 4)",)),
     ("CONSTRAINT \"It's\" CHECK (a > 0)", "It's", True,
      ("CHECK ((a > 0) OR 'heron:c:It''s' IS NULL)",)),
 ])
 def test_added_constraints_are_named_as_postgresql_names_them(constraint, name, given, items):
-    added = constraint_names.Added.read(constraint, "t")
+    added = constraint_names.Added.read(constraint, "t", lambda schema, name: None)
     assert (added.name, added.given, added.items) == (name, given, items)

@@ -30,13 +30,13 @@ def test_tables_that_reference_each_other_in_a_transaction_block(planner):
     run(planner, "CREATE TABLE c (pid int REFERENCES p(id))")
     run(planner, "INSERT INTO p DEFAULT VALUES")
     run(planner, "INSERT INTO c VALUES (1)")
-    planner.begin()
-    with pytest.raises(SqlError) as info:
-        run(planner, "TRUNCATE c, p")
-    assert info.value.sqlstate.value == "0A000" and "outside the transaction" in info.value.hint
-    planner.rollback()
-    run(planner, "TRUNCATE p CASCADE")  # outside a block: one table after the other
+    planner.begin()  # (DuckDB's own keys refused it: `foreign_keys`)
+    run(planner, "TRUNCATE c, p")
     assert first(planner, "SELECT count(*) FROM p") == 0
+    planner.rollback()
+    assert first(planner, "SELECT count(*) FROM c") == 1
+    run(planner, "TRUNCATE p CASCADE")
+    assert first(planner, "SELECT count(*) FROM c") == 0
 
 
 def test_a_restart_keeps_the_sequence_s_other_readers_and_options(planner):

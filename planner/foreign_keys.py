@@ -1,0 +1,540 @@
+"""Foreign keys as PostgreSQL keeps them: checked when the statement ends, with their actions.
+
+DuckDB's own foreign keys differ from PostgreSQL's where applications notice: they refuse an
+UPDATE of any indexed column of a referenced row (a user's unique e-mail, while orders reference
+the user: DuckDB rewrites the row), the delete of a parent row in the transaction that deleted
+its children (a cascade, as Django and every ORM run it), and every ALTER TABLE of a referenced
+table; and they know no ON DELETE / ON UPDATE action (CASCADE, SET NULL, SET DEFAULT), which
+schemas made by Prisma, Rails or SQLAlchemy declare. So Heron keeps a table's foreign keys
+itself, in a mark in the table (as `constraint_names` keeps a name): a CHECK that is always
+true, CHECK ((c1 IS NULL) OR ... OR (NOT ('heron:r:<definition>' IS NULL))), over the key's
+columns in order (DuckDB renames them in it, and drops it with them), the definition JSON: the
+key's name, the referenced table (its schema where it is not the referencing table's), its
+columns and the ON DELETE and ON UPDATE actions as pg_constraint's letters (a: NO ACTION,
+r: RESTRICT, c: CASCADE, n: SET NULL, d: SET DEFAULT). DuckDB knows no key; Heron checks.
+
+Contract:
+- `declare(tree, resolve)`: in the CREATE TABLE `tree` (a sqlglot tree; also the one ALTER TABLE
+  ADD builds, `constraint_names`), each FOREIGN KEY and REFERENCES replaced by its mark; the
+  nodes it changed. `resolve(schema, name)` gives a referenced table's schema and primary key
+  (None where it is unknown): a key naming no columns references the primary key.
+- `read(con)`: the keys of the session's database and temporary tables, as `Key`s.
+- `Write`, `written(sql)`: what an INSERT, UPDATE, DELETE or MERGE (DuckDB's text) writes.
+- `enforce(con, keys, write)`, run after the statement and in its transaction: the written
+  table's own keys are checked against the tables they reference (23503, worded as PostgreSQL
+  words it: `insert or update on table ... violates foreign key constraint ...`); for the keys
+  referencing it, rows it deleted or whose key it changed leave referencing rows behind, on
+  which the key's action runs: NO ACTION and RESTRICT refuse them (23503, `update or delete on
+  table ... violates ...`), CASCADE deletes them (ON DELETE), SET NULL and SET DEFAULT set
+  their key (its columns' defaults must then be referenced rows, else the same 23503), each
+  such change acted on in turn (a cascade down a hierarchy of one table included).
+- `validate(con, keys)`: keys just declared (CREATE TABLE, ALTER TABLE): the referenced table
+  exists (42P01), its columns exist (42703) and are as many (42830) and are its primary key or
+  a UNIQUE's columns (42830), and the rows already there satisfy the key (23503).
+- `CONSTRAINTS`: SQL, duckdb_constraints() with each mark as the FOREIGN KEY row it stands for
+  (its constraint_type, referenced_table and referenced_column_names), and the columns
+  `referenced_schema`, `key_name` (a mark's; NULL otherwise), `on_delete` and `on_update`
+  (NULL but for foreign keys): what the catalog, DROP and TRUNCATE read.
+
+Differences from PostgreSQL: every key is checked when its statement ends (PostgreSQL defers
+DEFERRABLE INITIALLY DEFERRED ones to COMMIT); ON UPDATE CASCADE of a referenced key that
+changes while rows reference it is 0A000; MATCH FULL is read as MATCH SIMPLE; a check reads
+the whole referencing table (PostgreSQL probes an index per row). A database made by an
+earlier Heron keeps its keys as DuckDB's until the table is created again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from heron.planner import dialect
+from heron.planner.errors import SqlError, SqlState
+
+PREFIX = "heron:r:"
+# Over duckdb_constraints().expression, as DuckDB prints a mark: its definition (quotes doubled).
+MARK = r"^\(.* OR \(NOT \('heron:r:((?:[^']|'')*)' IS NULL\)\)\)$"
+# The first row id DuckDB gives the rows a transaction inserts (its storage's own, until it
+# commits): a plain INSERT's rows are checked alone.
+MAX_ROW_ID = 36028797018960000
+_ACTIONS = {"NO ACTION": "a", "RESTRICT": "r", "CASCADE": "c", "SET NULL": "n",
+            "SET DEFAULT": "d"}
+ACTION_NAMES = {letter: name for name, letter in _ACTIONS.items()}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One foreign key: `table`'s `columns` reference `referenced`'s `referenced_columns`."""
+
+    name: str
+    database: str
+    schema: str
+    table: str
+    columns: tuple[str, ...]
+    referenced_schema: str
+    referenced: str
+    referenced_columns: tuple[str, ...]
+    on_delete: str = "a"
+    on_update: str = "a"
+    text: str = ""  # its mark's constraint_text in its table's CREATE TABLE
+
+    def of(self, write: Write) -> bool:
+        """Whether the key is the written table's own."""
+        return _same(write, self.schema, self.table)
+
+    def references(self, write: Write) -> bool:
+        return _same(write, self.referenced_schema, self.referenced)
+
+    def checked(self, write: Write) -> bool:
+        """Whether `write` may leave the key unsatisfied: it adds rows to the key's table or
+        changes their key, or removes referenced rows or changes their referenced key."""
+        return (write.adds and self.of(write) and write.changes(self.columns)) or (
+            write.removes and self.references(write) and write.changes(self.referenced_columns))
+
+    @property
+    def quoted(self) -> str:
+        return _qualified(self.database, self.schema, self.table)
+
+    @property
+    def referenced_quoted(self) -> str:
+        return _qualified(self.database, self.referenced_schema, self.referenced)
+
+    def orphans(self) -> str:
+        """SQL: the rows of the table (`heron_c`) whose key no referenced row has."""
+        present = " AND ".join(f"heron_c.{dialect.quoted(c)} IS NOT NULL" for c in self.columns)
+        matched = " AND ".join(
+            f"heron_p.{dialect.quoted(p)} = heron_c.{dialect.quoted(c)}"
+            for c, p in zip(self.columns, self.referenced_columns, strict=True))
+        return (f"{present} AND NOT EXISTS (SELECT 1 FROM {self.referenced_quoted} heron_p "
+                f"WHERE {matched})")
+
+
+@dataclass(frozen=True)
+class Write:
+    """What a statement writes: its table (`schema` None: found by the search path)."""
+
+    schema: str | None
+    table: str
+    adds: bool  # rows inserted or changed: the table's own keys are checked
+    removes: bool  # rows deleted or changed: the keys referencing the table act
+    deletes: bool = False  # removed by DELETE (ON DELETE acts), else changed (ON UPDATE)
+    columns: frozenset[str] | None = None  # the columns changed (lower case; None: any)
+
+    def changes(self, columns: Sequence[str]) -> bool:
+        return self.columns is None or any(c.lower() in self.columns for c in columns)
+
+
+# -- declaring ----------------------------------------------------------------------------------
+
+Resolve = Callable[[str | None, str], tuple[str | None, tuple[str, ...]] | None]
+
+
+def declare(tree: exp.Expression, resolve: Resolve) -> list[exp.Expression]:
+    """CREATE TABLE `tree`'s foreign keys as marks (see the module docstring)."""
+    schema = tree.this if isinstance(tree, exp.Create) else None
+    if not isinstance(schema, exp.Schema) or (tree.args.get("kind") or "").upper() != "TABLE":
+        return []
+    table = schema.this if isinstance(schema.this, exp.Table) else exp.to_table("t")
+    changed: list[exp.Expression] = []
+    marks: list[exp.Expression] = []
+    for item in list(schema.expressions):
+        if isinstance(item, exp.ColumnDef):
+            for constraint in list(item.args.get("constraints") or ()):
+                if isinstance(constraint, exp.ColumnConstraint) and isinstance(
+                        constraint.kind, exp.Reference):
+                    marks.append(_mark(table, tree, constraint.this, [item.name],
+                                       constraint.kind, resolve))
+                    changed.append(constraint)
+                    constraint.pop()
+        elif isinstance(item, exp.ForeignKey) or (
+                isinstance(item, exp.Constraint) and len(item.expressions) == 1
+                and isinstance(item.expressions[0], exp.ForeignKey)):
+            key = item if isinstance(item, exp.ForeignKey) else item.expressions[0]
+            named = item.this if isinstance(item, exp.Constraint) else None
+            marks.append(_mark(table, tree, named, [c.name for c in key.expressions],
+                               key.args["reference"], resolve))
+            changed.append(item)
+            item.pop()
+    for mark in marks:
+        schema.append("expressions", exp.CheckColumnConstraint(this=mark))
+    return changed
+
+
+def _mark(table: exp.Table, create: exp.Expression, named: exp.Expression | None,
+          columns: list[str], reference: exp.Reference, resolve: Resolve) -> exp.Expression:
+    target = reference.this
+    referenced = target.this if isinstance(target, exp.Schema) else target
+    assert isinstance(referenced, exp.Table)
+    referenced_columns = [c.name for c in target.expressions] if isinstance(
+        target, exp.Schema) else []
+    own = referenced.name.lower() == table.name.lower() and (
+        not referenced.db or referenced.db.lower() == (table.db or referenced.db).lower())
+    found = None if own else resolve(referenced.db or None, referenced.name)
+    if not referenced_columns:
+        referenced_columns = list(_own_primary_key(create) if own else (found or ("", ()))[1])
+    definition = {
+        "name": _kept_name(named) if named is not None
+        else f"{table.name}_{'_'.join(columns)}_fkey",
+        "table": referenced.name,
+        "columns": referenced_columns,
+        "on_delete": "a", "on_update": "a"}
+    schema = referenced.db or (found[0] if found is not None else None)
+    if schema and schema.lower() != (table.db or "").lower():
+        definition["schema"] = schema
+    for option in reference.args.get("options") or ():
+        text = " ".join(str(option).upper().split())
+        for event in ("DELETE", "UPDATE"):
+            if text.startswith(f"ON {event} "):
+                action = text.removeprefix(f"ON {event} ")
+                if action not in _ACTIONS:
+                    raise SqlError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{action}\"")
+                definition[f"on_{event.lower()}"] = _ACTIONS[action]
+    text = PREFIX + json.dumps(definition, separators=(",", ":"))
+    return exp.or_(
+        *(exp.Is(this=exp.column(c, quoted=True), expression=exp.Null()) for c in columns),
+        exp.Not(this=exp.Is(this=exp.Literal.string(text), expression=exp.Null())))
+
+
+def _own_primary_key(create: exp.Expression) -> tuple[str, ...]:
+    """The PRIMARY KEY columns CREATE TABLE `create` declares (a key referencing its table)."""
+    for item in create.this.expressions:
+        if isinstance(item, exp.ColumnDef) and any(
+                isinstance(c.kind, exp.PrimaryKeyColumnConstraint)
+                for c in item.args.get("constraints") or ()):
+            return (item.name,)
+        key = item.expressions[0] if isinstance(item, exp.Constraint) and item.expressions else item
+        if isinstance(key, exp.PrimaryKey):
+            return tuple(c.name for c in key.expressions)
+    return ()
+
+
+def _kept_name(identifier: exp.Expression) -> str:
+    quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
+    return identifier.name if quoted else identifier.name.lower()
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+_DEFINITION = (f"CASE WHEN constraint_type = 'CHECK' AND regexp_matches(expression, "
+               f"{_sql_literal(MARK)}) THEN json(replace(regexp_extract(expression, "
+               f"{_sql_literal(MARK)}, 1), '''''', '''')) END")
+CONSTRAINTS = f"""(
+    SELECT * REPLACE (
+             CASE WHEN heron_d IS NULL THEN constraint_type ELSE 'FOREIGN KEY' END
+               AS constraint_type,
+             CASE WHEN heron_d IS NULL THEN referenced_table ELSE heron_d->>'table' END
+               AS referenced_table,
+             CASE WHEN heron_d IS NULL THEN referenced_column_names
+                  ELSE CAST(heron_d->'columns' AS VARCHAR[]) END AS referenced_column_names),
+           coalesce(heron_d->>'schema', schema_name) AS referenced_schema,
+           heron_d->>'name' AS key_name,
+           CASE WHEN heron_d IS NOT NULL THEN heron_d->>'on_delete'
+                WHEN constraint_type = 'FOREIGN KEY' THEN 'a' END AS on_delete,
+           CASE WHEN heron_d IS NOT NULL THEN heron_d->>'on_update'
+                WHEN constraint_type = 'FOREIGN KEY' THEN 'a' END AS on_update
+    FROM (SELECT *, {_DEFINITION} AS heron_d FROM duckdb_constraints()))"""
+
+_KEYS = f"""SELECT database_name, schema_name, table_name, constraint_column_names, heron_d,
+                   constraint_text
+            FROM (SELECT *, {_DEFINITION} AS heron_d FROM duckdb_constraints()
+                  WHERE database_name IN (current_database(), 'temp')
+                    AND constraint_type = 'CHECK' AND contains(expression, '{PREFIX}'))
+            WHERE heron_d IS NOT NULL"""
+
+
+def read(con: duckdb.DuckDBPyConnection) -> tuple[Key, ...]:
+    """The keys of the session's database and temporary tables."""
+    keys = []
+    for database, schema, table, columns, definition, text in con.execute(_KEYS).fetchall():
+        d = json.loads(definition)
+        keys.append(Key(d["name"], database, schema, table, tuple(columns),
+                        d.get("schema", schema), d["table"], tuple(d["columns"]),
+                        d["on_delete"], d["on_update"], text))
+    return tuple(keys)
+
+
+def written(sql: str) -> Write | None:
+    """What the INSERT, UPDATE, DELETE or MERGE `sql` (DuckDB's text) writes; None for another
+    statement, or one whose target cannot be read."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except (SqlglotError, ValueError):
+        return None
+    target = tree.this
+    target = target.this if isinstance(target, exp.Schema) else target
+    if not isinstance(target, exp.Table):
+        return None
+    schema, name = target.db or None, target.name
+    if isinstance(tree, exp.Insert):
+        conflict = tree.args.get("conflict")
+        updates = conflict is not None and conflict.args.get("expressions")
+        return Write(schema, name, adds=True, removes=bool(updates),
+                     columns=_set_columns(updates) if updates else None)
+    if isinstance(tree, exp.Update):
+        return Write(schema, name, adds=True, removes=True,
+                     columns=_set_columns(tree.expressions))
+    if isinstance(tree, exp.Delete):
+        return Write(schema, name, adds=False, removes=True, deletes=True)
+    if isinstance(tree, exp.Merge):
+        return Write(schema, name, adds=True, removes=True,
+                     deletes="DELETE" in sql.upper() and "UPDATE" not in sql.upper())
+    return None
+
+
+def _set_columns(assignments: Sequence[exp.Expression]) -> frozenset[str] | None:
+    columns = set()
+    for assignment in assignments:
+        if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
+            return None
+        columns.add(assignment.this.name.lower())
+    return frozenset(columns)
+
+
+def _same(write: Write, schema: str, table: str) -> bool:
+    return write.table.lower() == table.lower() and (
+        write.schema is None or write.schema.lower() == schema.lower())
+
+
+def _qualified(database: str, schema: str, table: str) -> str:
+    return ".".join(dialect.quoted(part) for part in (database, schema, table))
+
+
+# -- what DDL does to keys -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Altered:
+    """What a CREATE TABLE or ALTER TABLE does that keys care about."""
+
+    schema: str | None
+    table: str
+    declares: bool  # it may declare keys: the table's are validated after it
+    renamed_to: str | None = None
+    columns: tuple[tuple[str, str], ...] = ()  # columns renamed: (old, new)
+    dropped: tuple[str, ...] = ()  # columns dropped
+    cascade: bool = False  # DROP COLUMN ... CASCADE
+
+
+def altered(sql: str) -> Altered | None:
+    """What the CREATE TABLE or ALTER TABLE `sql` (DuckDB's text) does to keys; None for
+    another statement, or one that does nothing to them."""
+    head = sql.lstrip()[:6].upper()
+    if head not in ("CREATE", "ALTER ") or (head == "CREATE" and PREFIX not in sql):
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except (SqlglotError, ValueError):
+        return None
+    if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema) and isinstance(
+            tree.this.this, exp.Table):
+        return Altered(tree.this.this.db or None, tree.this.this.name, declares=True)
+    if not isinstance(tree, exp.Alter) or not isinstance(tree.this, exp.Table):
+        return None
+    renamed_to, columns, dropped, cascade = None, [], [], False
+    for action in tree.args.get("actions") or ():
+        if isinstance(action, exp.AlterRename) and isinstance(action.this, exp.Table):
+            renamed_to = action.this.name
+        elif isinstance(action, exp.RenameColumn):
+            columns.append((action.this.name, action.args["to"].name))
+        elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
+            dropped += [c.name for c in action.args.get("tables") or [action.this] if c]
+            cascade |= bool(action.args.get("cascade"))
+    declares = "REFERENCES" in sql.upper()
+    if not (declares or renamed_to or columns or dropped):
+        return None
+    return Altered(tree.this.db or None, tree.this.name, declares, renamed_to, tuple(columns),
+                   tuple(dropped), cascade)
+
+
+def dependents(keys: Sequence[Key], change: Altered) -> list[Key]:
+    """The keys of other tables referencing the columns `change` drops."""
+    write = Write(change.schema, change.table, adds=False, removes=False)
+    return [key for key in keys if key.references(write) and not key.of(write) and any(
+        c.lower() == d.lower() for c in key.referenced_columns for d in change.dropped)]
+
+
+def refuse_drop(keys: Sequence[Key], change: Altered) -> None:
+    """PostgreSQL's 2BP01 where `change` drops columns other tables' keys reference."""
+    found = dependents(keys, change)
+    if found and not change.cascade:
+        column = next(d for d in change.dropped if d.lower() in (
+            c.lower() for c in found[0].referenced_columns))
+        raise SqlError(SqlState.DEPENDENT_OBJECTS_STILL_EXIST,
+                       f"cannot drop column {column} of table {change.table} because other "
+                       "objects depend on it",
+                       detail="\n".join(f"constraint {k.name} on table {k.table} depends on "
+                                        f"column {column} of table {change.table}"
+                                        for k in found),
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+
+
+def followed(keys: Sequence[Key], change: Altered) -> list[tuple[Key, str]]:
+    """The keys referencing a table `change` renames, or renames columns of, each with its
+    mark's new text (the referenced table's and columns' new names)."""
+    write = Write(change.schema, change.table, adds=False, removes=False)
+    renamed = {old.lower(): new for old, new in change.columns}
+    found = []
+    for key in keys:
+        if not key.references(write):
+            continue
+        columns = [renamed.get(c.lower(), c) for c in key.referenced_columns]
+        table = change.renamed_to or key.referenced
+        if table == key.referenced and tuple(columns) == key.referenced_columns:
+            continue
+        old = key.text[key.text.index(f"'{PREFIX}"):]
+        old = old[:_literal_end(old)]
+        definition = json.loads(old[1 + len(PREFIX):-1].replace("''", "'"))
+        definition.update(table=table, columns=columns)
+        new = exp.Literal.string(PREFIX + json.dumps(definition, separators=(",", ":"))
+                                 ).sql(dialect="duckdb")
+        found.append((key, key.text.replace(old, new)))
+    return found
+
+
+def _literal_end(text: str) -> int:
+    """Where the SQL string literal `text` begins with ends (after its closing quote)."""
+    at = 1
+    while True:
+        at = text.index("'", at)
+        if text[at + 1:at + 2] != "'":
+            return at + 1
+        at += 2
+
+
+def resolver(con: duckdb.DuckDBPyConnection) -> Resolve:
+    """A referenced table found as a statement on `con` finds it: its schema and primary key."""
+    def resolve(schema: str | None, name: str) -> tuple[str | None, tuple[str, ...]] | None:
+        from heron.planner import existence  # (which reads this module's CONSTRAINTS)
+        try:
+            found = existence.find_relation(con, (schema, name) if schema else (name,),
+                                            views=False)
+        except SqlError:
+            return None
+        key = con.execute("SELECT constraint_column_names FROM duckdb_constraints() "
+                          "WHERE table_oid = ? AND constraint_type = 'PRIMARY KEY'",
+                          [found.oid]).fetchall()
+        return (None if found.database == "temp" else found.schema,
+                tuple(key[0][0]) if key else ())
+    return resolve
+
+
+# -- enforcing ----------------------------------------------------------------------------------
+
+def enforce(con: duckdb.DuckDBPyConnection, keys: Sequence[Key], write: Write) -> None:
+    """Check and act on `keys` after `write` (see the module docstring)."""
+    pending = [write]
+    while pending:
+        done = pending.pop()
+        for key in keys:
+            if done.adds and key.of(done) and done.changes(key.columns):
+                # a plain INSERT's rows are the transaction's own: DuckDB numbers those from
+                # its MAX_ROW_ID (tests/planner/test_foreign_keys.py checks it still does)
+                _check_present(con, key, fresh=not done.removes)
+            if done.removes and key.references(done) and done.changes(key.referenced_columns):
+                pending += _act(con, key, done.deletes)
+
+
+def validate(con: duckdb.DuckDBPyConnection, keys: Sequence[Key]) -> None:
+    """Check keys just declared (see the module docstring)."""
+    for key in keys:
+        found = con.execute(
+            "SELECT table_oid FROM duckdb_tables() WHERE database_name = ? "
+            "AND lower(schema_name) = lower(?) AND lower(table_name) = lower(?)",
+            [key.database, key.referenced_schema, key.referenced]).fetchall()
+        if not found:
+            raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{key.referenced}" does not exist')
+        names = [name for (name,) in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_oid = ?", [found[0][0]]
+        ).fetchall()]
+        for column in key.referenced_columns:
+            if column.lower() not in (n.lower() for n in names):
+                raise SqlError(SqlState.UNDEFINED_COLUMN, f'column "{column}" referenced in '
+                                                          "foreign key constraint does not exist")
+        if not key.referenced_columns:
+            raise SqlError(SqlState.INVALID_FOREIGN_KEY,
+                           f'there is no primary key for referenced table "{key.referenced}"')
+        if len(key.referenced_columns) != len(key.columns):
+            raise SqlError(SqlState.INVALID_FOREIGN_KEY, "number of referencing and referenced "
+                                                         "columns for foreign key disagree")
+        unique = con.execute(
+            "SELECT 1 FROM duckdb_constraints() WHERE table_oid = ? "
+            "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') "
+            "AND list_sort(list_transform(constraint_column_names, lambda x: lower(x))) "
+            "= list_sort(?::VARCHAR[])",
+            [found[0][0], [c.lower() for c in key.referenced_columns]]).fetchall()
+        if not unique:
+            raise SqlError(SqlState.INVALID_FOREIGN_KEY, "there is no unique constraint matching "
+                                                         f'given keys for referenced table '
+                                                         f'"{key.referenced}"')
+        _check_present(con, key)
+
+
+def _check_present(con: duckdb.DuckDBPyConnection, key: Key, *, fresh: bool = False) -> None:
+    """23503 where a row of `key`'s table (with `fresh`, one its transaction inserted) has a
+    key no referenced row has."""
+    missing = _orphan(con, key, fresh=fresh)
+    if missing is not None:
+        raise SqlError(SqlState.FOREIGN_KEY_VIOLATION,
+                       f'insert or update on table "{key.table}" violates foreign key '
+                       f'constraint "{key.name}"',
+                       detail=f"Key ({', '.join(key.columns)})=({missing}) is not present in "
+                              f'table "{key.referenced}".')
+
+
+def _act(con: duckdb.DuckDBPyConnection, key: Key, deletes: bool) -> list[Write]:
+    """The action of `key` on the rows its referenced table's change left without a referenced
+    row; what it wrote, to act on in turn."""
+    action = key.on_delete if deletes else key.on_update
+    if action in ("a", "r") or (action == "c" and not deletes):
+        left = _orphan(con, key)
+        if left is None:
+            return []
+        if action == "c":
+            raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
+                           f'ON UPDATE CASCADE of foreign key constraint "{key.name}" on table '
+                           f'"{key.table}" is not supported when a referenced key changes',
+                           detail=f"Key ({', '.join(key.referenced_columns)})=({left}) is "
+                                  f'still referenced from table "{key.table}".',
+                           hint="Update the referencing rows first, in the same transaction.")
+        raise _still_referenced(key, left)
+    where = key.orphans()
+    if action == "c":
+        (count,), = con.execute(f"DELETE FROM {key.quoted} AS heron_c WHERE {where}").fetchall()
+        return [Write(key.schema, key.table, adds=False, removes=True, deletes=True)] if (
+            count) else []
+    value = "NULL" if action == "n" else "DEFAULT"
+    assignments = ", ".join(f"{dialect.quoted(c)} = {value}" for c in key.columns)
+    (count,), = con.execute(f"UPDATE {key.quoted} AS heron_c SET {assignments} WHERE {where}"
+                            ).fetchall()
+    if action == "d" and (left := _orphan(con, key)) is not None:  # a default gone too
+        raise _still_referenced(key, left)
+    return [Write(key.schema, key.table, adds=False, removes=True,
+                  columns=frozenset(c.lower() for c in key.columns))] if count else []
+
+
+def _still_referenced(key: Key, values: str) -> SqlError:
+    return SqlError(SqlState.FOREIGN_KEY_VIOLATION,
+                    f'update or delete on table "{key.referenced}" violates foreign key '
+                    f'constraint "{key.name}" on table "{key.table}"',
+                    detail=f"Key ({', '.join(key.referenced_columns)})=({values}) is still "
+                           f'referenced from table "{key.table}".')
+
+
+def _orphan(con: duckdb.DuckDBPyConnection, key: Key, *, fresh: bool = False) -> str | None:
+    """The key values (as text, as PostgreSQL's detail shows them) of a row of `key`'s table
+    (with `fresh`, of one its transaction inserted) that no referenced row has; None when every
+    row's has one."""
+    values = ", ".join(f"CAST(heron_c.{dialect.quoted(c)} AS VARCHAR)" for c in key.columns)
+    own = f" AND heron_c.rowid >= {MAX_ROW_ID}" if fresh else ""
+    found = con.execute(f"SELECT [{values}] FROM {key.quoted} heron_c WHERE {key.orphans()}"
+                        f"{own} LIMIT 1").fetchall()
+    return ", ".join(found[0][0]) if found else None
