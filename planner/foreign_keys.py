@@ -10,42 +10,58 @@ itself, in a mark in the table (as `constraint_names` keeps a name): a CHECK tha
 true, CHECK ((c1 IS NULL) OR ... OR (NOT ('heron:r:<definition>' IS NULL))), over the key's
 columns in order (DuckDB renames them in it, and drops it with them), the definition JSON: the
 key's name, the referenced table (its schema where it is not the referencing table's), its
-columns and the ON DELETE and ON UPDATE actions as pg_constraint's letters (a: NO ACTION,
-r: RESTRICT, c: CASCADE, n: SET NULL, d: SET DEFAULT). DuckDB knows no key; Heron checks.
+columns, the ON DELETE and ON UPDATE actions as pg_constraint's letters (a: NO ACTION,
+r: RESTRICT, c: CASCADE, n: SET NULL, d: SET DEFAULT), and DEFERRABLE and INITIALLY DEFERRED
+where declared (`pg_ddl` keeps those of a foreign key). DuckDB knows no key; Heron checks.
 
 Contract:
 - `declare(tree, resolve)`: in the CREATE TABLE `tree` (a sqlglot tree; also the one ALTER TABLE
   ADD builds, `constraint_names`), each FOREIGN KEY and REFERENCES replaced by its mark; the
   nodes it changed. `resolve(schema, name)` gives a referenced table's schema and primary key
-  (None where it is unknown): a key naming no columns references the primary key.
+  (None where it is unknown; `resolver(con)` finds it as a statement would): a key naming no
+  columns references the primary key.
 - `read(con)`: the keys of the session's database and temporary tables, as `Key`s.
-- `Write`, `written(sql)`: what an INSERT, UPDATE, DELETE or MERGE (DuckDB's text) writes.
-- `enforce(con, keys, write)`, run after the statement and in its transaction: the written
+- `Write`, `written(sql)`: what an INSERT, UPDATE, DELETE or MERGE (DuckDB's text) writes (one
+  whose target cannot be read: `ANY` table).
+- `Altered`, `altered(sql)`: what a CREATE TABLE or ALTER TABLE does that keys care about: keys
+  it may declare, a table or columns it renames, columns it drops. `refuse_drop(keys, change)`
+  is PostgreSQL's 2BP01 for a dropped column other tables' keys reference (without CASCADE;
+  with it, `dependents` are the keys to drop first); `followed(keys, change)`: the keys
+  referencing a renamed table or column, with their marks' new texts.
+- `enforce(con, keys, write, deferred)`, run after the statement and in its transaction: the written
   table's own keys are checked against the tables they reference (23503, worded as PostgreSQL
   words it: `insert or update on table ... violates foreign key constraint ...`); for the keys
   referencing it, rows it deleted or whose key it changed leave referencing rows behind, on
   which the key's action runs: NO ACTION and RESTRICT refuse them (23503, `update or delete on
   table ... violates ...`), CASCADE deletes them (ON DELETE), SET NULL and SET DEFAULT set
   their key (its columns' defaults must then be referenced rows, else the same 23503), each
-  such change acted on in turn (a cascade down a hierarchy of one table included).
+  such change acted on in turn (a cascade down a hierarchy of one table included). In a
+  transaction block, `deferred` (its `Deferred`) takes the checks of the keys it defers (NO
+  ACTION's; RESTRICT and the actions never wait).
+- `Deferred`: a transaction block's deferred keys: DEFERRABLE ones, INITIALLY DEFERRED ones
+  until SET CONSTRAINTS says otherwise (`set`); `check` runs the checks left (at COMMIT, and for
+  the keys SET CONSTRAINTS makes IMMEDIATE).
 - `validate(con, keys)`: keys just declared (CREATE TABLE, ALTER TABLE): the referenced table
   exists (42P01), its columns exist (42703) and are as many (42830) and are its primary key or
   a UNIQUE's columns (42830), and the rows already there satisfy the key (23503).
 - `CONSTRAINTS`: SQL, duckdb_constraints() with each mark as the FOREIGN KEY row it stands for
   (its constraint_type, referenced_table and referenced_column_names), and the columns
   `referenced_schema`, `key_name` (a mark's; NULL otherwise), `on_delete` and `on_update`
-  (NULL but for foreign keys): what the catalog, DROP and TRUNCATE read.
+  (NULL but for foreign keys), `deferrable` and `deferred`: what the catalog, DROP and TRUNCATE
+  read.
 
-Differences from PostgreSQL: every key is checked when its statement ends (PostgreSQL defers
-DEFERRABLE INITIALLY DEFERRED ones to COMMIT); ON UPDATE CASCADE of a referenced key that
-changes while rows reference it is 0A000; MATCH FULL is read as MATCH SIMPLE; a check reads
-the whole referencing table (PostgreSQL probes an index per row). A database made by an
-earlier Heron keeps its keys as DuckDB's until the table is created again.
+Differences from PostgreSQL: ON UPDATE CASCADE of a referenced key that changes while rows
+reference it is 0A000; MATCH FULL is read as MATCH SIMPLE; only a PRIMARY KEY or UNIQUE
+constraint (not a unique index) can be referenced; a check after an UPDATE or a DELETE reads
+the whole referencing table, and one after an INSERT its transaction's own rows with the whole
+referenced table (PostgreSQL probes an index per row); SET CONSTRAINTS' modes are forgotten
+when ROLLBACK TO replays the block (`server.transaction`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -83,6 +99,8 @@ class Key:
     on_delete: str = "a"
     on_update: str = "a"
     text: str = ""  # its mark's constraint_text in its table's CREATE TABLE
+    deferrable: bool = False
+    deferred: bool = False  # INITIALLY DEFERRED
 
     def of(self, write: Write) -> bool:
         """Whether the key is the written table's own."""
@@ -113,6 +131,9 @@ class Key:
             for c, p in zip(self.columns, self.referenced_columns, strict=True))
         return (f"{present} AND NOT EXISTS (SELECT 1 FROM {self.referenced_quoted} heron_p "
                 f"WHERE {matched})")
+
+
+ANY = "*"  # the table of a statement whose target Heron cannot read: any (`written`)
 
 
 @dataclass(frozen=True)
@@ -189,6 +210,8 @@ def _mark(table: exp.Table, create: exp.Expression, named: exp.Expression | None
         definition["schema"] = schema
     for option in reference.args.get("options") or ():
         text = " ".join(str(option).upper().split())
+        if text in ("DEFERRABLE", "INITIALLY DEFERRED"):  # (only true ones are kept)
+            definition["deferrable" if text == "DEFERRABLE" else "deferred"] = True
         for event in ("DELETE", "UPDATE"):
             if text.startswith(f"ON {event} "):
                 action = text.removeprefix(f"ON {event} ")
@@ -241,7 +264,10 @@ CONSTRAINTS = f"""(
            CASE WHEN heron_d IS NOT NULL THEN heron_d->>'on_delete'
                 WHEN constraint_type = 'FOREIGN KEY' THEN 'a' END AS on_delete,
            CASE WHEN heron_d IS NOT NULL THEN heron_d->>'on_update'
-                WHEN constraint_type = 'FOREIGN KEY' THEN 'a' END AS on_update
+                WHEN constraint_type = 'FOREIGN KEY' THEN 'a' END AS on_update,
+           coalesce(CAST(heron_d->>'deferrable' AS BOOLEAN), false) AS deferrable,
+           coalesce(CAST(heron_d->>'deferrable' AS BOOLEAN)
+                    AND CAST(heron_d->>'deferred' AS BOOLEAN), false) AS deferred
     FROM (SELECT *, {_DEFINITION} AS heron_d FROM duckdb_constraints()))"""
 
 _KEYS = f"""SELECT database_name, schema_name, table_name, constraint_column_names, heron_d,
@@ -259,17 +285,19 @@ def read(con: duckdb.DuckDBPyConnection) -> tuple[Key, ...]:
         d = json.loads(definition)
         keys.append(Key(d["name"], database, schema, table, tuple(columns),
                         d.get("schema", schema), d["table"], tuple(d["columns"]),
-                        d["on_delete"], d["on_update"], text))
+                        d["on_delete"], d["on_update"], text, bool(d.get("deferrable")),
+                        bool(d.get("deferrable") and d.get("deferred"))))
     return tuple(keys)
 
 
 def written(sql: str) -> Write | None:
     """What the INSERT, UPDATE, DELETE or MERGE `sql` (DuckDB's text) writes; None for another
-    statement, or one whose target cannot be read."""
+    statement. One whose target cannot be read may write any table (`ANY`)."""
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except (SqlglotError, ValueError):
-        return None
+        deletes = re.match(r"\s*(?:WITH\b.*\)\s*)?DELETE\b", sql, re.IGNORECASE | re.DOTALL)
+        return Write(None, ANY, adds=True, removes=True, deletes=deletes is not None)
     target = tree.this
     target = target.this if isinstance(target, exp.Schema) else target
     if not isinstance(target, exp.Table):
@@ -301,6 +329,8 @@ def _set_columns(assignments: Sequence[exp.Expression]) -> frozenset[str] | None
 
 
 def _same(write: Write, schema: str, table: str) -> bool:
+    if write.table == ANY:
+        return True
     return write.table.lower() == table.lower() and (
         write.schema is None or write.schema.lower() == schema.lower())
 
@@ -429,18 +459,56 @@ def resolver(con: duckdb.DuckDBPyConnection) -> Resolve:
 
 # -- enforcing ----------------------------------------------------------------------------------
 
-def enforce(con: duckdb.DuckDBPyConnection, keys: Sequence[Key], write: Write) -> None:
-    """Check and act on `keys` after `write` (see the module docstring)."""
+def enforce(con: duckdb.DuckDBPyConnection, keys: Sequence[Key], write: Write,
+            deferred: Deferred | None = None) -> None:
+    """Check and act on `keys` after `write` (see the module docstring); the checks of the keys
+    `deferred` (a transaction block's) defers are left to it."""
     pending = [write]
     while pending:
         done = pending.pop()
         for key in keys:
             if done.adds and key.of(done) and done.changes(key.columns):
-                # a plain INSERT's rows are the transaction's own: DuckDB numbers those from
-                # its MAX_ROW_ID (tests/planner/test_foreign_keys.py checks it still does)
-                _check_present(con, key, fresh=not done.removes)
+                if deferred is not None and deferred.defers(key):
+                    deferred.left.add((key, "present"))
+                else:  # a plain INSERT's rows are the transaction's own: DuckDB numbers those
+                    # from its MAX_ROW_ID (tests/planner/test_foreign_keys.py checks it does)
+                    _check_present(con, key, fresh=not done.removes)
             if done.removes and key.references(done) and done.changes(key.referenced_columns):
-                pending += _act(con, key, done.deletes)
+                pending += _act(con, key, done.deletes, deferred)
+
+
+class Deferred:
+    """A transaction block's deferred keys: which SET CONSTRAINTS defers (DEFERRABLE ones only,
+    INITIALLY DEFERRED ones until it says otherwise), and the checks left for its end."""
+
+    def __init__(self) -> None:
+        self.every: bool | None = None  # SET CONSTRAINTS ALL's mode, once set
+        self.named: dict[str, bool] = {}  # a named key's mode (lower-case name), once set
+        self.left: set[tuple[Key, str]] = set()  # (key, "present" | "referenced")
+
+    def defers(self, key: Key) -> bool:
+        if not key.deferrable:
+            return False
+        mode = self.named.get(key.name.lower(), self.every)
+        return key.deferred if mode is None else mode
+
+    def set(self, names: Sequence[str] | None, deferred: bool) -> None:
+        """SET CONSTRAINTS: the keys `names` (all, when None) DEFERRED or IMMEDIATE."""
+        if names is None:
+            self.every, self.named = deferred, {}
+        else:
+            self.named.update({name.lower(): deferred for name in names})
+
+    def check(self, con: duckdb.DuckDBPyConnection, keys: Sequence[Key] | None = None) -> None:
+        """Run the checks left (of `keys` only, where given; they are no longer left)."""
+        for key, side in sorted(self.left, key=lambda item: (item[0].name, item[1])):
+            if keys is not None and key not in keys:
+                continue
+            self.left.discard((key, side))
+            if side == "present":
+                _check_present(con, key)
+            elif (left := _orphan(con, key)) is not None:
+                raise _still_referenced(key, left)
 
 
 def validate(con: duckdb.DuckDBPyConnection, keys: Sequence[Key]) -> None:
@@ -490,10 +558,15 @@ def _check_present(con: duckdb.DuckDBPyConnection, key: Key, *, fresh: bool = Fa
                               f'table "{key.referenced}".')
 
 
-def _act(con: duckdb.DuckDBPyConnection, key: Key, deletes: bool) -> list[Write]:
+def _act(con: duckdb.DuckDBPyConnection, key: Key, deletes: bool, deferred: Deferred | None
+         ) -> list[Write]:
     """The action of `key` on the rows its referenced table's change left without a referenced
-    row; what it wrote, to act on in turn."""
+    row; what it wrote, to act on in turn. NO ACTION's check is left to `deferred` where it
+    defers the key."""
     action = key.on_delete if deletes else key.on_update
+    if action == "a" and deferred is not None and deferred.defers(key):
+        deferred.left.add((key, "referenced"))
+        return []
     if action in ("a", "r") or (action == "c" and not deletes):
         left = _orphan(con, key)
         if left is None:

@@ -395,6 +395,8 @@ def _constraint_definition() -> str:
                       || {columns.format('heron_k.referenced_column_names')} || ')'
                       || {_action('UPDATE', 'heron_k.on_update')}
                       || {_action('DELETE', 'heron_k.on_delete')}
+                      || CASE WHEN heron_k.deferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+                              WHEN heron_k.deferrable THEN ' DEFERRABLE' ELSE '' END
         ELSE 'CHECK (' || heron_k.expression || ')' END"""
     return lookup("heron_constraints heron_k", "heron_k.oid", definition, "con_arg")
 

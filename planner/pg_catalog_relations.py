@@ -262,7 +262,8 @@ _CONSTRAINTS = f"""
            list_transform(c.referenced_column_names,
                           lambda x: list_position(rc.names, x))::SMALLINT[] AS referenced_columns,
            c.referenced_table, c.referenced_column_names, rn.nspname AS referenced_schema,
-           c.on_delete, c.on_update, {constraint_names.own_expression('c')} AS expression
+           c.on_delete, c.on_update, c.deferrable, c.deferred,
+           {constraint_names.own_expression('c')} AS expression
     FROM {foreign_keys.CONSTRAINTS} c
     JOIN heron_namespaces n ON n.database_name = c.database_name
          AND n.schema_name = c.schema_name
@@ -578,7 +579,8 @@ RELATIONS: tuple[Relation, ...] = (
         "confkey:smallint[] conpfeqop:oid[] conppeqop:oid[] conffeqop:oid[] "
         "confdelsetcols:smallint[] conexclop:oid[] conbin:pg_node_tree",
         {"oid": "c.oid", "conname": "c.name", "connamespace": "c.namespace",
-         "contype": "c.contype", "convalidated": "true", "conrelid": "c.relid",
+         "contype": "c.contype", "condeferrable": "c.deferrable",
+         "condeferred": "c.deferred", "convalidated": "true", "conrelid": "c.relid",
          "conindid": """CASE WHEN c.contype IN ('p', 'u') THEN c.oid
                              WHEN c.contype = 'f' THEN (
                                SELECT min(k.oid) FROM heron_indexes k

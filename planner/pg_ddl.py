@@ -25,8 +25,9 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
   rename of the table: Alembic's alter_column writes it so).
 - A constraint's `[NOT] DEFERRABLE`, `INITIALLY DEFERRED | IMMEDIATE` and `NOT VALID` in CREATE
   TABLE and ALTER TABLE are dropped: DuckDB's grammar has none of them, and it checks every
-  constraint at once, every existing row included (Django adds each foreign key so; SET
-  CONSTRAINTS answers accordingly: `server.session`).
+  constraint at once, every existing row included; but a foreign key's DEFERRABLE and
+  INITIALLY DEFERRED stay, for `foreign_keys` (Django makes each foreign key DEFERRABLE
+  INITIALLY DEFERRED).
 - `CREATE SCHEMA [IF NOT EXISTS] name AUTHORIZATION role` is CREATE SCHEMA name, and
   `CREATE SCHEMA AUTHORIZATION role` creates the schema `role`: Heron keeps no owners, every
   role uses every schema (as `ALTER ... OWNER TO` is accepted).
@@ -111,12 +112,32 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
 
 
 def _without_deferral(sql: str) -> str:
-    """`sql` without DEFERRABLE, INITIALLY and NOT VALID outside its quoted strings and names."""
+    """`sql` without DEFERRABLE, INITIALLY and NOT VALID outside its quoted strings and names,
+    but a foreign key's DEFERRABLE and INITIALLY DEFERRED (`foreign_keys` keeps them)."""
+    masked = _QUOTED.sub(lambda m: "'" + " " * (len(m[0]) - 2) + "'", sql)
     kept, at = [], 0
-    for quoted in _QUOTED.finditer(sql):
-        kept += [_DEFERRAL.sub("", sql[at:quoted.start()]), quoted[0]]
-        at = quoted.end()
-    return "".join([*kept, _DEFERRAL.sub("", sql[at:])])
+    for found in _DEFERRAL.finditer(masked):
+        words = found[0].split()
+        if not (words[-1].upper() in ("DEFERRABLE", "DEFERRED") and words[0].upper() != "NOT"
+                and _of_foreign_key(masked[:found.start()])):  # (the others are defaults)
+            kept.append(sql[at:found.start()])
+            at = found.end()
+    return "".join([*kept, sql[at:]])
+
+
+def _of_foreign_key(before: str) -> bool:
+    """Whether what follows `before` (quoted text masked) is still part of a REFERENCES clause:
+    no comma or closing parenthesis of the clause's level since its last REFERENCES."""
+    found = [m.end() for m in re.finditer(r"\bREFERENCES\b", before, re.IGNORECASE)]
+    if not found:
+        return False
+    depth = 0
+    for char in before[found[-1]:]:
+        depth += char == "("
+        depth -= char == ")"
+        if depth < 0 or (depth == 0 and char == ","):
+            return False
+    return True
 
 
 def _bounded_by_type(create: exp.Create) -> bool:

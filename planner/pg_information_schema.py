@@ -67,12 +67,14 @@ _TABLE_CONSTRAINTS = """(
     SELECT k.conname AS name, n.nspname AS schema, c.relname AS table_name,
            CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE'
                 WHEN 'f' THEN 'FOREIGN KEY' ELSE 'CHECK' END AS type,
-           c.oid AS relid, k.oid AS conoid, k.contype, pg_get_constraintdef(k.oid) AS definition
+           c.oid AS relid, k.oid AS conoid, k.contype, pg_get_constraintdef(k.oid) AS definition,
+           k.condeferrable, k.condeferred
     FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
     JOIN pg_namespace n ON n.oid = c.relnamespace
     UNION ALL
     SELECT n.oid || '_' || c.oid || '_' || a.attnum || '_not_null', n.nspname, c.relname,
-           'CHECK', c.oid, NULL, 'n', 'CHECK ' || quote_ident(a.attname) || ' IS NOT NULL'
+           'CHECK', c.oid, NULL, 'n', 'CHECK ' || quote_ident(a.attname) || ' IS NOT NULL',
+           false, false
     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
     JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE a.attnotnull AND a.attnum > 0 AND c.relkind IN ('r', 'p')) tc"""
@@ -216,8 +218,10 @@ RELATIONS: tuple[Relation, ...] = (
         "nulls_distinct:yes_or_no",
         {"constraint_catalog": _CATALOG, "constraint_schema": "tc.schema",
          "constraint_name": "tc.name", "table_catalog": _CATALOG, "table_schema": "tc.schema",
-         "table_name": "tc.table_name", "constraint_type": "tc.type", "is_deferrable": "'NO'",
-         "initially_deferred": "'NO'", "enforced": "'YES'",
+         "table_name": "tc.table_name", "constraint_type": "tc.type", "is_deferrable":
+         "CASE WHEN tc.condeferrable THEN 'YES' ELSE 'NO' END",
+         "initially_deferred": "CASE WHEN tc.condeferred THEN 'YES' ELSE 'NO' END",
+         "enforced": "'YES'",
          "nulls_distinct": "CASE WHEN tc.contype = 'u' THEN 'YES' END"},
         _TABLE_CONSTRAINTS),
     Relation(

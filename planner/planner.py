@@ -76,7 +76,13 @@ from heron.planner import (
     views,
 )
 from heron.planner.dialect import AIFunction
-from heron.planner.errors import SqlError, bind_count_mismatch, from_duckdb, query_canceled
+from heron.planner.errors import (
+    SqlError,
+    SqlState,
+    bind_count_mismatch,
+    from_duckdb,
+    query_canceled,
+)
 from heron.planner.executor import Executor
 from heron.planner.logical import Explain
 from heron.planner.pg_activity import NO_SERVER, Caller
@@ -119,6 +125,7 @@ class Planner:
         self._relations_read: tuple[int, column_origins.Relations] | None = None
         self._keys_read: tuple[int, tuple[foreign_keys.Key, ...]] | None = None
         self._writes: dict[str, foreign_keys.Write | None] = {}  # by statement text
+        self._deferred = foreign_keys.Deferred()  # the transaction block's
         # `settings`: the session's, published at once (as `publish_settings` would).
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
         # Set by interrupt(): the engine stops the running AI statement between chunks, and a
@@ -338,7 +345,7 @@ class Planner:
             if result.rows is not None and result.rows.live:  # (read before the commit)
                 result = dataclasses.replace(result, rows=Rows.of(result.rows.read_all()))
             if write is not None:
-                foreign_keys.enforce(self.con, keys, write)
+                foreign_keys.enforce(self.con, keys, write, self._block_deferred())
             if change is not None:
                 self._keys_read = None
                 for key, text in foreign_keys.followed(keys, change):
@@ -459,7 +466,34 @@ class Planner:
             return
         with statement.atomic(self.con):
             yield
-            foreign_keys.enforce(self.con, self._foreign_keys(), write)
+            foreign_keys.enforce(self.con, self._foreign_keys(), write, self._block_deferred())
+
+    def _block_deferred(self) -> foreign_keys.Deferred | None:
+        """The transaction block's deferred keys (None outside one: its statement is its
+        transaction)."""
+        return self._deferred if self._in_transaction else None
+
+    def set_constraints(self, names: Sequence[tuple[str, ...]], deferred: bool) -> None:
+        """SET CONSTRAINTS { ALL | names } { DEFERRED | IMMEDIATE } in a transaction block: a
+        named constraint that is no DEFERRABLE foreign key is not deferrable (42809); set
+        IMMEDIATE, the checks its keys left run now (23503)."""
+        keys = self._foreign_keys()
+        if not names:
+            self._deferred.set(None, deferred)
+            if not deferred:
+                self._deferred.check(self.con)
+            return
+        named = []
+        for parts in names:
+            found = [k for k in keys if k.name == parts[-1]
+                     and (len(parts) == 1 or k.schema.lower() == parts[-2].lower())]
+            if deferred and not any(k.deferrable for k in found):
+                raise SqlError(SqlState.WRONG_OBJECT_TYPE,
+                               f'constraint "{parts[-1]}" is not deferrable')
+            named += found
+        self._deferred.set([k.name for k in named], deferred)
+        if not deferred:
+            self._deferred.check(self.con, named)
 
     def column_defaults(self, table: str) -> tuple[str, ...]:
         """The default expressions of a table's columns (those that have one)."""
@@ -472,10 +506,12 @@ class Planner:
         self._in_transaction = True
 
     def commit(self) -> None:
-        """Commit (the temporary tables' ON COMMIT actions first); if that fails the
-        transaction is rolled back and the error raised."""
+        """Commit (the deferred foreign keys' checks and the temporary tables' ON COMMIT actions
+        first); if that fails the transaction is rolled back and the error raised."""
         self._in_transaction = False
+        deferred, self._deferred = self._deferred, foreign_keys.Deferred()
         try:
+            deferred.check(self.con)  # (the foreign keys' checks left to the end)
             self.on_commit.before_commit(self.con)
             self._run("COMMIT")
         except SqlError:
@@ -489,6 +525,7 @@ class Planner:
             self._run("ROLLBACK")
         self.catalog.rolled_back()
         self.on_commit.rolled_back()
+        self._deferred = foreign_keys.Deferred()
 
     def _run(self, sql: str) -> None:
         try:

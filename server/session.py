@@ -581,26 +581,19 @@ class Session:
             self._settings_changed()
 
     def _set_constraints(self, command: ConstraintsCommand) -> Result:
-        """SET CONSTRAINTS: Heron checks every constraint at once (DEFERRABLE is read and
-        dropped where a constraint is made: `pg_ddl`), so IMMEDIATE changes nothing, a
-        named constraint set DEFERRED is 55000 "is not deferrable" (with a hint saying why), and
-        ALL DEFERRED defers none (a notice says so). A name no constraint has is 42704; outside a
-        transaction block, a warning, as PostgreSQL's."""
+        """SET CONSTRAINTS: in a transaction block, the planner's (`Planner.set_constraints`:
+        only DEFERRABLE foreign keys defer, other named constraints set DEFERRED are 42809). A
+        name no constraint has is 42704; outside a transaction block, a warning, as
+        PostgreSQL's."""
         for parts in command.names:
             if not constraint_names.exists(self.planner.con, parts):
                 raise SqlError(SqlState.UNDEFINED_OBJECT,
                                f'constraint "{parts[-1]}" does not exist')
-            if command.deferred:
-                raise SqlError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
-                               f'constraint "{parts[-1]}" is not deferrable',
-                               hint="Heron checks every constraint at once: DEFERRABLE is not "
-                                    "kept.")
         if not self._explicit_block():
             return Result("SET CONSTRAINTS", None, None, warnings=(
                 "SET CONSTRAINTS can only be used in transaction blocks",))
-        notices = ("Heron checks every constraint at once: none is deferred",
-                   ) if command.deferred else ()
-        return Result("SET CONSTRAINTS", None, None, notices=notices)
+        self.planner.set_constraints(command.names, command.deferred)
+        return Result("SET CONSTRAINTS", None, None)
 
     def _lock(self, command: LockCommand) -> Result:
         """LOCK TABLE: each table's lock taken for the rest of the block, in the server's lock

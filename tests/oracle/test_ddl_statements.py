@@ -516,6 +516,26 @@ CASES = {
         "INSERT INTO x_cat VALUES (1, NULL), (2, 1), (3, 2), (4, NULL), (5, 5)",
         "DELETE FROM x_cat WHERE id = 1", "SELECT * FROM x_cat ORDER BY id",
         "INSERT INTO x_cat VALUES (6, 7)", "DROP TABLE x_cat, x_c, x_p"),
+    "deferred_foreign_keys": (  # (Django makes each DEFERRABLE INITIALLY DEFERRED)
+        "CREATE TABLE x_p (id int PRIMARY KEY, code int UNIQUE)",
+        "CREATE TABLE x_c (p int CONSTRAINT x_c_p REFERENCES x_p DEFERRABLE INITIALLY DEFERRED, "
+        "c int CONSTRAINT x_c_c REFERENCES x_p (code) DEFERRABLE, "
+        "n int CONSTRAINT x_c_n REFERENCES x_p NOT DEFERRABLE)",
+        "BEGIN", "INSERT INTO x_c VALUES (1, NULL, NULL)", "INSERT INTO x_p VALUES (1, 10)",
+        "COMMIT", "BEGIN", "INSERT INTO x_c VALUES (2, NULL, NULL)", "COMMIT",
+        "BEGIN", "INSERT INTO x_c VALUES (NULL, 20, NULL)", "ROLLBACK",
+        "BEGIN", "SET CONSTRAINTS x_c_c DEFERRED", "INSERT INTO x_c VALUES (NULL, 20, NULL)",
+        "INSERT INTO x_p VALUES (2, 20)", "SET CONSTRAINTS ALL IMMEDIATE", "COMMIT",
+        "BEGIN", "SET CONSTRAINTS x_c_n DEFERRED", "ROLLBACK",
+        "BEGIN", "SET CONSTRAINTS ALL DEFERRED", "INSERT INTO x_c VALUES (NULL, NULL, 3)",
+        "ROLLBACK", "BEGIN", "DELETE FROM x_p WHERE id = 1", "INSERT INTO x_p VALUES (1, 30)",
+        "COMMIT", "BEGIN", "INSERT INTO x_c VALUES (4, NULL, NULL)",
+        "SET CONSTRAINTS x_c_p IMMEDIATE", "ROLLBACK",
+        "SELECT conname, condeferrable, condeferred, pg_get_constraintdef(oid) "
+        "FROM pg_constraint WHERE conrelid = 'x_c'::regclass ORDER BY 1",
+        "SELECT constraint_name, is_deferrable, initially_deferred "
+        "FROM information_schema.table_constraints WHERE table_name = 'x_c' ORDER BY 1",
+        "SELECT * FROM x_c ORDER BY 1, 2", "DROP TABLE x_c, x_p"),
     "foreign_keys_across_schemas": (
         "CREATE SCHEMA x_sch", "CREATE TABLE x_t (id int PRIMARY KEY)",
         "CREATE TABLE x_sch.x_r (p int REFERENCES public.x_t (id) ON DELETE CASCADE)",

@@ -215,3 +215,29 @@ def test_an_insert_is_checked_on_its_own_rows_in_a_block(shop):
     assert fails(shop, "INSERT INTO orders VALUES (21, 2, 'b'), (22, 4, 'c')").detail == (
         'Key (user_id)=(4) is not present in table "users".')
     shop.rollback()
+
+
+def test_deferred_keys_are_checked_at_commit_and_by_set_constraints(planner):
+    run(planner, "CREATE TABLE p (id int PRIMARY KEY)")
+    run(planner, "CREATE TABLE c (p int REFERENCES p DEFERRABLE INITIALLY DEFERRED)")
+    planner.begin()
+    run(planner, "INSERT INTO c VALUES (1)")  # before the row it references
+    run(planner, "INSERT INTO p VALUES (1)")
+    planner.commit()
+    planner.begin()
+    run(planner, "INSERT INTO c VALUES (2)")
+    with pytest.raises(SqlError) as info:
+        planner.set_constraints((), deferred=False)  # SET CONSTRAINTS ALL IMMEDIATE
+    assert info.value.sqlstate.value == "23503"
+    planner.rollback()
+    planner.begin()
+    run(planner, "DELETE FROM p")  # NO ACTION: deferred too
+    with pytest.raises(SqlError) as info:
+        planner.commit()
+    assert info.value.message.startswith('update or delete on table "p"')
+    assert rows(planner, "SELECT * FROM p") == [(1,)]
+
+
+def test_an_unreadable_write_may_write_any_table():
+    assert foreign_keys.written("DELETE FROM t WHERE (") == foreign_keys.Write(
+        None, foreign_keys.ANY, adds=True, removes=True, deletes=True)

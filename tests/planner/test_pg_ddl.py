@@ -35,9 +35,9 @@ from heron.planner.pg_ddl import rewrite
     ("CREATE SCHEMA IF NOT EXISTS app AUTHORIZATION heron", "CREATE SCHEMA IF NOT EXISTS app"),
     ('CREATE SCHEMA AUTHORIZATION "Alice";', 'CREATE SCHEMA "Alice";'),
     ("ALTER TABLE ONLY t RENAME a TO a2", "ALTER TABLE t RENAME COLUMN a TO a2"),
-    ("CREATE TABLE t3 (id int PRIMARY KEY, p int REFERENCES t3 (id) DEFERRABLE INITIALLY "
+    ("CREATE TABLE t3 (id int PRIMARY KEY, u int UNIQUE DEFERRABLE INITIALLY "
      "DEFERRED, note text CHECK (note <> ' DEFERRABLE') NOT DEFERRABLE)",
-     "CREATE TABLE t3 (id int PRIMARY KEY, p int REFERENCES t3 (id), note text CHECK (note <> "
+     "CREATE TABLE t3 (id int PRIMARY KEY, u int UNIQUE, note text CHECK (note <> "
      "' DEFERRABLE'))"),
 ])
 def test_rewrites_run_on_duckdb(sql, expected):
@@ -45,6 +45,21 @@ def test_rewrites_run_on_duckdb(sql, expected):
     con = duckdb.connect()
     con.execute("CREATE SEQUENCE s; CREATE TABLE t (id integer NOT NULL, a int, b int)")
     con.execute(expected.replace("public.", ""))
+
+
+def test_a_foreign_keys_deferral_stays_for_foreign_keys():
+    # (`foreign_keys` reads it; NOT DEFERRABLE and INITIALLY IMMEDIATE are the defaults)
+    assert rewrite("CREATE TABLE c (p int REFERENCES t (id) ON DELETE CASCADE DEFERRABLE "
+                   "INITIALLY DEFERRED, q int REFERENCES t NOT DEFERRABLE INITIALLY IMMEDIATE, "
+                   "CONSTRAINT f FOREIGN KEY (q) REFERENCES t (\"(\") DEFERRABLE, "
+                   "u int UNIQUE DEFERRABLE)") == (
+        "CREATE TABLE c (p int REFERENCES t (id) ON DELETE CASCADE DEFERRABLE INITIALLY "
+        "DEFERRED, q int REFERENCES t, CONSTRAINT f FOREIGN KEY (q) REFERENCES t (\"(\") "
+        "DEFERRABLE, u int UNIQUE)")
+    assert rewrite("ALTER TABLE c ADD CONSTRAINT f FOREIGN KEY (p) REFERENCES t (id) DEFERRABLE "
+                   "INITIALLY DEFERRED NOT VALID") == (
+        "ALTER TABLE c ADD CONSTRAINT f FOREIGN KEY (p) REFERENCES t (id) DEFERRABLE INITIALLY "
+        "DEFERRED")
 
 
 @pytest.mark.parametrize("sql", [

@@ -190,27 +190,34 @@ def test_rows_locked_for_update_then_written_by_two_sessions_fail_the_second_wit
     assert conn.execute("SELECT taken FROM tx_jobs WHERE id = 1").fetchone() == ("first",)
 
 
-def test_set_constraints_says_that_every_constraint_is_checked_at_once(conn):
-    # Django runs SET CONSTRAINTS ALL IMMEDIATE, then ALL DEFERRED, to check constraints
-    fresh_table(conn, "tx_parent", "id integer PRIMARY KEY")
+def test_deferred_foreign_keys_are_checked_when_the_block_ends(conn):
+    # Django makes every foreign key DEFERRABLE INITIALLY DEFERRED, and runs SET CONSTRAINTS ALL
+    # IMMEDIATE, then ALL DEFERRED, to check them (the differential cases:
+    # tests/oracle/test_ddl_statements.py, deferred_foreign_keys)
+    fresh_table(conn, "tx_parent", "id integer PRIMARY KEY, code integer UNIQUE")
     fresh_table(conn, "tx_child", "p integer CONSTRAINT tx_child_p REFERENCES tx_parent "
-                                  "DEFERRABLE INITIALLY DEFERRED")
+                                  "DEFERRABLE INITIALLY DEFERRED, "
+                                  "c integer CONSTRAINT tx_child_c REFERENCES tx_parent (code)")
     notices = []
     conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))
     conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    conn.execute("BEGIN")
-    conn.execute("SET CONSTRAINTS tx_child_p IMMEDIATE")
-    conn.execute("SET CONSTRAINTS ALL DEFERRED")
-    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as info:
-        conn.execute("SET CONSTRAINTS tx_child_p DEFERRED")
-    assert info.value.diag.message_hint == ("Heron checks every constraint at once: DEFERRABLE "
-                                            "is not kept.")
-    conn.execute("ROLLBACK")
-    assert notices == [
-        ("WARNING", "SET CONSTRAINTS can only be used in transaction blocks"),
-        ("NOTICE", "Heron checks every constraint at once: none is deferred")]
-    # at once, not at COMMIT
+    with conn.transaction():  # a row before the row it references
+        conn.execute("INSERT INTO tx_child VALUES (1, NULL)")
+        conn.execute("INSERT INTO tx_parent VALUES (1, 10)")
     with pytest.raises(psycopg.errors.ForeignKeyViolation), conn.transaction():
-        conn.execute("INSERT INTO tx_child VALUES (1)")
-        conn.execute("INSERT INTO tx_parent VALUES (1)")
+        conn.execute("INSERT INTO tx_child VALUES (2, NULL)")  # refused by COMMIT
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO tx_child VALUES (3, NULL)")
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    conn.execute("ROLLBACK")
+    conn.execute("BEGIN")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("SET CONSTRAINTS tx_child_c DEFERRED")
+    conn.execute("ROLLBACK")
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), conn.transaction():
+        conn.execute("INSERT INTO tx_child VALUES (NULL, 99)")  # not deferrable: at once
+        conn.execute("INSERT INTO tx_parent VALUES (2, 99)")
+    assert notices == [("WARNING", "SET CONSTRAINTS can only be used in transaction blocks")]
+    assert conn.execute("SELECT * FROM tx_child").fetchall() == [(1, None)]
     conn.execute("DROP TABLE tx_child")
