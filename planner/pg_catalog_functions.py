@@ -290,6 +290,10 @@ def _session_macros() -> Macros:
         "div": (("a_arg, b_arg", let({"a": "a_arg", "b": "b_arg"},
                                      "round((v.a - v.a % v.b) / v.b)::DECIMAL(38, 0)")),),
         **_interval_macros(),
+        # PostgreSQL's prefix operators |/ (square root) and ||/ (cube root) of double
+        # precision: DuckDB's parser reads a prefix operator as a call of a function so named.
+        '"|/"': (("x_arg", "sqrt(x_arg::DOUBLE)"),),
+        '"||/"': (("x_arg", "cbrt(x_arg::DOUBLE)"),),
     }
 
 

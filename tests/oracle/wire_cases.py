@@ -63,6 +63,13 @@ CASES: tuple[Case, ...] = (
     Case("unknown_operand_beside_a_parameter", "SELECT %s::date - '2020-01-01' AS a",
          params=(dt.date(2020, 1, 11),)),
     Case("unknown_operand_not_a_number", "SELECT 1 * 'abc'"),
+    # the prefix operators: |/ square root, ||/ cube root (double precision), @ absolute value
+    Case("prefix_roots", "SELECT |/ 16 AS a, |/ 2 AS b, ||/ 27 AS c, ||/ -8.0 AS d, |/ '16' AS e, "
+         "|/ 16 + 9 AS f, ||/ 4 * 2 < 3 AS g, |/ x, ||/ x FROM (VALUES (2::int), (NULL)) t(x)"),
+    Case("prefix_roots_parsed", "SELECT |/ 16 + 9 AS f, ||/ 4 * 2 AS g, 1::numeric AS n"),
+    Case("prefix_square_root_of_a_negative", "SELECT |/ -1"),
+    Case("prefix_absolute_value", "SELECT @ -5 AS a, @ -5.5 AS b, @ -2::int8 AS c, @ x "
+         "FROM (VALUES (-1.5::float4)) t(x)"),
     # -- numeric keeps its digits
     Case("numeric_literal_cast", "SELECT 1.23456::numeric AS n"),
     Case("numeric_string_cast", "SELECT '1.23456'::numeric AS n"),
