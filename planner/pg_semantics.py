@@ -113,9 +113,9 @@ Contract:
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
     `to_char(number, constant template)` (`pg_to_char`, a Python function the catalog
-    registers), `to_date(text, template)` (`pg_to_date`, likewise), and
-    `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
-    function;
+    registers), `to_date(text, template)` (`pg_to_date`, likewise), `initcap` (`_initcap`:
+    its words runs of letters and digits of any script), and `btrim` (which sqlglot spells
+    out), each select list item named after the function;
   * `*` over joins that merge columns (USING, NATURAL; chains of them) lists the columns as
     PostgreSQL's star does: each join's merged columns first, then the rest of each side (DuckDB
     leaves them where the left side has them). Which columns move is
@@ -740,10 +740,36 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.ArrayToString) and call.args.get("null") is not None:
         return call.copy()  # sqlglot spells the NULLs' text out as DuckDB's list_transform
-    if isinstance(call, exp.Initcap) or (
-            isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
+    if isinstance(call, exp.Initcap):  # (sqlglot adds its delimiters; PostgreSQL takes none)
+        return _initcap(call.this)
+    if isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim":
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
     return None
+
+
+# What PostgreSQL's initcap counts as a word's letter or digit (iswalnum of a UTF-8 locale):
+# letters, decimal digits, letter numbers and spacing marks. Of the 190,000 code points below
+# U+30000, PostgreSQL 15 (C.UTF-8) counts 1,198 otherwise: combining marks of Indic, Hebrew and
+# other scripts that Unicode counts as alphabetic (RE2 has no class of them).
+_WORD_CHARACTER = r"[\pL\p{Nd}\p{Nl}\p{Mc}]"
+
+
+def _initcap(value: exp.Expression) -> exp.Expression:
+    """PostgreSQL's initcap(value): each word's first letter upper case, the rest lower case,
+    where a word is a run of `_WORD_CHARACTER`s (sqlglot's spelling out for DuckDB counts only
+    ASCII punctuation and blanks between words: `o’neil`, `a—b` were one word)."""
+    runs = exp.Anonymous(this="regexp_extract_all", expressions=[
+        value.copy(), exp.Literal.string(f"{_WORD_CHARACTER}+|[^{_WORD_CHARACTER[1:-1]}]+")])
+    run = exp.column("heron_run")
+    capitalized = exp.DPipe(
+        this=exp.Upper(this=exp.Left(this=run, expression=exp.Literal.number(1))),
+        expression=exp.Lower(this=exp.Substring(this=run.copy(), start=exp.Literal.number(2))))
+    word = exp.Anonymous(this="regexp_matches", expressions=[
+        run.copy(), exp.Literal.string(f"^{_WORD_CHARACTER}")])
+    each = exp.Lambda(this=exp.If(this=word, true=capitalized, false=exp.Lower(this=run.copy())),
+                      expressions=[exp.to_identifier("heron_run")])
+    return exp.Anonymous(this="array_to_string", expressions=[
+        exp.Anonymous(this="list_transform", expressions=[runs, each]), exp.Literal.string("")])
 
 
 def _condition(node: exp.Expression) -> bool:

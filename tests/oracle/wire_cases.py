@@ -68,6 +68,13 @@ CASES: tuple[Case, ...] = (
          "|/ 16 + 9 AS f, ||/ 4 * 2 < 3 AS g, |/ x, ||/ x FROM (VALUES (2::int), (NULL)) t(x)"),
     Case("prefix_roots_parsed", "SELECT |/ 16 + 9 AS f, ||/ 4 * 2 AS g, 1::numeric AS n"),
     Case("prefix_square_root_of_a_negative", "SELECT |/ -1"),
+    # case mapping as PostgreSQL's in a UTF-8 database: ß has no capital of one letter, and
+    # initcap's words are runs of letters and digits of any script
+    Case("upper_sharp_s", "SELECT upper('straße') AS a, upper('ẞ') AS b, lower('ẞ') AS c, "
+         "upper(x) AS d FROM (VALUES ('groß'), (NULL)) t(x)"),
+    Case("initcap_words", "SELECT initcap('hELLO wORLD foo-bar o''neil 3abc ßtraße') AS a, "
+         "initcap('o’neil «jean-luc» x²y ébé—çà être_x') AS b, initcap(x) AS c "
+         "FROM (VALUES ('ǆemal ßa'), (NULL)) t(x)"),
     Case("prefix_absolute_value", "SELECT @ -5 AS a, @ -5.5 AS b, @ -2::int8 AS c, @ x "
          "FROM (VALUES (-1.5::float4)) t(x)"),
     # -- numeric keeps its digits

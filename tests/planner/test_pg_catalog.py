@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from heron.planner import Planner, pg_catalog, pg_types
+from heron.planner import Planner, SqlError, pg_catalog, pg_types
 from heron.planner.pg_catalog_rewrite import rewrite
 
 
@@ -410,5 +410,20 @@ def test_prefix_root_operators_are_double_precision_of_what_follows_up_to_a_comp
             assert result.rows is not None
             row = [column[0].as_py() for column in result.rows.read_all().columns]
             assert row[:3] == [17 ** 0.5, True, 2 ** 0.5]
+    finally:
+        planner.close()
+
+
+def test_upper_keeps_sharp_s_as_postgresql_s_towupper_does():
+    planner = Planner(duckdb.connect())
+    try:
+        result = planner.execute(planner.prepare(
+            "SELECT upper('straße'), upper('ẞ'), upper('ßßaßẞ'), upper(''), upper(NULL), "
+            "initcap('ßtraße groß'), lower('ẞ')"))
+        assert result.rows is not None
+        assert [column[0].as_py() for column in result.rows.read_all().columns] == [
+            "STRAßE", "ẞ", "ßßAßẞ", "", None, "ßtraße Groß", "ß"]
+        with pytest.raises(SqlError, match=r"upper\(integer\)"):
+            planner.execute(planner.prepare("SELECT upper(5)"))
     finally:
         planner.close()

@@ -305,6 +305,13 @@ def test_an_untyped_literal_takes_the_other_operands_type(con):
         assert pg_semantics.rewrite(sql) == sql  # no operand beside a literal; two unknowns
 
 
+def test_initcap_s_words_are_runs_of_letters_and_digits_of_any_script(con):
+    assert one(con, "SELECT initcap('hELLO wORLD foo-bar o''neil 3abc'), "
+                    "initcap('o’neil «jean-luc» x²y ébé—çà être_x'), initcap(''), "
+                    "initcap(NULL)") == [(
+        "Hello World Foo-Bar O'Neil 3abc", "O’Neil «Jean-Luc» X²Y Ébé—Çà Être_X", "", None)]
+
+
 def test_round_of_a_double_breaks_ties_to_even_and_of_a_numeric_away_from_zero(con):
     assert one(con, "SELECT round(2.5::double), round(-2.5::double), round(3.5::double), "
                     "round(2.5), round(-2.5), round(7), round(2.567, 2)") == [
