@@ -145,11 +145,23 @@ class PostgresSql(Postgres):
     within a call's arguments `->` is jsonb's and json's operator, as everywhere else (sqlglot
     would read `f(j -> 'a')` as a lambda); an interval's qualifier is one of `INTERVAL_FIELDS`;
     an ORDER BY key's `USING <` or `USING >` is its ASC or DESC (nulls last or first unless it
-    says)."""
+    says); the prefix operators `|/` and `||/` (square and cube root) take what follows up to a
+    comparison or another operator, `+` and `-` included (`|/ 16 + 1` is the root of 17; sqlglot
+    reads it as sqrt(16) + 1), kept as the operators for DuckDB (`pg_catalog_functions`' macros
+    of those names: named `?column?`, as PostgreSQL names them)."""
 
     class Parser(Postgres.Parser):
         LAMBDAS: ClassVar = {token: parser for token, parser in Postgres.Parser.LAMBDAS.items()
                              if token is not TokenType.ARROW}
+        UNARY_PARSERS: ClassVar = {
+            **Postgres.Parser.UNARY_PARSERS,
+            TokenType.PIPE_SLASH: lambda self: self._parse_prefix_operator("|/"),
+            TokenType.DPIPE_SLASH: lambda self: self._parse_prefix_operator("||/"),
+        }
+
+        def _parse_prefix_operator(self, operator: str) -> exp.Expression:
+            # (in parentheses, so that what follows it in the printed text stays outside it)
+            return exp.Paren(this=exp.Anonymous(this=operator, expressions=[self._parse_term()]))
 
         def _parse_ordered(self, parse_method: Callable[[], exp.Expr | None] | None = None
                            ) -> exp.Ordered | None:

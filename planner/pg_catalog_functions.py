@@ -291,6 +291,20 @@ def _session_macros() -> Macros:
         "div": (("a_arg, b_arg", let({"a": "a_arg", "b": "b_arg"},
                                      "round((v.a - v.a % v.b) / v.b)::DECIMAL(38, 0)")),),
         **_interval_macros(),
+        # upper keeps ß, which has no capital of one letter for PostgreSQL (its towupper, in
+        # every UTF-8 locale; DuckDB's gives ẞ, U+1E9E): the stretches between them upper-cased.
+        # The only letter whose upper and lower case differ from PostgreSQL's (initcap's
+        # `pg_semantics` rewrite calls this upper too). DuckDB's upper is tested first, so that
+        # upper of a non-text is refused in its words (42883 upper(integer)).
+        "upper": (("text_arg", "CASE WHEN contains(system.main.upper(text_arg), 'ẞ') THEN "
+                               "array_to_string("
+                               "list_transform(string_split(text_arg, 'ß'), lambda heron_p: "
+                               "system.main.upper(heron_p)), 'ß') "
+                               "ELSE system.main.upper(text_arg) END"),),
+        # PostgreSQL's prefix operators |/ (square root) and ||/ (cube root) of double
+        # precision: DuckDB's parser reads a prefix operator as a call of a function so named.
+        '"|/"': (("x_arg", "sqrt(x_arg::DOUBLE)"),),
+        '"||/"': (("x_arg", "cbrt(x_arg::DOUBLE)"),),
     }
 
 

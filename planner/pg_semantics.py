@@ -62,6 +62,10 @@ Contract:
     its syntax too (an untyped NULL is an array); `array_cat` (and `||` of two arrays) is NULL
     only where both arrays are (DuckDB's list_concat gives []);
   * `#` of integers (bitwise xor; DuckDB's grammar has no `#`) is DuckDB's xor;
+  * an untyped string literal beside `+ - * / %` and a typed operand takes that operand's
+    type, as PostgreSQL resolves it (`_unknown_operands`: `'10'::int + '5'` is integer 15,
+    `1.5 + '2'` numeric, `d - '2020-01-01'` subtracts dates, `now() - '1 day'` fails 22007;
+    DuckDB's binder finds no best candidate, or makes a double);
   * `generate_series` in a select list gives rows, as a set-returning function does (DuckDB's
     scalar form gives one list), named `generate_series` and `integer` when its bounds (and
     step) are integer literals within int4, as PostgreSQL's generate_series(int, int) is (in
@@ -109,9 +113,9 @@ Contract:
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
     `to_char(number, constant template)` (`pg_to_char`, a Python function the catalog
-    registers), `to_date(text, template)` (`pg_to_date`, likewise), and
-    `initcap` and `btrim` (which sqlglot spells out), each select list item named after the
-    function;
+    registers), `to_date(text, template)` (`pg_to_date`, likewise), `initcap` (`_initcap`:
+    its words runs of letters and digits of any script), and `btrim` (which sqlglot spells
+    out), each select list item named after the function;
   * `*` over joins that merge columns (USING, NATURAL; chains of them) lists the columns as
     PostgreSQL's star does: each join's merged columns first, then the rest of each side (DuckDB
     leaves them where the left side has them). Which columns move is
@@ -321,6 +325,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                    or _ORDER_USING.search(sql) is not None
                    or ("/" in sql and _INTERVAL_WORDS.search(sql) is not None)
                    or _concatenates_arrays(sql)
+                   or _unknown_operand(sql)
                    or jsonb_storage.may_write(sql, relations)
                    or jsonb_storage.may_compare(sql, relations)
                    or (("||" in sql or "-" in sql) and jsonb_storage.names_jsonb_table(
@@ -353,6 +358,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
+                  + _unknown_operands(tree)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   + _using_stars(tree, relations) + grouped_keys.group_by_keys(tree, relations))
     if texts:  # last: the casts to text the rewrites above made are seen too
@@ -749,10 +755,36 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return exp.Lower(this=call.copy())
     if isinstance(call, exp.ArrayToString) and call.args.get("null") is not None:
         return call.copy()  # sqlglot spells the NULLs' text out as DuckDB's list_transform
-    if isinstance(call, exp.Initcap) or (
-            isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim"):
+    if isinstance(call, exp.Initcap):  # (sqlglot adds its delimiters; PostgreSQL takes none)
+        return _initcap(call.this)
+    if isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim":
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
     return None
+
+
+# What PostgreSQL's initcap counts as a word's letter or digit (iswalnum of a UTF-8 locale):
+# letters, decimal digits, letter numbers and spacing marks. Of the 190,000 code points below
+# U+30000, PostgreSQL 15 (C.UTF-8) counts 1,198 otherwise: combining marks of Indic, Hebrew and
+# other scripts that Unicode counts as alphabetic (RE2 has no class of them).
+_WORD_CHARACTER = r"[\pL\p{Nd}\p{Nl}\p{Mc}]"
+
+
+def _initcap(value: exp.Expression) -> exp.Expression:
+    """PostgreSQL's initcap(value): each word's first letter upper case, the rest lower case,
+    where a word is a run of `_WORD_CHARACTER`s (sqlglot's spelling out for DuckDB counts only
+    ASCII punctuation and blanks between words: `o’neil`, `a—b` were one word)."""
+    runs = exp.Anonymous(this="regexp_extract_all", expressions=[
+        value.copy(), exp.Literal.string(f"{_WORD_CHARACTER}+|[^{_WORD_CHARACTER[1:-1]}]+")])
+    run = exp.column("heron_run")
+    capitalized = exp.DPipe(
+        this=exp.Upper(this=exp.Left(this=run, expression=exp.Literal.number(1))),
+        expression=exp.Lower(this=exp.Substring(this=run.copy(), start=exp.Literal.number(2))))
+    word = exp.Anonymous(this="regexp_matches", expressions=[
+        run.copy(), exp.Literal.string(f"^{_WORD_CHARACTER}")])
+    each = exp.Lambda(this=exp.If(this=word, true=capitalized, false=exp.Lower(this=run.copy())),
+                      expressions=[exp.to_identifier("heron_run")])
+    return exp.Anonymous(this="array_to_string", expressions=[
+        exp.Anonymous(this="list_transform", expressions=[runs, each]), exp.Literal.string("")])
 
 
 def _condition(node: exp.Expression) -> bool:
@@ -1251,6 +1283,54 @@ def _powers(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         spelled = isinstance(call.meta.get("start"), int)  # power(x, y), not x ^ y
         _take_place(call, _call_name(call, sql) if spelled else "?column?").replace(checked)
     return calls
+
+
+# An untyped string literal beside an arithmetic operator (before or after it; `_unknown_operand`).
+_UNKNOWN_OPERAND = re.compile(r"[-+*/%]\s*'|'\s*[-+*/%]")
+_LITERAL_OPERAND = re.compile(r"[-+*/%]\s*''|''\s*[-+*/%]")
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+_NUMBER_TEXT = re.compile(r"\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*")
+
+
+def _unknown_operand(sql: str) -> bool:
+    """Whether `sql` may have an untyped string literal as an operand of `+ - * / %`: one
+    stands beside the operator, not only a `%` inside a LIKE pattern."""
+    return _UNKNOWN_OPERAND.search(sql) is not None and (
+        _UNCLEAR_LITERALS.search(sql) is not None
+        or _LITERAL_OPERAND.search(_STRING_LITERAL.sub("''", sql)) is not None)
+
+
+def _unknown_operands(tree: exp.Expression) -> list[exp.Expression]:
+    """Each untyped string literal that is an operand of `+ - * / %` beside a typed one read as
+    PostgreSQL resolves it, as of the other operand's type (DuckDB finds no best candidate
+    beside anything but a number literal: `'10'::int + '5'` fails to bind, `1.5 + '2'` is a
+    double); the literals changed. A number's digits become that number's literal, which DuckDB
+    types after the other operand as PostgreSQL would (integer beside an integer, numeric
+    beside a numeric; `1 + '1.5'` is numeric 2.5 where PostgreSQL's reading of '1.5' as an
+    integer fails). Any other text beside `- * / %` is cast to the other operand's type (a CASE
+    that never takes the other operand's branch has its type): `now() - '1 day'` and `1 * 'x'`
+    fail as PostgreSQL's do, `d - '2020-01-01'` subtracts dates; beside `+` DuckDB's one
+    candidate (timestamp + interval) is PostgreSQL's choice too. (Comparisons need nothing:
+    DuckDB casts such a literal to the other side's type.)"""
+    changed: list[exp.Expression] = []
+    for node in list(tree.find_all(*_ARITHMETIC)):
+        for literal, other in ((node.this, node.expression), (node.expression, node.this)):
+            if not (isinstance(literal, exp.Literal) and literal.is_string) or (
+                    isinstance(other, exp.Literal) and other.is_string) or isinstance(
+                    other, exp.Null | exp.Placeholder | exp.Parameter) or _asks_ai(other):
+                continue  # (two unknowns, or a parameter's type, are not this rewrite's)
+            if number := _NUMBER_TEXT.fullmatch(literal.name):
+                digits = exp.Literal.number(number[2])
+                literal.replace(exp.Neg(this=digits) if number[1] == "-" else digits)
+            elif not isinstance(node, exp.Add) and other.find(exp.Query, exp.Placeholder) is None:
+                # (not copying a subquery, which would run twice, or a `?`, which would number
+                # the parameters after it otherwise; `$n` may come twice)
+                literal.replace(exp.Case(ifs=[exp.If(this=exp.false(), true=other.copy())],
+                                         default=literal.copy()))
+            else:
+                continue
+            changed.append(node)
+    return changed
 
 
 # EXTRACT's fields PostgreSQL counts in fractions of a second, computed from DuckDB's

@@ -30,6 +30,8 @@ import re
 from sqlglot import exp
 
 UNNAMED = "?column?"
+# PostgreSQL's operator characters: an operator's name.
+_OPERATOR = re.compile(r"[-+*/<>=~!@#%^&|`?]+")
 
 _T = exp.DataType.Type
 # PostgreSQL's names of the types a cast may name a column after (format_type's internal names).
@@ -131,6 +133,8 @@ def _figured(node: exp.Expression, sql: str | None) -> tuple[str | None, int]:
         return _TRIM.get(str(node.args.get("position") or "").upper(), "btrim"), 2
     if isinstance(node, exp.Func | exp.Binary) and (spelled := _spelled(node, sql)) is not None:
         return spelled, 2
+    if isinstance(node, exp.Anonymous) and _OPERATOR.fullmatch(node.name):
+        return None, 0  # a prefix operator (`|/`, as `dialect` keeps it)
     if isinstance(node, exp.Anonymous):
         return _RENAMED.get(node.name.lower(), node.name.lower()), 2
     if (special := _SPECIAL.get(type(node))) is not None:

@@ -49,6 +49,34 @@ CASES: tuple[Case, ...] = (
     Case("modulo_by_zero", "SELECT 5 % 0"),
     Case("integer_overflow", "SELECT 2147483647::int4 + 1"),
     Case("bigint_overflow", "SELECT 9223372036854775807::int8 + 1"),
+    # an untyped string literal beside a typed operand takes that operand's type
+    Case("unknown_operand_integer", "SELECT '10'::int + '5' AS a, 2 * '3' AS b, 10 - ' -4' AS c, "
+         "2::int8 * '3' AS d, 1 + '2' + 3 AS e, '3' > 2 AS f"),
+    Case("unknown_operand_numeric", "SELECT 1.5 + '2' AS a, 1.5 + '2.25' AS b, "
+         "x * '3' AS c, x + '0.125' AS d FROM (VALUES (1.25::numeric(5,2))) t(x)"),
+    Case("unknown_operand_float_and_smallint", "SELECT x + '1' AS a, y - '1' AS b "
+         "FROM (VALUES (1.5::float8, 2::int2)) t(x, y)"),
+    Case("unknown_operand_dates", "SELECT date '2020-01-11' - '2020-01-01' AS a, "
+         "timestamp '2020-01-02' - '2020-01-01' AS b, interval '1 day' - '2 hours' AS c, "
+         "timestamp '2020-01-01' + '1 hour' AS d"),
+    Case("unknown_operand_timestamp_minus_text", "SELECT now() - '1 day'"),
+    Case("unknown_operand_beside_a_parameter", "SELECT %s::date - '2020-01-01' AS a",
+         params=(dt.date(2020, 1, 11),)),
+    Case("unknown_operand_not_a_number", "SELECT 1 * 'abc'"),
+    # the prefix operators: |/ square root, ||/ cube root (double precision), @ absolute value
+    Case("prefix_roots", "SELECT |/ 16 AS a, |/ 2 AS b, ||/ 27 AS c, ||/ -8.0 AS d, |/ '16' AS e, "
+         "|/ 16 + 9 AS f, ||/ 4 * 2 < 3 AS g, |/ x, ||/ x FROM (VALUES (2::int), (NULL)) t(x)"),
+    Case("prefix_roots_parsed", "SELECT |/ 16 + 9 AS f, ||/ 4 * 2 AS g, 1::numeric AS n"),
+    Case("prefix_square_root_of_a_negative", "SELECT |/ -1"),
+    # case mapping as PostgreSQL's in a UTF-8 database: ß has no capital of one letter, and
+    # initcap's words are runs of letters and digits of any script
+    Case("upper_sharp_s", "SELECT upper('straße') AS a, upper('ẞ') AS b, lower('ẞ') AS c, "
+         "upper(x) AS d FROM (VALUES ('groß'), (NULL)) t(x)"),
+    Case("initcap_words", "SELECT initcap('hELLO wORLD foo-bar o''neil 3abc ßtraße') AS a, "
+         "initcap('o’neil «jean-luc» x²y ébé—çà être_x') AS b, initcap(x) AS c "
+         "FROM (VALUES ('ǆemal ßa'), (NULL)) t(x)"),
+    Case("prefix_absolute_value", "SELECT @ -5 AS a, @ -5.5 AS b, @ -2::int8 AS c, @ x "
+         "FROM (VALUES (-1.5::float4)) t(x)"),
     # -- numeric keeps its digits
     Case("numeric_literal_cast", "SELECT 1.23456::numeric AS n"),
     Case("numeric_string_cast", "SELECT '1.23456'::numeric AS n"),

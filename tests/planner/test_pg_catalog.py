@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from heron.planner import Planner, pg_catalog, pg_types
+from heron.planner import Planner, SqlError, pg_catalog, pg_types
 from heron.planner.pg_catalog_rewrite import rewrite
 
 
@@ -394,3 +394,36 @@ def test_the_relations_are_created_by_the_first_statement_that_may_read_them():
     assert planner.execute(planner.prepare(counted)).rows.read_all().to_pylist() == [{"n": 1}]
     assert con.execute(temp_views).fetchall() == [(1,)]
     con.close()
+
+
+def test_prefix_root_operators_are_double_precision_of_what_follows_up_to_a_comparison():
+    planner = Planner(duckdb.connect())
+    try:
+        # `1::numeric` makes the statement parse (`pg_semantics` rewrites it): sqlglot's reading
+        # of `|/ 16 + 1` was sqrt(16) + 1, PostgreSQL's is the root of 17
+        for sql in ("SELECT |/ 16 + 1, ||/ 27 * 2 < 4, |/ x AS r FROM (VALUES (2)) t(x)",
+                    "SELECT |/ 16 + 1, ||/ 27 * 2 < 4, |/ x AS r, 1::numeric AS n "
+                    "FROM (VALUES (2)) t(x)"):
+            result = planner.execute(planner.prepare(sql))
+            assert [(c.name, str(c.type)) for c in result.columns][:3] == [
+                ("?column?", "double"), ("?column?", "bool"), ("r", "double")]
+            assert result.rows is not None
+            row = [column[0].as_py() for column in result.rows.read_all().columns]
+            assert row[:3] == [17 ** 0.5, True, 2 ** 0.5]
+    finally:
+        planner.close()
+
+
+def test_upper_keeps_sharp_s_as_postgresql_s_towupper_does():
+    planner = Planner(duckdb.connect())
+    try:
+        result = planner.execute(planner.prepare(
+            "SELECT upper('straße'), upper('ẞ'), upper('ßßaßẞ'), upper(''), upper(NULL), "
+            "initcap('ßtraße groß'), lower('ẞ')"))
+        assert result.rows is not None
+        assert [column[0].as_py() for column in result.rows.read_all().columns] == [
+            "STRAßE", "ẞ", "ßßAßẞ", "", None, "ßtraße Groß", "ß"]
+        with pytest.raises(SqlError, match=r"upper\(integer\)"):
+            planner.execute(planner.prepare("SELECT upper(5)"))
+    finally:
+        planner.close()

@@ -288,6 +288,30 @@ def test_generate_series_in_a_select_list_gives_rows(con):
         ["BIGINT"], [(2,)])  # bounds beyond int4: DuckDB's bigint rows, as PostgreSQL's
 
 
+def test_an_untyped_literal_takes_the_other_operands_type(con):
+    result = con.execute(pg_semantics.rewrite(
+        "SELECT '10'::int + '5', 2::bigint * ' -3', 1.5 + '2.25', x - '1', x::smallint % '2', "
+        "date '2020-01-11' - '2020-01-01', interval '1 day' - '2 hours', "
+        "timestamp '2020-01-01' + '1 hour' FROM (VALUES (4)) t(x)"))
+    assert [str(d[1]) for d in result.description] == [
+        "INTEGER", "BIGINT", "DECIMAL(4,2)", "INTEGER", "SMALLINT", "BIGINT", "INTERVAL",
+        "TIMESTAMP"]  # (date - date is integer once `typed_results` types it)
+    assert result.fetchall() == [(15, -6, Decimal("3.75"), 3, 0, 10, dt.timedelta(hours=22),
+                                  dt.datetime(2020, 1, 1, 1))]
+    for sql in ("SELECT now() - '1 day'", "SELECT 1 * 'abc'"):  # the literal read as the type
+        with pytest.raises(duckdb.ConversionException):
+            one(con, sql)
+    for sql in ("SELECT 'a' || 'b' LIKE '%b%'", "SELECT '1' + '2'", "SELECT $1 + '2'"):
+        assert pg_semantics.rewrite(sql) == sql  # no operand beside a literal; two unknowns
+
+
+def test_initcap_s_words_are_runs_of_letters_and_digits_of_any_script(con):
+    assert one(con, "SELECT initcap('hELLO wORLD foo-bar o''neil 3abc'), "
+                    "initcap('o’neil «jean-luc» x²y ébé—çà être_x'), initcap(''), "
+                    "initcap(NULL)") == [(
+        "Hello World Foo-Bar O'Neil 3abc", "O’Neil «Jean-Luc» X²Y Ébé—Çà Être_X", "", None)]
+
+
 def test_round_of_a_double_breaks_ties_to_even_and_of_a_numeric_away_from_zero(con):
     assert one(con, "SELECT round(2.5::double), round(-2.5::double), round(3.5::double), "
                     "round(2.5), round(-2.5), round(7), round(2.567, 2)") == [
