@@ -549,6 +549,8 @@ def validate(con: duckdb.DuckDBPyConnection, keys: Sequence[Key]) -> None:
 def _check_present(con: duckdb.DuckDBPyConnection, key: Key, *, fresh: bool = False) -> None:
     """23503 where a row of `key`'s table (with `fresh`, one its transaction inserted) has a
     key no referenced row has."""
+    if fresh and _one_fresh_key_present(con, key):
+        return
     missing = _orphan(con, key, fresh=fresh)
     if missing is not None:
         raise SqlError(SqlState.FOREIGN_KEY_VIOLATION,
@@ -600,6 +602,21 @@ def _still_referenced(key: Key, values: str) -> SqlError:
                     f'constraint "{key.name}" on table "{key.table}"',
                     detail=f"Key ({', '.join(key.referenced_columns)})=({values}) is still "
                            f'referenced from table "{key.table}".')
+
+
+def _one_fresh_key_present(con: duckdb.DuckDBPyConnection, key: Key) -> bool:
+    """Whether the rows of `key`'s table its transaction inserted hold at most one key, which a
+    referenced row has: looked up by the referenced table's index (a row an ORM inserts; the
+    anti-join of `_orphan` builds the whole referenced table's hash, ~1.5 ms at 10,000 rows)."""
+    columns = ", ".join(f"heron_c.{dialect.quoted(c)}" for c in key.columns)
+    present = " AND ".join(f"heron_c.{dialect.quoted(c)} IS NOT NULL" for c in key.columns)
+    found = con.execute(f"SELECT DISTINCT {columns} FROM {key.quoted} heron_c WHERE {present} "
+                        f"AND heron_c.rowid >= {MAX_ROW_ID} LIMIT 2").fetchall()
+    if len(found) != 1:
+        return not found
+    matched = " AND ".join(f"{dialect.quoted(p)} = ?" for p in key.referenced_columns)
+    return bool(con.execute(f"SELECT 1 FROM {key.referenced_quoted} WHERE {matched} LIMIT 1",
+                            list(found[0])).fetchall())
 
 
 def _orphan(con: duckdb.DuckDBPyConnection, key: Key, *, fresh: bool = False) -> str | None:

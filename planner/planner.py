@@ -284,6 +284,9 @@ class Planner:
         try:
             if self.cancelled.is_set():
                 raise query_canceled()
+            if stmt.kind in (Kind.COMMIT, Kind.ROLLBACK):  # (where no session answers them)
+                (self.commit if stmt.kind is Kind.COMMIT else self.rollback)()
+                return Result(stmt.verb, None, None)
             try:
                 result = self._keyed(stmt, params, stream)
             except duckdb.Error as exc:  # (what ran around DuckDB's statement: a catalog snapshot)
@@ -294,6 +297,8 @@ class Planner:
                     # run within the same catalog generation (a materialized view's table
                     # made from its query's view, just created).
                     self._relations_read = self._keys_read = None
+            if stmt.kind is Kind.BEGIN:  # (DuckDB's, options and all, where no session answers)
+                self._in_transaction = True
             if not self._in_transaction and stmt.kind is not Kind.SELECT:
                 self.on_commit.before_commit(self.con)  # (DuckDB committed it: autocommit)
             return result
@@ -330,7 +335,7 @@ class Planner:
         change = foreign_keys.altered(stmt.sql) if stmt.verb in _KEYED_DDL else None
         if write is None and change is None:
             return self._execute(stmt, params, stream)
-        with statement.atomic(self.con):
+        with statement.atomic(self.con, opened=self._in_transaction):
             keys = self._foreign_keys()
             notices: list[str] = []
             if change is not None:
@@ -464,7 +469,7 @@ class Planner:
         if write is None:
             yield
             return
-        with statement.atomic(self.con):
+        with statement.atomic(self.con, opened=self._in_transaction):
             yield
             foreign_keys.enforce(self.con, self._foreign_keys(), write, self._block_deferred())
 

@@ -787,11 +787,12 @@ def insert_many(con: duckdb.DuckDBPyConnection, statement: Statement,
 
 
 @contextlib.contextmanager
-def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+def atomic(con: duckdb.DuckDBPyConnection, *, opened: bool | None = None) -> Iterator[None]:
     """The statements run within as one: in the transaction open on `con` (the session's, which
     a failure aborts), else in one begun here, committed at the end or rolled back on an error.
-    (A BEGIN inside an open transaction would fail, and abort it.)"""
-    if in_transaction(con):
+    (A BEGIN inside an open transaction would fail, and abort it.) `opened`: whether one is
+    open, where the caller knows (else DuckDB is asked: two queries)."""
+    if in_transaction(con) if opened is None else opened:
         yield
         return
     con.execute("BEGIN TRANSACTION")
