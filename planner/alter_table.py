@@ -522,7 +522,7 @@ def _check_name(table: str, column: exp.ColumnDef) -> str:
     named = next((c.this for c in column.args.get("constraints") or ()
                   if isinstance(c, exp.ColumnConstraint) and c.this is not None
                   and isinstance(c.kind, exp.CheckColumnConstraint)), None)
-    return constraint_names.kept_name(named) if named is not None else (
+    return dialect.kept_name(named) if named is not None else (
         f"{table}_{column.name}_check")
 
 

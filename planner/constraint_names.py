@@ -29,7 +29,6 @@ Contract:
   foreign key's included).
 - `column_items(columns, table)`: the same for the columns ALTER TABLE ADD COLUMN adds
   (`alter_table`): each column, then the marks of its named keys.
-- `kept_name(identifier)`: a name given to a constraint, as PostgreSQL keeps it.
 - `exists(con, name)`: whether a constraint the catalog shows has the name (its parts: maybe
   schema-qualified), in the session's database or its temporary tables (SET CONSTRAINTS).
 - SQL over a duckdb_constraints() row `c` (for `pg_catalog_relations` and `alter_table`):
@@ -75,12 +74,13 @@ def name_constraints(tree: exp.Expression) -> list[exp.Expression]:
             for constraint in item.args.get("constraints") or ():
                 if isinstance(constraint, exp.ColumnConstraint) and constraint.this:
                     changed.append(constraint)
-                    name = kept_name(constraint.this)
+                    name = dialect.kept_name(constraint.this)
                     constraint.set("this", None)
                     constraint.set("kind", _kept(constraint.kind, name, table, [item.name], marks))
         elif isinstance(item, exp.Constraint) and len(item.expressions) == 1:
             changed.append(item)
-            item.replace(_kept(item.expressions[0], kept_name(item.this), table, None, marks))
+            item.replace(_kept(item.expressions[0], dialect.kept_name(item.this), table, None,
+                               marks))
     for mark in marks:
         schema.append("expressions", exp.CheckColumnConstraint(this=mark))
     return changed
@@ -116,7 +116,7 @@ class Added:
         if letter is None:
             raise SqlError(SqlState.INTERNAL_ERROR, f"cannot read the constraint {constraint!r}")
         if named:
-            name = kept_name(item.this)
+            name = dialect.kept_name(item.this)
         elif letter == "c":
             read = {c.name for c in kind.find_all(exp.Column)}
             name = f"{table}_{read.pop()}_check" if len(read) == 1 else f"{table}_check"
@@ -195,12 +195,6 @@ def _generated_name(letter: str, table: str, columns: list[str]) -> str:
     if letter == "p":
         return f"{table}_pkey"
     return f"{table}_{'_'.join(columns)}_{'key' if letter == 'u' else 'fkey'}"
-
-
-def kept_name(identifier: exp.Expression) -> str:
-    """A constraint's name as PostgreSQL keeps it (folded to lower case unless quoted)."""
-    quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
-    return identifier.name if quoted else identifier.name.lower()
 
 
 def _sql_literal(text: str) -> str:

@@ -272,6 +272,13 @@ def sql(tree: exp.Expression) -> str:
     return tree.sql(dialect=Heron)
 
 
+def kept_name(identifier: exp.Expression) -> str:
+    """A name given to an object (a constraint's), as PostgreSQL keeps it: folded to lower case
+    unless quoted."""
+    quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
+    return identifier.name if quoted else identifier.name.lower()
+
+
 def quoted(name: str) -> str:
     """`name` as a quoted identifier, whatever it holds (see the module docstring)."""
     return '"' + name.replace('"', '""') + '"'

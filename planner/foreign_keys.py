@@ -28,16 +28,18 @@ Contract:
   is PostgreSQL's 2BP01 for a dropped column other tables' keys reference (without CASCADE;
   with it, `dependents` are the keys to drop first); `followed(keys, change)`: the keys
   referencing a renamed table or column, with their marks' new texts.
-- `enforce(con, keys, write, deferred)`, run after the statement and in its transaction: the written
-  table's own keys are checked against the tables they reference (23503, worded as PostgreSQL
-  words it: `insert or update on table ... violates foreign key constraint ...`); for the keys
-  referencing it, rows it deleted or whose key it changed leave referencing rows behind, on
-  which the key's action runs: NO ACTION and RESTRICT refuse them (23503, `update or delete on
-  table ... violates ...`), CASCADE deletes them (ON DELETE), SET NULL and SET DEFAULT set
-  their key (its columns' defaults must then be referenced rows, else the same 23503), each
-  such change acted on in turn (a cascade down a hierarchy of one table included). In a
-  transaction block, `deferred` (its `Deferred`) takes the checks of the keys it defers (NO
-  ACTION's; RESTRICT and the actions never wait).
+- `enforce(con, keys, write, deferred, changed)`, run after the statement and in its transaction:
+  the written table's own keys are checked against the tables they reference (23503, worded as
+  PostgreSQL words it: `insert or update on table ... violates foreign key constraint ...`); for the
+  keys referencing it, rows it deleted or whose key it changed leave referencing rows behind, on
+  which the key's action runs: NO ACTION and RESTRICT refuse them (23503, `update or delete on table
+  ... violates ...`), CASCADE deletes them (ON DELETE), SET NULL and SET DEFAULT set their key (its
+  columns' defaults must then be referenced rows, else the same 23503), ON UPDATE CASCADE gives them
+  the new key (from `changed`: `changed_keys(con, keys, write, params)`, run before the UPDATE,
+  keeps each changed row's key, old and new, in a temporary table), each such change acted on in
+  turn (a cascade down a hierarchy of one table included; a MERGE or a cascade's own change of a key
+  ON UPDATE CASCADE references is 0A000). In a transaction block, `deferred` (its `Deferred`) takes
+  the checks of the keys it defers (NO ACTION's; RESTRICT and the actions never wait).
 - `Deferred`: a transaction block's deferred keys: DEFERRABLE ones, INITIALLY DEFERRED ones
   until SET CONSTRAINTS says otherwise (`set`); `check` runs the checks left (at COMMIT, and for
   the keys SET CONSTRAINTS makes IMMEDIATE).
@@ -50,8 +52,7 @@ Contract:
   (NULL but for foreign keys), `deferrable` and `deferred`: what the catalog, DROP and TRUNCATE
   read.
 
-Differences from PostgreSQL: ON UPDATE CASCADE of a referenced key that changes while rows
-reference it is 0A000; MATCH FULL is read as MATCH SIMPLE; only a PRIMARY KEY or UNIQUE
+Differences from PostgreSQL: MATCH FULL is read as MATCH SIMPLE; only a PRIMARY KEY or UNIQUE
 constraint (not a unique index) can be referenced; a check after an UPDATE or a DELETE reads
 the whole referencing table, and one after an INSERT its transaction's own rows with the whole
 referenced table (PostgreSQL probes an index per row); SET CONSTRAINTS' modes are forgotten
@@ -104,10 +105,18 @@ class Key:
 
     def of(self, write: Write) -> bool:
         """Whether the key is the written table's own."""
-        return _same(write, self.schema, self.table)
+        return self.on(write.schema, write.table)
 
     def references(self, write: Write) -> bool:
-        return _same(write, self.referenced_schema, self.referenced)
+        return self.refers_to(write.schema, write.table)
+
+    def on(self, schema: str | None, table: str) -> bool:
+        """Whether the key is the table's own (`schema` None: a name the search path finds;
+        `ANY`: any table)."""
+        return _same(schema, table, self.schema, self.table)
+
+    def refers_to(self, schema: str | None, table: str) -> bool:
+        return _same(schema, table, self.referenced_schema, self.referenced)
 
     def checked(self, write: Write) -> bool:
         """Whether `write` may leave the key unsatisfied: it adds rows to the key's table or
@@ -146,6 +155,7 @@ class Write:
     removes: bool  # rows deleted or changed: the keys referencing the table act
     deletes: bool = False  # removed by DELETE (ON DELETE acts), else changed (ON UPDATE)
     columns: frozenset[str] | None = None  # the columns changed (lower case; None: any)
+    sql: str = ""  # an UPDATE's text (`changed_keys` reads it)
 
     def changes(self, columns: Sequence[str]) -> bool:
         return self.columns is None or any(c.lower() in self.columns for c in columns)
@@ -200,7 +210,7 @@ def _mark(table: exp.Table, create: exp.Expression, named: exp.Expression | None
     if not referenced_columns:
         referenced_columns = list(_own_primary_key(create) if own else (found or ("", ()))[1])
     definition = {
-        "name": _kept_name(named) if named is not None
+        "name": dialect.kept_name(named) if named is not None
         else f"{table.name}_{'_'.join(columns)}_fkey",
         "table": referenced.name,
         "columns": referenced_columns,
@@ -235,11 +245,6 @@ def _own_primary_key(create: exp.Expression) -> tuple[str, ...]:
         if isinstance(key, exp.PrimaryKey):
             return tuple(c.name for c in key.expressions)
     return ()
-
-
-def _kept_name(identifier: exp.Expression) -> str:
-    quoted = isinstance(identifier, exp.Identifier) and identifier.quoted
-    return identifier.name if quoted else identifier.name.lower()
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -310,7 +315,7 @@ def written(sql: str) -> Write | None:
                      columns=_set_columns(updates) if updates else None)
     if isinstance(tree, exp.Update):
         return Write(schema, name, adds=True, removes=True,
-                     columns=_set_columns(tree.expressions))
+                     columns=_set_columns(tree.expressions), sql=sql)
     if isinstance(tree, exp.Delete):
         return Write(schema, name, adds=False, removes=True, deletes=True)
     if isinstance(tree, exp.Merge):
@@ -328,11 +333,11 @@ def _set_columns(assignments: Sequence[exp.Expression]) -> frozenset[str] | None
     return frozenset(columns)
 
 
-def _same(write: Write, schema: str, table: str) -> bool:
-    if write.table == ANY:
+def _same(schema: str | None, table: str, key_schema: str, key_table: str) -> bool:
+    if table == ANY:
         return True
-    return write.table.lower() == table.lower() and (
-        write.schema is None or write.schema.lower() == schema.lower())
+    return table.lower() == key_table.lower() and (
+        schema is None or schema.lower() == key_schema.lower())
 
 
 def _qualified(database: str, schema: str, table: str) -> str:
@@ -387,9 +392,9 @@ def altered(sql: str) -> Altered | None:
 
 def dependents(keys: Sequence[Key], change: Altered) -> list[Key]:
     """The keys of other tables referencing the columns `change` drops."""
-    write = Write(change.schema, change.table, adds=False, removes=False)
-    return [key for key in keys if key.references(write) and not key.of(write) and any(
-        c.lower() == d.lower() for c in key.referenced_columns for d in change.dropped)]
+    return [key for key in keys if key.refers_to(change.schema, change.table)
+            and not key.on(change.schema, change.table) and any(
+                c.lower() == d.lower() for c in key.referenced_columns for d in change.dropped)]
 
 
 def refuse_drop(keys: Sequence[Key], change: Altered) -> None:
@@ -410,11 +415,10 @@ def refuse_drop(keys: Sequence[Key], change: Altered) -> None:
 def followed(keys: Sequence[Key], change: Altered) -> list[tuple[Key, str]]:
     """The keys referencing a table `change` renames, or renames columns of, each with its
     mark's new text (the referenced table's and columns' new names)."""
-    write = Write(change.schema, change.table, adds=False, removes=False)
     renamed = {old.lower(): new for old, new in change.columns}
     found = []
     for key in keys:
-        if not key.references(write):
+        if not key.refers_to(change.schema, change.table):
             continue
         columns = [renamed.get(c.lower(), c) for c in key.referenced_columns]
         table = change.renamed_to or key.referenced
@@ -457,12 +461,47 @@ def resolver(con: duckdb.DuckDBPyConnection) -> Resolve:
     return resolve
 
 
+def changed_keys(con: duckdb.DuckDBPyConnection, keys: Sequence[Key], write: Write,
+                 params: Sequence[object]) -> dict[Key, str]:
+    """Before the UPDATE `write` (run with `params`): for each key ON UPDATE CASCADE whose
+    referenced columns it sets, a temporary table of each changed row's referenced key, old and
+    new (`heron_o<i>`, `heron_n<i>`: the SET expressions evaluated on the rows as they are, as
+    the UPDATE will), by the key."""
+    cascading = [key for key in keys if key.on_update == "c" and key.references(write)
+                 and write.changes(key.referenced_columns)]
+    if not cascading or not write.sql:
+        return {}
+    tree = sqlglot.parse_one(write.sql, read="duckdb")
+    assert isinstance(tree, exp.Update) and isinstance(tree.this, exp.Table)
+    row = tree.this.alias_or_name
+    sets = {assignment.this.name.lower(): assignment.expression
+            for assignment in tree.expressions}
+    tables = {}
+    for number, key in enumerate(cascading):
+        old = [f"{dialect.quoted(row)}.{dialect.quoted(c)}" for c in key.referenced_columns]
+        new = [sets[c.lower()].sql(dialect="duckdb") if c.lower() in sets else value
+               for c, value in zip(key.referenced_columns, old, strict=True)]
+        values = [*(f"{value} AS heron_o{i}" for i, value in enumerate(old)),
+                  *(f"{value} AS heron_n{i}" for i, value in enumerate(new))]
+        joined = tree.args.get("from_")
+        where = tree.args.get("where")
+        table = ".".join(dialect.quoted(p) for p in ("temp", "main", f"__heron_changed_{number}"))
+        con.execute(f"CREATE OR REPLACE TEMPORARY TABLE {table} AS SELECT {', '.join(values)} "
+                    f"FROM {tree.this.sql(dialect='duckdb')}"
+                    f"{', ' + joined.this.sql(dialect='duckdb') if joined is not None else ''}"
+                    f"{' ' + where.sql(dialect='duckdb') if where is not None else ''}",
+                    list(params) or None)
+        tables[key] = table
+    return tables
+
+
 # -- enforcing ----------------------------------------------------------------------------------
 
 def enforce(con: duckdb.DuckDBPyConnection, keys: Sequence[Key], write: Write,
-            deferred: Deferred | None = None) -> None:
+            deferred: Deferred | None = None, changed: dict[Key, str] | None = None) -> None:
     """Check and act on `keys` after `write` (see the module docstring); the checks of the keys
-    `deferred` (a transaction block's) defers are left to it."""
+    `deferred` (a transaction block's) defers are left to it; `changed`: `changed_keys`' tables
+    (ON UPDATE CASCADE), dropped once used."""
     pending = [write]
     while pending:
         done = pending.pop()
@@ -474,7 +513,10 @@ def enforce(con: duckdb.DuckDBPyConnection, keys: Sequence[Key], write: Write,
                     # from its MAX_ROW_ID (tests/planner/test_foreign_keys.py checks it does)
                     _check_present(con, key, fresh=not done.removes)
             if done.removes and key.references(done) and done.changes(key.referenced_columns):
-                pending += _act(con, key, done.deletes, deferred)
+                pending += _act(con, key, done.deletes, deferred, (changed or {}).get(key)
+                                if done is write else None)
+    for table in (changed or {}).values():
+        con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 class Deferred:
@@ -560,12 +602,21 @@ def _check_present(con: duckdb.DuckDBPyConnection, key: Key, *, fresh: bool = Fa
                               f'table "{key.referenced}".')
 
 
-def _act(con: duckdb.DuckDBPyConnection, key: Key, deletes: bool, deferred: Deferred | None
-         ) -> list[Write]:
+def _act(con: duckdb.DuckDBPyConnection, key: Key, deletes: bool, deferred: Deferred | None,
+         changed: str | None = None) -> list[Write]:
     """The action of `key` on the rows its referenced table's change left without a referenced
     row; what it wrote, to act on in turn. NO ACTION's check is left to `deferred` where it
-    defers the key."""
+    defers the key; ON UPDATE CASCADE reads the keys' changes from the table `changed`."""
     action = key.on_delete if deletes else key.on_update
+    if action == "c" and not deletes and changed is not None:
+        assignments = ", ".join(f"{dialect.quoted(c)} = heron_m.heron_n{i}"
+                                for i, c in enumerate(key.columns))
+        matched = " AND ".join(f"heron_c.{dialect.quoted(c)} = heron_m.heron_o{i}"
+                               for i, c in enumerate(key.columns))
+        (count,), = con.execute(f"UPDATE {key.quoted} AS heron_c SET {assignments} "
+                                f"FROM {changed} heron_m WHERE {matched}").fetchall()
+        return [Write(key.schema, key.table, adds=False, removes=True,
+                      columns=frozenset(c.lower() for c in key.columns))] if count else []
     if action == "a" and deferred is not None and deferred.defers(key):
         deferred.left.add((key, "referenced"))
         return []

@@ -337,31 +337,43 @@ class Planner:
             return self._execute(stmt, params, stream)
         with statement.atomic(self.con, opened=self._in_transaction):
             keys = self._foreign_keys()
-            notices: list[str] = []
-            if change is not None:
-                foreign_keys.refuse_drop(keys, change)
-                if dependents := foreign_keys.dependents(keys, change):
-                    for key in dependents:
-                        alter_table.drop_constraint(self.con, _relation(key), key.name)
-                    notices = existence.keys_dropped([(k.name, k.table) for k in dependents])
+            notices = [] if change is None else self._dependents_dropped(keys, change)
+            changed = {} if write is None else foreign_keys.changed_keys(self.con, keys, write,
+                                                                         params)
             result = self._execute(stmt, params, stream=False)
             if notices:
                 result = dataclasses.replace(result, notices=(*notices, *result.notices))
             if result.rows is not None and result.rows.live:  # (read before the commit)
                 result = dataclasses.replace(result, rows=Rows.of(result.rows.read_all()))
             if write is not None:
-                foreign_keys.enforce(self.con, keys, write, self._block_deferred())
+                foreign_keys.enforce(self.con, keys, write, self._block_deferred(), changed)
             if change is not None:
-                self._keys_read = None
-                for key, text in foreign_keys.followed(keys, change):
-                    alter_table.rebuild(self.con, _relation(key, change), dropped=[key.text],
-                                        checks=[text])
-                if change.declares:
-                    name = change.renamed_to or change.table
-                    foreign_keys.validate(self.con, [
-                        key for key in foreign_keys.read(self.con) if key.of(
-                            foreign_keys.Write(change.schema, name, adds=True, removes=False))])
+                self._keys_altered(keys, change)
         return result
+
+    def _dependents_dropped(self, keys: Sequence[foreign_keys.Key],
+                            change: foreign_keys.Altered) -> list[str]:
+        """Before a DROP COLUMN of referenced columns: 2BP01, or under CASCADE the keys over
+        them dropped (PostgreSQL's notice)."""
+        foreign_keys.refuse_drop(keys, change)
+        dependents = foreign_keys.dependents(keys, change)
+        for key in dependents:
+            alter_table.drop_constraint(self.con, _relation(key), key.name)
+        return existence.keys_dropped([(k.name, k.table) for k in dependents]) if (
+            dependents) else []
+
+    def _keys_altered(self, keys: Sequence[foreign_keys.Key], change: foreign_keys.Altered
+                      ) -> None:
+        """After a CREATE or ALTER TABLE: the keys referencing what it renamed follow the new
+        names (their tables created again); the keys it may have declared are validated."""
+        self._keys_read = None
+        for key, text in foreign_keys.followed(keys, change):
+            alter_table.rebuild(self.con, _relation(key, change), dropped=[key.text],
+                                checks=[text])
+        if change.declares:
+            name = change.renamed_to or change.table
+            foreign_keys.validate(self.con, [key for key in foreign_keys.read(self.con)
+                                             if key.on(change.schema, name)])
 
     def _execute(self, stmt: Statement, params: Sequence[Any], stream: bool) -> Result:
         plan = stmt.ai
@@ -557,10 +569,11 @@ class Planner:
 
 def _relation(key: foreign_keys.Key, renamed: foreign_keys.Altered | None = None
               ) -> existence.Relation:
-    """The table whose key `key` is (under its new name where `renamed` renamed it)."""
+    """The table whose key `key` is (under its new name where `renamed` renamed it), as
+    `alter_table` finds it again: by name."""
     name = key.table
-    if renamed is not None and renamed.renamed_to is not None and key.of(foreign_keys.Write(
-            renamed.schema, renamed.table, adds=False, removes=False)):
+    if renamed is not None and renamed.renamed_to is not None and key.on(renamed.schema,
+                                                                            renamed.table):
         name = renamed.renamed_to
     return existence.Relation(key.database, key.schema, name, 0)
 

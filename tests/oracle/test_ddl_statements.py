@@ -499,6 +499,16 @@ CASES = {
         "ORDER BY 1",
         "BEGIN", "DELETE FROM x_l", "DELETE FROM x_s", "DELETE FROM x_o", "DELETE FROM x_u",
         "COMMIT", "SELECT count(*) FROM x_u", "DROP TABLE x_s, x_l, x_o, x_u"),
+    "foreign_key_update_cascade": (
+        "CREATE TABLE x_p (id int PRIMARY KEY, v int)",
+        "CREATE TABLE x_c (id int PRIMARY KEY, p int REFERENCES x_p ON UPDATE CASCADE "
+        "ON DELETE SET NULL)", "CREATE TABLE x_g (c int REFERENCES x_c (id) ON UPDATE CASCADE)",
+        "INSERT INTO x_p VALUES (1, 0), (2, 0), (3, 5)",
+        "INSERT INTO x_c VALUES (10, 1), (11, 2), (12, 2)", "INSERT INTO x_g VALUES (10), (11)",
+        "UPDATE x_p SET id = id + 100 WHERE v = 0", "SELECT * FROM x_c ORDER BY id",
+        "UPDATE x_c AS c SET id = c.id + 10 FROM x_p WHERE x_p.id = c.p AND x_p.id = 102",
+        "SELECT * FROM x_g ORDER BY c", "DELETE FROM x_p WHERE id = 101",
+        "SELECT * FROM x_c ORDER BY id", "DROP TABLE x_g, x_c, x_p"),
     "foreign_keys_declared": (
         "CREATE TABLE x_p (id int PRIMARY KEY, v int, w int UNIQUE)",
         "CREATE TABLE x_c (p int REFERENCES x_nosuch)",

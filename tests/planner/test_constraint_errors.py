@@ -1,6 +1,7 @@
-"""Constraint violations worded as PostgreSQL words them (`statement._constraint_named`): the
-constraint's name, the tables, the key's columns of the side PostgreSQL names. (The differential
-suite, tests/oracle/test_error_messages.py, holds the same cases against PostgreSQL 15.)"""
+"""Constraint violations worded as PostgreSQL words them (`statement._constraint_named`;
+foreign keys': `foreign_keys`): the constraint's name, the tables, the key's columns of the side
+PostgreSQL names. (The differential suite, tests/oracle/test_error_messages.py, holds the same
+cases against PostgreSQL 15.)"""
 
 from __future__ import annotations
 

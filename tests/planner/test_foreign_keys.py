@@ -99,15 +99,20 @@ def test_a_hierarchy_in_one_table_cascades_level_by_level(planner):
     assert fails(planner, "INSERT INTO cat VALUES (7, 8)").sqlstate.value == "23503"
 
 
-def test_on_update_cascade_of_a_changed_referenced_key_is_refused_with_a_hint(planner):
+def test_on_update_cascade_carries_the_new_key_down(planner):
     run(planner, "CREATE TABLE p (id int PRIMARY KEY, v int)")
-    run(planner, "CREATE TABLE c (p int REFERENCES p ON UPDATE CASCADE)")
-    run(planner, "INSERT INTO p VALUES (1, 0), (2, 0)")
-    run(planner, "INSERT INTO c VALUES (1)")
-    run(planner, "UPDATE p SET id = 3 WHERE id = 2")  # nothing references it
-    run(planner, "UPDATE p SET v = 1")
-    error = fails(planner, "UPDATE p SET id = 4 WHERE id = 1")
-    assert error.sqlstate.value == "0A000" and error.hint
+    run(planner, "CREATE TABLE c (id int PRIMARY KEY, p int REFERENCES p ON UPDATE CASCADE)")
+    run(planner, "CREATE TABLE g (c int REFERENCES c (id) ON UPDATE CASCADE)")
+    run(planner, "INSERT INTO p VALUES (1, 0), (2, 0), (3, 5)")
+    run(planner, "INSERT INTO c VALUES (10, 1), (11, 2), (12, 2)")
+    run(planner, "INSERT INTO g VALUES (10), (11)")
+    statement = planner.prepare("UPDATE p SET id = id + $1 WHERE v = $2")
+    assert planner.execute(statement, (100, 0)).command_tag == "UPDATE 2"
+    assert rows(planner, "SELECT id, p FROM c ORDER BY id") == [(10, 101), (11, 102), (12, 102)]
+    run(planner, "UPDATE p SET id = CASE id WHEN 101 THEN 102 ELSE 101 END WHERE v = 0")  # swap
+    assert rows(planner, "SELECT id, p FROM c ORDER BY id") == [(10, 102), (11, 101), (12, 101)]
+    run(planner, "UPDATE c AS x SET id = x.id + 10 FROM p WHERE p.id = x.p AND p.id = 102")
+    assert rows(planner, "SELECT c FROM g ORDER BY c") == [(11,), (20,)]
 
 
 def test_declared_keys_are_validated(planner):
@@ -184,9 +189,9 @@ def test_rows_written_many_at_once_are_checked(shop):
 
 
 def test_a_write_reads_its_target_and_what_it_changes():
-    write = foreign_keys.written("UPDATE s.t SET a = 1, \"B\" = b + 1 WHERE c = 2")
-    assert write == foreign_keys.Write("s", "t", adds=True, removes=True,
-                                       columns=frozenset({"a", "b"}))
+    update = "UPDATE s.t SET a = 1, \"B\" = b + 1 WHERE c = 2"
+    assert foreign_keys.written(update) == foreign_keys.Write(
+        "s", "t", adds=True, removes=True, columns=frozenset({"a", "b"}), sql=update)
     assert foreign_keys.written("DELETE FROM t WHERE x") == foreign_keys.Write(
         None, "t", adds=False, removes=True, deletes=True)
     upsert = foreign_keys.written("INSERT INTO t VALUES (1) ON CONFLICT (id) DO UPDATE SET v = 2")
