@@ -136,11 +136,14 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
                          for parts in present.values()]
             notices.extend(view_dependencies.clear(
                 con, [(r, drop.kind.lower()) for r in relations], drop.behaviour == "CASCADE"))
-        if drop.kind == "TABLE":  # (DuckDB drops no table while another's keys reference it)
-            notices.extend(_foreign_keys_cleared(con, relations, drop.behaviour == "CASCADE"))
-            targets = [(t.quoted, owned_sequences(con, t))
-                       for t in referencing_first(relations, references(con))]
+        if drop.kind == "TABLE":  # (other tables' foreign keys: 2BP01, or dropped)
+            notices.extend(cascaded(_foreign_keys_cleared(con, relations,
+                                                          drop.behaviour == "CASCADE")))
+            targets = [(t.quoted, owned_sequences(con, t)) for t in relations]
         else:
+            if drop.kind == "SCHEMA":
+                notices.extend(_schemas_cleared(con, [p[-1] for p in present.values()],
+                                                drop.behaviour == "CASCADE"))
             targets = [(".".join(dialect.quoted(p) for p in parts), [])
                        for parts in present.values()]
         for name, owned in targets:
@@ -290,11 +293,34 @@ def find_relation(con: duckdb.DuckDBPyConnection, parts: tuple[str, ...], *,
     return Relation(*found[0])
 
 
+def _schemas_cleared(con: duckdb.DuckDBPyConnection, schemas: list[str], cascade: bool
+                     ) -> list[str]:
+    """Before `schemas` are dropped: PostgreSQL's 2BP01 while they hold relations; with
+    `cascade`, the foreign keys of other schemas' tables referencing their tables dropped, and
+    PostgreSQL's notice of what goes with them."""
+    held = con.execute(
+        "SELECT database_name, schema_name, name, oid, kind FROM (SELECT database_name, "
+        "schema_name, table_name AS name, table_oid AS oid, 'table' AS kind FROM duckdb_tables() "
+        "UNION ALL SELECT database_name, schema_name, view_name, view_oid, 'view' "
+        "FROM duckdb_views() WHERE NOT internal) WHERE database_name = current_database() "
+        "AND list_contains(?, lower(schema_name)) ORDER BY oid",
+        [[s.lower() for s in schemas]]).fetchall()
+    if held and not cascade:
+        raise SqlError(SqlState.DEPENDENT_OBJECTS_STILL_EXIST,
+                       f"cannot drop schema {held[0][1]} because other objects depend on it",
+                       detail="\n".join(f"{kind} {schema}.{name} depends on schema {schema}"
+                                        for _, schema, name, _, kind in held),
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    keys = _foreign_keys_cleared(con, [Relation(*row[:4]) for row in held if row[4] == "table"],
+                                 cascade)
+    return cascaded([*(f"{kind} {schema}.{name}" for _, schema, name, _, kind in held), *keys])
+
+
 def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation],
                           cascade: bool) -> list[str]:
     """Before `tables` are dropped: PostgreSQL's 2BP01 when foreign keys of other tables
-    reference one of them; with `cascade`, those foreign keys dropped (`alter_table`), and
-    PostgreSQL's notice."""
+    reference one of them; with `cascade`, those foreign keys dropped (`alter_table`), as
+    PostgreSQL's notice names them."""
     dropped = {t.oid for t in tables}
     found = [(name, Relation(database, schema, table, oid), referenced)
              for name, database, schema, table, oid, _, referenced, referenced_oid
@@ -312,14 +338,15 @@ def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation]
 
     for name, table, _ in found:
         alter_table.drop_constraint(con, table, name)
-    return keys_dropped([(name, table.name) for name, table, _ in found])
+    return [f"constraint {name} on table {table.name}" for name, table, _ in found]
 
 
-def keys_dropped(keys: list[tuple[str, str]]) -> list[str]:
-    """PostgreSQL's notice of the foreign keys (name, table) a DROP ... CASCADE drops."""
-    if len(keys) == 1:
-        return [f"drop cascades to constraint {keys[0][0]} on table {keys[0][1]}"]
-    return [f"drop cascades to {len(keys)} other objects"]
+def cascaded(objects: list[str]) -> list[str]:
+    """PostgreSQL's notice of the other objects (`constraint c on table t`, `table s.t`) a DROP
+    ... CASCADE drops (none without any)."""
+    if len(objects) <= 1:
+        return [f"drop cascades to {o}" for o in objects]
+    return [f"drop cascades to {len(objects)} other objects"]
 
 
 # Each foreign key: its name, its table (database, schema, name, OID), the table it references

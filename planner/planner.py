@@ -359,8 +359,7 @@ class Planner:
         dependents = foreign_keys.dependents(keys, change)
         for key in dependents:
             alter_table.drop_constraint(self.con, _relation(key), key.name)
-        return existence.keys_dropped([(k.name, k.table) for k in dependents]) if (
-            dependents) else []
+        return existence.cascaded([f"constraint {k.name} on table {k.table}" for k in dependents])
 
     def _keys_altered(self, keys: Sequence[foreign_keys.Key], change: foreign_keys.Altered
                       ) -> None:

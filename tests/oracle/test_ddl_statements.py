@@ -552,7 +552,10 @@ CASES = {
         "INSERT INTO x_t VALUES (1)", "INSERT INTO x_sch.x_r VALUES (1)",
         "INSERT INTO x_sch.x_r VALUES (2)", "DELETE FROM x_t", "SELECT count(*) FROM x_sch.x_r",
         "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'x_r_p_fkey'",
-        "DROP TABLE x_t", "DROP TABLE x_sch.x_r", "DROP SCHEMA x_sch", "DROP TABLE x_t"),
+        "DROP TABLE x_t", "DROP SCHEMA x_sch", "DROP SCHEMA x_sch CASCADE",
+        "CREATE SCHEMA x_sc2", "CREATE TABLE x_sc2.x_k (id int PRIMARY KEY)",
+        "CREATE TABLE x_u (k int REFERENCES x_sc2.x_k)", "DROP SCHEMA x_sc2 CASCADE",
+        "INSERT INTO x_u VALUES (7)", "DROP TABLE x_u, x_t"),
 }
 
 
