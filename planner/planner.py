@@ -458,24 +458,24 @@ class Planner:
         return statement.bind_columns(self.con, sql)
 
     def insert_rows(self, sql: str, name: str, rows: pa.RecordBatch) -> int:
-        """Run an INSERT reading `rows` under `name`; the rows it inserted (jsonb normalized,
-        foreign keys checked)."""
-        with self._keys_checked(sql):
-            return statement.insert_rows(self.con, jsonb_storage.rewrite(sql, self._relations),
-                                         name, rows)
+        """Run an INSERT reading `rows` under `name`; the rows it inserted (jsonb normalized;
+        the caller checks foreign keys once all are in: `keys_checked`)."""
+        return statement.insert_rows(self.con, jsonb_storage.rewrite(sql, self._relations), name,
+                                     rows)
 
     def insert_many(self, stmt: Statement, rows: Sequence[Sequence[Any]]) -> bool:
         """Run an INSERT once per parameter row in one go (`statement.insert_many`; foreign
         keys checked)."""
         if stmt.ai is not None:
             return False
-        with self._keys_checked(stmt.sql):
+        with self.keys_checked(stmt.sql):
             return statement.insert_many(self.con, stmt, rows)
 
     @contextlib.contextmanager
-    def _keys_checked(self, sql: str) -> Iterator[None]:
-        """What runs within, as one with the checks of the foreign keys the INSERT `sql`
-        involves (`foreign_keys.enforce`)."""
+    def keys_checked(self, sql: str) -> Iterator[None]:
+        """What runs within (the rows of the INSERT `sql`, by one statement or several: COPY's
+        batches), as one with the checks of the foreign keys it involves, once at its end
+        (`foreign_keys.enforce`)."""
         write = self._written(sql)
         if write is None:
             yield

@@ -833,9 +833,12 @@ class Session:
             self.admit(statement)
             self._free_connection()
             self.transaction.before(statement)
-            rows = sum(self.planner.insert_rows(_copy_insert(command, columns, batch),
-                                                _COPY_BATCH, _listed(batch, columns))
-                       for batch in batches)
+            # (the rows' foreign keys checked once, after the last batch)
+            with self.planner.keys_checked(f"INSERT INTO {command.table_sql} "
+                                           f"SELECT * FROM {_COPY_BATCH}"):
+                rows = sum(self.planner.insert_rows(_copy_insert(command, columns, batch),
+                                                    _COPY_BATCH, _listed(batch, columns))
+                           for batch in batches)
             self.transaction.after(statement, (), Result(f"COPY {rows}", None, None))
             failed = False
             return rows

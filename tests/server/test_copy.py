@@ -79,6 +79,23 @@ def test_bad_data_leaves_nothing(conn):
     assert conn.execute("SELECT count(*) FROM cp_bad").fetchone() == (0,)
 
 
+def test_copied_rows_keys_are_checked_once_all_are_in(conn):
+    conn.execute("DROP TABLE IF EXISTS cp_child")
+    fresh_table(conn, "cp_parent", "id integer PRIMARY KEY")
+    fresh_table(conn, "cp_child", "id integer, p integer REFERENCES cp_parent ON DELETE CASCADE")
+    conn.execute("INSERT INTO cp_parent SELECT i FROM generate_series(1, 100) AS g(i)")
+    cur = conn.cursor()
+    with cur.copy("COPY cp_child FROM STDIN") as copy:  # (several batches: one check)
+        for i in range(30_000):
+            copy.write_row((i, i % 100 + 1))
+    with pytest.raises(psycopg.errors.ForeignKeyViolation) as info, cur.copy(
+            "COPY cp_child FROM STDIN") as copy:
+        copy.write(b"1\t5\n2\t101\n")
+    assert info.value.diag.message_detail == 'Key (p)=(101) is not present in table "cp_parent".'
+    assert conn.execute("SELECT count(*) FROM cp_child").fetchone() == (30_000,)
+    conn.execute("DROP TABLE cp_child, cp_parent")
+
+
 def test_client_abort_is_copy_fail(heron_server, conn):
     fresh_table(conn, "cp_fail", "id integer")
     cur = conn.cursor()
