@@ -61,6 +61,7 @@ when ROLLBACK TO replays the block (`server.transaction`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -117,6 +118,19 @@ class Key:
 
     def refers_to(self, schema: str | None, table: str) -> bool:
         return _same(schema, table, self.referenced_schema, self.referenced)
+
+    def definition(self) -> dict[str, object]:
+        """What its mark keeps (see the module docstring; `_mark` writes it so too)."""
+        found: dict[str, object] = {
+            "name": self.name, "table": self.referenced, "columns": list(self.referenced_columns),
+            "on_delete": self.on_delete, "on_update": self.on_update}
+        if self.referenced_schema.lower() != self.schema.lower():
+            found["schema"] = self.referenced_schema
+        if self.deferrable:
+            found["deferrable"] = True
+        if self.deferred:
+            found["deferred"] = True
+        return found
 
     def checked(self, write: Write) -> bool:
         """Whether `write` may leave the key unsatisfied: it adds rows to the key's table or
@@ -228,6 +242,11 @@ def _mark(table: exp.Table, create: exp.Expression, named: exp.Expression | None
                 if action not in _ACTIONS:
                     raise SqlError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{action}\"")
                 definition[f"on_{event.lower()}"] = _ACTIONS[action]
+    return _marked(columns, definition)
+
+
+def _marked(columns: Sequence[str], definition: dict[str, object]) -> exp.Expression:
+    """The mark (a CHECK's expression) of a key over `columns` with `definition`."""
     text = PREFIX + json.dumps(definition, separators=(",", ":"))
     return exp.or_(
         *(exp.Is(this=exp.column(c, quoted=True), expression=exp.Null()) for c in columns),
@@ -275,24 +294,19 @@ CONSTRAINTS = f"""(
                     AND CAST(heron_d->>'deferred' AS BOOLEAN), false) AS deferred
     FROM (SELECT *, {_DEFINITION} AS heron_d FROM duckdb_constraints()))"""
 
-_KEYS = f"""SELECT database_name, schema_name, table_name, constraint_column_names, heron_d,
-                   constraint_text
-            FROM (SELECT *, {_DEFINITION} AS heron_d FROM duckdb_constraints()
-                  WHERE database_name IN (current_database(), 'temp')
-                    AND constraint_type = 'CHECK' AND contains(expression, '{PREFIX}'))
-            WHERE heron_d IS NOT NULL"""
+_KEYS = f"""SELECT key_name, database_name, schema_name, table_name, constraint_column_names,
+                   referenced_schema, referenced_table, referenced_column_names, on_delete,
+                   on_update, constraint_text, c.deferrable, c.deferred
+            FROM {CONSTRAINTS} c
+            WHERE key_name IS NOT NULL AND database_name IN (current_database(), 'temp')"""
 
 
 def read(con: duckdb.DuckDBPyConnection) -> tuple[Key, ...]:
     """The keys of the session's database and temporary tables."""
-    keys = []
-    for database, schema, table, columns, definition, text in con.execute(_KEYS).fetchall():
-        d = json.loads(definition)
-        keys.append(Key(d["name"], database, schema, table, tuple(columns),
-                        d.get("schema", schema), d["table"], tuple(d["columns"]),
-                        d["on_delete"], d["on_update"], text, bool(d.get("deferrable")),
-                        bool(d.get("deferrable") and d.get("deferred"))))
-    return tuple(keys)
+    return tuple(Key(name, database, schema, table, tuple(columns), referenced_schema,
+                     referenced, tuple(referenced_columns), *rest)
+                 for name, database, schema, table, columns, referenced_schema, referenced,
+                 referenced_columns, *rest in con.execute(_KEYS).fetchall())
 
 
 def written(sql: str) -> Write | None:
@@ -424,24 +438,11 @@ def followed(keys: Sequence[Key], change: Altered) -> list[tuple[Key, str]]:
         table = change.renamed_to or key.referenced
         if table == key.referenced and tuple(columns) == key.referenced_columns:
             continue
-        old = key.text[key.text.index(f"'{PREFIX}"):]
-        old = old[:_literal_end(old)]
-        definition = json.loads(old[1 + len(PREFIX):-1].replace("''", "'"))
-        definition.update(table=table, columns=columns)
-        new = exp.Literal.string(PREFIX + json.dumps(definition, separators=(",", ":"))
-                                 ).sql(dialect="duckdb")
-        found.append((key, key.text.replace(old, new)))
+        definition = dataclasses.replace(key, referenced=table,
+                                         referenced_columns=tuple(columns)).definition()
+        found.append((key, exp.CheckColumnConstraint(this=_marked(key.columns, definition)
+                                                     ).sql(dialect="duckdb")))
     return found
-
-
-def _literal_end(text: str) -> int:
-    """Where the SQL string literal `text` begins with ends (after its closing quote)."""
-    at = 1
-    while True:
-        at = text.index("'", at)
-        if text[at + 1:at + 2] != "'":
-            return at + 1
-        at += 2
 
 
 def resolver(con: duckdb.DuckDBPyConnection) -> Resolve:
