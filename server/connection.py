@@ -78,6 +78,7 @@ from heron.server.protocol import ProtocolError
 from heron.server.session import CatalogGeneration, Session
 from heron.server.transaction import TransactionStatus
 from heron.server.worker import Pace, WorkerPool
+from heron.server.write_conflicts import Writers
 
 T = TypeVar("T")
 
@@ -156,8 +157,9 @@ class ServerContext:
     """What every connection shares: the database, the engine, how many sessions may be open at
     once (`sessions` counts them), the server's defaults of session settings, cancel keys, the
     catalog generation (which tells sessions when their cached statements are stale), the
-    notification hub, the worker pool that runs the sessions' blocking calls and the timer that
-    finds the calls that last."""
+    tally of their transactions that write (`write_conflicts`), the notification hub, the
+    worker pool that runs the sessions' blocking calls and the timer that finds the calls that
+    last."""
 
     database: Database
     engine: Engine | None
@@ -169,6 +171,7 @@ class ServerContext:
     tls: ssl.SSLContext | None = None
     certificate_pem: str | None = None  # of `tls`, for SCRAM channel binding
     generation: CatalogGeneration = field(default_factory=CatalogGeneration)
+    writers: Writers = field(default_factory=Writers)  # their transactions that write
     notifications: Notifications = field(default_factory=Notifications)
     workers: WorkerPool = field(default_factory=WorkerPool)
     calls: LongCalls = field(default_factory=LongCalls)  # the running ones, for the long ones
@@ -517,6 +520,7 @@ class Connection:
                 lambda: Session(self.context.database, self.context.engine, user=user,
                                 database_name=params.get("database") or user,
                                 parameters=settings, generation=self.context.generation,
+                                writers=self.context.writers,
                                 server_settings=self.context.settings,
                                 backend=self.backend))
         except SqlError as exc:

@@ -21,7 +21,9 @@ The session's DuckDB connection runs one statement at a time: a portal whose row
 streaming from DuckDB is detached (its remaining rows buffered) before anything else runs there.
 Portals end with their transaction, except cursors declared WITH HOLD, which are read into memory
 at COMMIT. `statement_timeout` interrupts a statement (its start and the reading of its rows)
-that runs longer, with 57014 as in PostgreSQL.
+that runs longer, with 57014 as in PostgreSQL. A statement alone in its transaction that fails on
+a write conflict runs again once the transaction it met may have ended, as PostgreSQL's writer
+waits on the row's lock (`write_conflicts`; lock_timeout bounds the wait, 55P03).
 
 A session of a server has its `backend` (`server.activity`): its planner's catalog acts as it
 (pg_backend_pid, pg_stat_activity, pg_cancel_backend, ...), the AI operators it runs report
@@ -35,6 +37,7 @@ import collections
 import contextlib
 import re
 import threading
+import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,9 +85,11 @@ from heron.planner.pg_advisory import Mode
 from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
 from heron.planner.statement import DATA_KINDS, Rows
+from heron.server import write_conflicts
 from heron.server.activity import Backend
 from heron.server.portal import Portal
-from heron.server.transaction import Transaction, TransactionStatus
+from heron.server.transaction import READ_ONLY_KINDS, Transaction, TransactionStatus
+from heron.server.write_conflicts import Writer, Writers
 
 SERVER_VERSION = "16.4 (Heron 0.1.0)"
 SERVER_VERSION_NUM = "160004"  # PostgreSQL's integer spelling of 16.4
@@ -180,6 +185,7 @@ class Session:
     # goes back to, as postgresql.conf's values are in PostgreSQL.
     server_settings: dict[str, str] = field(default_factory=dict)
     backend: Backend | None = None  # the server's entry for this session (pg_stat_activity)
+    writers: Writers = field(default_factory=Writers)  # the server's (`write_conflicts`)
 
     def __post_init__(self) -> None:
         self._settings = {k.lower(): (k, v) for k, v in self._defaults_by_name().items()}
@@ -200,7 +206,7 @@ class Session:
                                generation=lambda: self.generation.value)
         if self._settings["timezone"][1] != TIME_ZONE:  # (new connections start in it)
             self._time_zone(self._settings["timezone"][1])
-        self.transaction = Transaction(self.planner)
+        self.transaction = Transaction(self.planner, Writer(self.writers))
         if self.backend is not None:  # an advisory lock's wait gives up when this is set
             self.backend.cancelled = self.planner.cancelled
         self.portals: dict[str, Portal] = {}
@@ -415,7 +421,7 @@ class Session:
         if changes:
             self._changes_catalog()
         try:
-            result = self.planner.execute(statement, params, stream=stream)
+            result = self._execute_waiting(statement, params, stream)
         except SqlError as exc:
             self.disarm_timeout()
             raise self._canceled(exc) from None
@@ -431,6 +437,59 @@ class Session:
             shared_macros.use(self.planner.con)  # DuckDB's search path may have been replaced
         self.transaction.after(statement, params, result)
         return result
+
+    def _execute_waiting(self, statement: Statement, params: tuple[Any, ...], stream: bool
+                         ) -> Result:
+        """The planner's run of `statement`. One that fails on a write conflict while it is alone
+        in its transaction runs again on a new snapshot once the rival's transaction may have
+        ended, as PostgreSQL's waits on the row's lock (`write_conflicts`): a wait that passes
+        lock_timeout fails with 55P03, one cancelled or past statement_timeout with 57014."""
+        writer = self.transaction.writer
+        lock_timeout_ms = _duration_ms(self.setting("lock_timeout"))
+        deadline = time.monotonic() + lock_timeout_ms / 1000 if lock_timeout_ms > 0 else None
+        conflicts = 0
+        while True:
+            autocommit = self.transaction.status is TransactionStatus.IDLE and (
+                statement.kind not in READ_ONLY_KINDS)
+            since = writer.ended_elsewhere()
+            if autocommit:
+                writer.begins()
+            try:
+                return self.planner.execute(statement, params, stream=stream)
+            except SqlError as exc:
+                if exc.sqlstate is not SqlState.SERIALIZATION_FAILURE or not (
+                        self.transaction.alone):
+                    raise
+                conflict = exc
+            finally:
+                if autocommit:
+                    writer.ends()
+            if not autocommit:
+                self.transaction.restore(0)  # (alone: nothing before it to replay)
+            self._wait_for_writers(since, deadline, conflict)
+            conflicts += 1
+            write_conflicts.backoff(conflicts)
+            self.transaction.before(statement)
+
+    def _wait_for_writers(self, since: int, deadline: float | None, conflict: SqlError
+                          ) -> None:
+        """Wait until a statement that met a write conflict may run again (`Writer.wait`), or
+        raise why it will not."""
+        backend = self.backend
+        cancelled = self.planner.cancelled
+
+        def stop() -> bool:
+            return cancelled.is_set() or (backend is not None and backend.gone.is_set()) or (
+                deadline is not None and time.monotonic() >= deadline)
+
+        if self.transaction.writer.wait(since, stop):
+            return
+        if cancelled.is_set():
+            cancelled.clear()  # (the planner clears it after its own statements)
+            raise query_canceled()
+        if deadline is not None and time.monotonic() >= deadline:
+            raise SqlError(SqlState.LOCK_NOT_AVAILABLE, "canceling statement due to lock timeout")
+        raise conflict
 
     def insert_many(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> bool:
         """Run an INSERT for each parameter row in one DuckDB statement (a pipelined batch).

@@ -21,6 +21,10 @@ Contract: one `Transaction` per session, driven from the session's worker thread
   or through a column default), running AI functions, or COPY FROM STDIN — makes ROLLBACK TO a
   savepoint after it fail with 0A000 and a hint, leaving the transaction failed: the client then
   rolls it back whole. After a replay the transaction continues on a fresh snapshot.
+- Its transactions that write take part in the server's `write_conflicts.Writers` (from the
+  first write until they end), and `alone` says whether the statement about to run is the first
+  of its DuckDB transaction (an autocommit statement, or the first to begin the block's there),
+  which a write conflict may then run again on a new snapshot.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from sqlglot.errors import SqlglotError
 
 from heron.planner import Kind, Planner, Result, SqlError, SqlState, Statement
 from heron.planner.commands import Isolation, TransactionOptions
+from heron.server.write_conflicts import Writer, Writers
 
 
 class TransactionStatus(enum.StrEnum):
@@ -77,12 +82,14 @@ class _Savepoint:
 @dataclass
 class Transaction:
     planner: Planner
+    writer: Writer = field(default_factory=lambda: Writer(Writers()))
     status: TransactionStatus = TransactionStatus.IDLE
     implicit: bool = False  # the open block was opened by the protocol, not by BEGIN
     isolation: Isolation = Isolation.REPEATABLE_READ
     read_only: bool = False
     _open: bool = False  # DuckDB's transaction was begun
     _aborted: bool = False  # a statement failed inside DuckDB's transaction
+    _alone: bool = True  # the statement `before` let in is the first of its DuckDB transaction
     _journal: list[_Entry] = field(default_factory=list)
     _savepoints: list[_Savepoint] = field(default_factory=list)
 
@@ -157,16 +164,20 @@ class Transaction:
         self._open = self._aborted = False
         self._journal.clear()
         self._savepoints.clear()
-        if opened and commit:
-            self.planner.commit()  # raises after rolling back when DuckDB refuses
-        elif opened:
-            self.planner.rollback()
+        try:
+            if opened and commit:
+                self.planner.commit()  # raises after rolling back when DuckDB refuses
+            elif opened:
+                self.planner.rollback()
+        finally:
+            self.writer.ends()
 
     # -- statements ------------------------------------------------------------------------
 
     def before(self, statement: Statement) -> None:
         """Called before a statement reaches DuckDB: refuses writes in a read-only transaction
         and begins DuckDB's transaction where the block needs it."""
+        self._alone = not self._open
         if self.status is not TransactionStatus.IN_BLOCK:
             return
         writes = statement.kind not in READ_ONLY_KINDS
@@ -174,9 +185,17 @@ class Transaction:
             raise SqlError(SqlState.READ_ONLY_SQL_TRANSACTION,
                            f"cannot execute {statement.verb or statement.kind.name} in a "
                            "read-only transaction")
+        if writes:
+            self.writer.begins()
         if not self._open and (writes or not self.implicit):
             self.planner.begin()
             self._open = True
+
+    @property
+    def alone(self) -> bool:
+        """Whether the statement `before` let in is the first to run in its DuckDB transaction
+        (nothing there was seen before it)."""
+        return self._alone
 
     def after(self, statement: Statement, params: tuple[Any, ...], result: Result) -> None:
         """Journal a statement that ran in the block and may have changed something."""
@@ -246,10 +265,12 @@ class Transaction:
         being repeatable (against the catalog as the replay has rebuilt it so far) and for giving
         the command tag it gave the first time."""
         self.planner.rollback()
+        self.writer.ends()
         self._open = self._aborted = False
         self._journal = []
         if not entries:
             return
+        self.writer.begins()  # (every journaled statement may write)
         self.planner.begin()
         self._open = True
         for position, entry in enumerate(entries, 1):

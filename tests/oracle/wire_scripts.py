@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -333,6 +334,77 @@ def write_conflict(server: Server) -> list[Any]:
     return seen
 
 
+def hot_row(server: Server) -> list[Any]:
+    """Eight clients increment one counter at once, each in autocommit: every UPDATE succeeds
+    (PostgreSQL's writer waits on the row's lock; Heron's runs again after the conflict:
+    server.write_conflicts). Half go through psycopg (extended protocol, an implicit block per
+    statement), half through psycopg2 (simple protocol)."""
+    import psycopg2
+
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        fresh_table(conn, "s_hot", "id integer PRIMARY KEY, n integer")
+        conn.execute("INSERT INTO s_hot VALUES (1, 0), (2, 0)")
+    errors: list[str] = []
+
+    def increment(extended: bool) -> None:
+        conn = (psycopg.connect(server.dsn, autocommit=True) if extended else
+                psycopg2.connect(server.dsn))
+        conn.autocommit = True
+        cursor = conn.cursor()
+        try:
+            for _ in range(25):
+                try:
+                    cursor.execute("UPDATE s_hot SET n = n + 1 WHERE id = 1")
+                except Exception as exc:  # (either driver's error)
+                    errors.append(_error(exc))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=increment, args=(i % 2 == 0,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT_S)
+    with psycopg.connect(server.dsn) as conn:
+        return [errors, conn.execute("SELECT id, n FROM s_hot ORDER BY id").fetchall()]
+
+
+def write_waits_for_block(server: Server) -> list[Any]:
+    """An autocommit UPDATE of a row that an open block has changed waits for the block: it
+    ends with COMMIT (the UPDATE then adds to the block's value), with ROLLBACK (to the value
+    before it); past lock_timeout it gives up (55P03), past statement_timeout too (57014)."""
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        fresh_table(conn, "s_held", "id integer PRIMARY KEY, n integer")
+        conn.execute("INSERT INTO s_held VALUES (1, 0)")
+    with psycopg.connect(server.dsn) as holder, psycopg.connect(
+            server.dsn, autocommit=True) as waiter:
+        for end in (holder.commit, holder.rollback):
+            holder.execute("UPDATE s_held SET n = n + 1 WHERE id = 1")
+            done = threading.Event()
+
+            def write(done: threading.Event = done) -> None:
+                waiter.execute("UPDATE s_held SET n = n + 10 WHERE id = 1")
+                done.set()
+
+            writer = threading.Thread(target=write)
+            writer.start()
+            seen.append(done.wait(0.5))  # False: still waiting for the block
+            end()
+            writer.join(TIMEOUT_S)
+            seen.append((done.is_set(), waiter.execute("SELECT n FROM s_held").fetchone()))
+        holder.execute("UPDATE s_held SET n = 0 WHERE id = 1")
+        for setting in ("lock_timeout = '200ms'", "statement_timeout = '200ms'"):
+            waiter.execute(f"SET {setting}")
+            try:
+                waiter.execute("UPDATE s_held SET n = 5 WHERE id = 1")
+            except psycopg.Error as exc:
+                seen.append((_error(exc), exc.diag.message_primary))
+            waiter.execute("RESET lock_timeout")
+        holder.rollback()
+        seen.append(waiter.execute("SELECT n FROM s_held").fetchone())
+    return seen
+
 def executemany(server: Server) -> list[Any]:
     """Pipelined INSERTs (Heron runs them as one batch) with PostgreSQL's answers, also when a
     row in the middle fails."""
@@ -443,4 +515,6 @@ SCRIPTS: dict[str, Callable[[Server], list[Any]]] = {
     "transaction_modes": transaction_modes,
     "statement_timeout": statement_timeout,
     "write_conflict": write_conflict,
+    "hot_row": hot_row,
+    "write_waits_for_block": write_waits_for_block,
 }
