@@ -61,6 +61,10 @@ class Database:
         # Connections start in the sessions' default zone, not the machine's (a session in
         # another sets its own: server.session)
         self._root.execute(f"SET GLOBAL TimeZone = '{TIME_ZONE}'")
+        # A name that no relation has never reads a Python object of the server: DuckDB's Python
+        # client otherwise scans the variables in scope where a statement runs (a client's
+        # `SELECT * FROM dt` read the module that planner.statement imports as dt).
+        self._root.execute("SET GLOBAL python_enable_replacements = false")
         pg_semantics.configure(self._root)  # (for every session's connection)
         self.roles = Roles.open(self.data_dir, bootstrap_password)
         pg_catalog.register(self._root, self._role_rows)

@@ -133,9 +133,13 @@ def aspects() -> pa.Table:
 
 def load(con: duckdb.DuckDBPyConnection) -> None:
     """Create the `demo` schema and its tables in one transaction."""
-    review_table, aspect_table = reviews(), aspects()  # noqa: F841  (read by DuckDB by name)
     con.execute("BEGIN")
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-    con.execute(f"CREATE TABLE {SCHEMA}.reviews AS SELECT * FROM review_table ORDER BY id")
-    con.execute(f"CREATE TABLE {SCHEMA}.aspects AS SELECT * FROM aspect_table ORDER BY id")
+    for name, table in (("reviews", reviews()), ("aspects", aspects())):
+        con.register("heron_demo_rows", table)
+        try:
+            con.execute(f"CREATE TABLE {SCHEMA}.{name} AS SELECT * FROM heron_demo_rows "
+                        "ORDER BY id")
+        finally:
+            con.unregister("heron_demo_rows")
     con.execute("COMMIT")
