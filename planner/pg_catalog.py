@@ -55,6 +55,7 @@ from heron.planner import (
     pg_to_char,
     pg_to_date,
     pg_viewdef,
+    session_sequences,
     shared_macros,
 )
 from heron.planner.errors import carrying
@@ -201,6 +202,7 @@ def register(con: duckdb.DuckDBPyConnection, roles: Callable[[], Sequence[RoleRo
                         "TIMESTAMP WITH TIME ZONE", side_effects=True)
     pg_interval.register(con)
     pg_text.register(con)
+    session_sequences.register(con)
     pg_jsonb.register(con)
     pg_similar.register(con)
 

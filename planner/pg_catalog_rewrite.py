@@ -3,22 +3,22 @@
 Contract: `rewrite(sql)` returns the statement DuckDB should run: statements that mention no
 catalog vocabulary (a cheap test) come back unchanged and unparsed; the others are parsed with
 sqlglot's postgres dialect and rewritten — `pg_catalog.` and `information_schema.` qualifiers
-resolved to the shim's relations and functions (`heron.planner.pg_catalog`), unquoted
-identifiers folded to lower case as PostgreSQL folds them (so result columns are named as
-PostgreSQL names them), `COLLATE pg_catalog.default` dropped, `OPERATOR(pg_catalog.~)` made the
-operator, `::regclass` and friends made look-ups, casts to `oid` and PostgreSQL's catalog types
-made DuckDB's, `format('%I.%I', ...)` spelled out, subscripts of int2vector/oidvector columns
-(and of their aliases) shifted to PostgreSQL's zero-based ones, the system column `tableoid` of
-a catalog table made its OID, `pg_partition_ancestors(rel)` a relation's only ancestor (Heron
-has no partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it (the
-type `x` declares, given the `relations` it may read: a jsonb or varchar(n) column's is jsonb or
-character varying; else the type its values are sent as),
-keywords used as column labels quoted — and printed for DuckDB (casts to varchar(n) and char(n)
-first made what `pg_semantics` makes them: DuckDB's text keeps no length). The
-statement's own result columns keep PostgreSQL's text form: int2vector/oidvector values as
-space-separated numbers, a name cast to regnamespace, regrole or regproc as the object's name, a
-regclass or regtype value as its OID and name (sent as regclass / regtype, binary the OID);
-a RETURNING clause's columns too.
+resolved to the shim's relations and functions (`heron.planner.pg_catalog`), unquoted identifiers
+folded to lower case as PostgreSQL folds them (so result columns are named as PostgreSQL names
+them), `COLLATE pg_catalog.default` dropped, `OPERATOR(pg_catalog.~)` made the operator,
+`::regclass` and friends made look-ups (a sequence's name cast to regclass for nextval, currval or
+setval left its text, which DuckDB's find it by), casts to `oid` and PostgreSQL's catalog types
+made DuckDB's, `format('%I.%I', ...)` spelled out, subscripts of int2vector/oidvector columns (and
+of their aliases) shifted to PostgreSQL's zero-based ones, the system column `tableoid` of a
+catalog table made its OID, `pg_partition_ancestors(rel)` a relation's only ancestor (Heron has no
+partitions), `pg_typeof(x)` the type's name as PostgreSQL's format_type gives it (the type `x`
+declares, given the `relations` it may read: a jsonb or varchar(n) column's is jsonb or character
+varying; else the type its values are sent as), keywords used as column labels quoted — and printed
+for DuckDB (casts to varchar(n) and char(n) first made what `pg_semantics` makes them: DuckDB's
+text keeps no length). The statement's own result columns keep PostgreSQL's text form:
+int2vector/oidvector values as space-separated numbers, a name cast to regnamespace, regrole or
+regproc as the object's name, a regclass or regtype value as its OID and name (sent as regclass /
+regtype, binary the OID); a RETURNING clause's columns too.
 When no rule applied, the original text comes back. A statement sqlglot cannot parse comes back
 unchanged, so DuckDB reports its own error. `parseable(sql)` is the client's text as the rewrite
 parses it (a few spellings sqlglot cannot read respelled).
@@ -88,6 +88,8 @@ _OID_CASTS = {
     "regprocedure": ("heron_regproc", "heron_regproc_name"),
     "regrole": ("heron_regrole_oid", "heron_regrole_name"),
 }
+# Functions of a sequence: DuckDB's (and `session_sequences`') take its name.
+_SEQUENCE_FUNCTIONS = frozenset({"nextval", "currval", "setval"})
 # The look-up of a name -> the macro giving that object's name back, and its type's name.
 _NAME_OF = {by_name: by_oid for by_name, by_oid in _OID_CASTS.values()
             if by_name.endswith("_oid")}
@@ -376,6 +378,10 @@ def _rewrite_cast(node: exp.Cast) -> exp.Expression:
     name = _type_name(to)
     if name is None:
         return node
+    if name == "regclass" and node.this.is_string and isinstance(call := node.parent,
+                                                                 exp.Anonymous) and (
+            call.name.lower() in _SEQUENCE_FUNCTIONS and call.expressions[0] is node):
+        return node.this  # (DuckDB's find a sequence by its name's text, not by an OID)
     if name in _OID_CASTS:
         by_name, by_oid = _OID_CASTS[name]
         if isinstance(node.this, exp.Parameter | exp.Placeholder):

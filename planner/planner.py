@@ -70,6 +70,7 @@ from heron.planner import (
     pg_semantics,
     sequences,
     serial_columns,
+    session_sequences,
     statement,
     temp_tables,
     truncate,
@@ -128,6 +129,7 @@ class Planner:
         self._deferred = foreign_keys.Deferred()  # the transaction block's
         # `settings`: the session's, published at once (as `publish_settings` would).
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
+        self._sequences = session_sequences.start(con)  # what its nextval calls draw
         # Set by interrupt(): the engine stops the running AI statement between chunks, and a
         # statement interrupted while it was prepared does not start (the session clears it
         # before preparing one; `execute` once it is over).
@@ -563,6 +565,7 @@ class Planner:
         self.con.interrupt()
 
     def close(self) -> None:
+        session_sequences.end(self._sequences)
         self.con.close()
 
 

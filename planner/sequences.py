@@ -29,8 +29,10 @@ Contract:
   increment, or at value when is_called is false) and answers `value`, as PostgreSQL's setval
   does (bigint, named setval or the item's alias).
 
-Differences from PostgreSQL: currval is undefined again after a restart until nextval runs (it
-is the value set there); the sequence gets a new OID; RESTART IDENTITY restarts at MINVALUE
+setval(sequence, value) also makes `value` the session's currval of the sequence, as
+PostgreSQL's does (`session_sequences`).
+
+Differences from PostgreSQL: the sequence gets a new OID; RESTART IDENTITY restarts at MINVALUE
 (MAXVALUE descending), not at an identity's own START WITH once it differs.
 """
 
@@ -43,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from heron.planner import dialect, existence, serial_columns
+from heron.planner import dialect, existence, serial_columns, session_sequences
 from heron.planner.commands import IDENTIFIER, identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
 from heron.planner.pg_catalog_types import literal
@@ -182,8 +184,10 @@ def run_setval(con: duckdb.DuckDBPyConnection, setval: SetVal) -> Result:
                 values.append(None)  # strict, as PostgreSQL's setval
                 continue
             found = _find(con, name)
-            _restart(con, found, value + found.increment if not called or called[0] else value,
-                     shown=value)
+            is_called = not called or called[0]
+            _restart(con, found, value + found.increment if is_called else value, shown=value)
+            if is_called:  # (the session's currval and lastval, as PostgreSQL's)
+                session_sequences.set_on(con, name, value)
             values.append(value)
     table = pa.table({setval.name: pa.array(values, pa.int64())})
     return Result(f"SELECT {len(values)}", result_columns(setval), Rows.of(table))

@@ -39,7 +39,7 @@ from pathlib import Path
 import duckdb
 from duckdb import _seam
 
-from heron.planner import pg_text, views
+from heron.planner import pg_text, session_sequences, views
 from heron.planner.pg_catalog_functions import (
     SESSION_MACROS,
     SHARED_DATABASE,
@@ -47,7 +47,8 @@ from heron.planner.pg_catalog_functions import (
     create_macro,
 )
 
-MACROS: Macros = {**SESSION_MACROS, **views.MACROS, **pg_text.MACROS}
+MACROS: Macros = {**SESSION_MACROS, **views.MACROS, **pg_text.MACROS,
+                  **session_sequences.MACROS}
 # Not `main`: a qualified `main.x` must keep naming the user's database's `main` (see above).
 MACRO_SCHEMA = "heron_macros"
 SHARED_SCHEMA = f"{SHARED_DATABASE}.{MACRO_SCHEMA}"
@@ -69,6 +70,7 @@ def _macros_file() -> Path:
             try:
                 con.execute(f"CREATE SCHEMA {MACRO_SCHEMA}")
                 con.execute(f"SET schema = '{MACRO_SCHEMA}'")  # where the macros are created
+                session_sequences.register(con)  # (a macro's functions are bound when made)
                 for name, overloads in MACROS.items():
                     con.execute(create_macro(name, overloads))
             finally:

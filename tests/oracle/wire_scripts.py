@@ -405,6 +405,35 @@ def write_waits_for_block(server: Server) -> list[Any]:
         seen.append(waiter.execute("SELECT n FROM s_held").fetchone())
     return seen
 
+def sequences_per_session(server: Server) -> list[Any]:
+    """currval and lastval answer what the session's own nextval calls drew (a serial column's
+    default included), not another session's; setval sets them; 55000 before any."""
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as first, psycopg.connect(
+            server.dsn, autocommit=True) as second:
+        fresh_table(first, "s_serial", "id serial PRIMARY KEY, v text")
+        first.execute("DROP SEQUENCE IF EXISTS s_counter")
+        first.execute("CREATE SEQUENCE s_counter")
+        for conn, sql in [
+                (first, "SELECT currval('s_serial_id_seq')"), (first, "SELECT lastval()"),
+                (first, "INSERT INTO s_serial (v) VALUES ('a')"),
+                (second, "INSERT INTO s_serial (v) VALUES ('b'), ('c')"),
+                (first, "SELECT currval('s_serial_id_seq'), lastval()"),
+                (second, "SELECT currval('public.s_serial_id_seq'), lastval()"),
+                (first, "SELECT nextval('s_counter'::regclass), lastval()"),
+                (second, "SELECT currval('s_counter')"),
+                (second, "SELECT setval('s_counter', 42)"),
+                (second, "SELECT currval('s_counter'::regclass)"),
+                (second, "SELECT setval('s_counter', 50, false)"),
+                (second, "SELECT currval('s_counter'), lastval()"),
+                (first, "INSERT INTO s_serial (v) VALUES ('d') RETURNING id, lastval()")]:
+            try:
+                cursor = conn.execute(sql)
+                seen.append(cursor.fetchall() if cursor.description else cursor.statusmessage)
+            except psycopg.Error as exc:
+                seen.append((_error(exc), exc.diag.message_primary))
+    return seen
+
 def executemany(server: Server) -> list[Any]:
     """Pipelined INSERTs (Heron runs them as one batch) with PostgreSQL's answers, also when a
     row in the middle fails."""
@@ -517,4 +546,5 @@ SCRIPTS: dict[str, Callable[[Server], list[Any]]] = {
     "write_conflict": write_conflict,
     "hot_row": hot_row,
     "write_waits_for_block": write_waits_for_block,
+    "sequences_per_session": sequences_per_session,
 }
