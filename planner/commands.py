@@ -7,6 +7,9 @@ or None when the text is not that command; a statement that is the command but m
 - `SessionCommand`: SET / RESET / SHOW of a run-time parameter, DEALLOCATE of a prepared
   statement; `SET SESSION CHARACTERISTICS AS TRANSACTION ...` and `SET TRANSACTION ...` become SETs
   of `default_transaction_*` / `transaction_*`;
+- `PrepareCommand` and `ExecuteCommand`: SQL's PREPARE name [(types)] AS statement and EXECUTE
+  name [(arguments)], the types and arguments as written (split at their top-level commas);
+- `DiscardCommand`: DISCARD ALL | PLANS | SEQUENCES | TEMP[ORARY];
 - `TransactionOptions`: the modes of BEGIN / START TRANSACTION (isolation level, READ ONLY);
 - `SavepointCommand`: SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT];
 - `DeclareCommand`, `FetchCommand` (FETCH and MOVE), `CloseCommand`: SQL cursors;
@@ -96,6 +99,97 @@ def read_deallocate(sql: str) -> SessionCommand | None:
     elif not m["quoted"]:
         name = name.lower()
     return SessionCommand(name)
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareCommand:
+    name: str
+    types: tuple[str, ...]  # the parameters' declared types, as written
+    body: str  # the statement prepared
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteCommand:
+    name: str
+    arguments: tuple[str, ...]  # SQL expressions, as written
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardCommand:
+    what: str  # ALL, PLANS, SEQUENCES or TEMP
+
+
+_PREPARE = re.compile(rf"^\s*PREPARE\s+(?P<name>{IDENTIFIER})\s*(?:\((?P<types>.*?)\))?\s*AS\s+"
+                      r"(?P<body>.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_EXECUTE = re.compile(rf"^\s*EXECUTE\s+(?P<name>{IDENTIFIER})\s*(?:\((?P<arguments>.*)\))?"
+                      r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_DISCARD = re.compile(r"^\s*DISCARD\s+(?P<what>\w+)\s*;?\s*$", re.IGNORECASE)
+_DISCARDED = {"ALL": "ALL", "PLANS": "PLANS", "SEQUENCES": "SEQUENCES", "TEMP": "TEMP",
+              "TEMPORARY": "TEMP"}
+
+
+def read_prepare(sql: str) -> PrepareCommand | None:
+    m = _PREPARE.match(sql)
+    if m is None or (m["types"] is not None and not _balanced(m["types"])):
+        return None
+    types = split_items(m["types"]) if m["types"] is not None else ()
+    return PrepareCommand(identifier(m["name"]), tuple(types), m["body"])
+
+
+def read_execute(sql: str) -> ExecuteCommand | None:
+    m = _EXECUTE.match(sql)
+    if m is None:
+        return None
+    arguments = split_items(m["arguments"]) if m["arguments"] is not None else ()
+    return ExecuteCommand(identifier(m["name"]), tuple(arguments))
+
+
+def read_discard(sql: str) -> DiscardCommand | None:
+    m = _DISCARD.match(sql)
+    if m is None:
+        return None
+    what = _DISCARDED.get(m["what"].upper())
+    if what is None:
+        raise _syntax_error(m["what"])
+    return DiscardCommand(what)
+
+
+def split_items(text: str) -> list[str]:
+    """A list's items at its top-level commas (not those inside parentheses, brackets, quoted
+    strings or names)."""
+    items, depth, start, quote = [], 0, 0, ""
+    for i, char in enumerate(text):
+        if quote:
+            if char == quote:
+                quote = ""  # (a doubled quote closes and opens again: same result)
+        elif char in "'\"":
+            quote = char
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    items.append(text[start:].strip())
+    return [item for item in items if item] if any(items) else []
+
+
+def _balanced(text: str) -> bool:
+    """Whether `text`'s parentheses close as they open (outside quotes)."""
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def _unquote(value: str) -> str | None:

@@ -564,6 +564,11 @@ class Planner:
         self.cancelled.set()
         self.con.interrupt()
 
+    def discard_sequences(self) -> None:
+        """DISCARD SEQUENCES: currval and lastval are undefined again in this session."""
+        session_sequences.end(self._sequences)
+        self._sequences = session_sequences.start(self.con)
+
     def close(self) -> None:
         session_sequences.end(self._sequences)
         self.con.close()

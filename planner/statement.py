@@ -4,10 +4,11 @@ Contract: this module is the one place that answers "what kind of statement is t
 `split(sql)` cuts a query string at top-level semicolons (quotes, dollar quotes, quoted
 identifiers and comments respected) and drops empty statements. `classify(con, sql)` decides one
 statement's `Kind` without running it — the commands Heron answers itself (SET, RESET, SHOW,
-transaction control and savepoints, DEALLOCATE, cursors, LISTEN/NOTIFY, COPY with the client:
-`planner.commands`, `planner.copy_statement`) by their syntax, everything else as DuckDB parses
-it — and returns a `Statement`, the frozen value that travels from the wire layer to execution,
-with its parameters' types as PostgreSQL would infer them (`planner.parameters`).
+transaction control and savepoints, PREPARE/EXECUTE/DEALLOCATE, DISCARD, cursors, LISTEN/NOTIFY,
+COPY with the client: `planner.commands`, `planner.copy_statement`) by their syntax, everything
+else as DuckDB parses it — and returns a `Statement`, the frozen value that travels from the
+wire layer to execution, with its parameters' types as PostgreSQL would infer them
+(`planner.parameters`).
 
 Running on DuckDB: `run(con, statement, params)` returns a `Result` — the rows (`Rows`, Arrow
 record batches; with `stream=True` a SELECT's rows are read from DuckDB as the client takes them,
@@ -59,10 +60,13 @@ from heron.planner.commands import (
     CloseCommand,
     ConstraintsCommand,
     DeclareCommand,
+    DiscardCommand,
+    ExecuteCommand,
     FetchCommand,
     ListenCommand,
     LockCommand,
     NotifyCommand,
+    PrepareCommand,
     SavepointCommand,
     SessionCommand,
     TransactionOptions,
@@ -97,6 +101,9 @@ class Kind(enum.Enum):
     RESET = "reset"
     SHOW = "show"
     DEALLOCATE = "deallocate"  # protocol-level prepared statements: the connection answers
+    PREPARE = "prepare"  # SQL's PREPARE and EXECUTE of them: the connection answers too
+    EXECUTE = "execute"
+    DISCARD = "discard"  # the session answers (DISCARD ALL: with the connection)
     ROLE = "role"  # CREATE/ALTER/DROP ROLE, GRANT/REVOKE, ALTER ... OWNER TO: role_statements
     COPY_IN = "copy in"  # COPY ... FROM STDIN: the connection runs the COPY sub-protocol
     COPY_OUT = "copy out"  # COPY ... TO STDOUT
@@ -120,7 +127,7 @@ class Kind(enum.Enum):
 
 Command = (SessionCommand | TransactionOptions | SavepointCommand | DeclareCommand | FetchCommand
            | CloseCommand | CopyCommand | ListenCommand | NotifyCommand | LockCommand
-           | ConstraintsCommand)
+           | ConstraintsCommand | PrepareCommand | ExecuteCommand | DiscardCommand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,8 +328,8 @@ _DML = {Kind.INSERT, Kind.UPDATE, Kind.DELETE, Kind.MERGE}
 DATA_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.UTILITY_ROWS, *_DML, Kind.COPY,
                         Kind.COPY_IN, Kind.COPY_OUT, Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK,
                         Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DECLARE, Kind.FETCH,
-                        Kind.CLOSE, Kind.SHOW, Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY,
-                        Kind.LOCK, Kind.SET_CONSTRAINTS})
+                        Kind.CLOSE, Kind.SHOW, Kind.DEALLOCATE, Kind.PREPARE, Kind.EXECUTE,
+                        Kind.LISTEN, Kind.NOTIFY, Kind.LOCK, Kind.SET_CONSTRAINTS})
 _TWO_WORD_VERBS = {"CREATE", "DROP", "ALTER"}
 _CREATE_MODIFIERS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "UNLOGGED", "PERSISTENT"}
 
@@ -333,6 +340,9 @@ _OWN_COMMANDS: tuple[tuple[Callable[[str], Command | None], Kind, str], ...] = (
     (commands.read_release, Kind.RELEASE, "RELEASE"),
     (commands.read_close, Kind.CLOSE, "CLOSE"),
     (commands.read_deallocate, Kind.DEALLOCATE, "DEALLOCATE"),
+    (commands.read_prepare, Kind.PREPARE, "PREPARE"),
+    (commands.read_execute, Kind.EXECUTE, "EXECUTE"),
+    (commands.read_discard, Kind.DISCARD, "DISCARD"),
     (commands.read_notify, Kind.NOTIFY, "NOTIFY"),
     (commands.read_lock, Kind.LOCK, "LOCK TABLE"),
     (commands.read_set_constraints, Kind.SET_CONSTRAINTS, "SET CONSTRAINTS"),

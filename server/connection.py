@@ -714,6 +714,8 @@ class Connection:
         else:
             self.session.admit(statement)
         portal = Portal(statement, [])
+        if statement.kind is Kind.EXECUTE:
+            portal = await self.extended.executed(portal)
         self.session.bind("", portal)
         return portal
 
@@ -726,6 +728,16 @@ class Connection:
         statement = portal.statement
         if statement.kind is Kind.DEALLOCATE:
             self.send(protocol.command_complete(self.extended.deallocate(statement).command_tag))
+            return
+        if statement.kind is Kind.PREPARE:
+            self.send(protocol.command_complete((await self.extended.prepare(statement)
+                                                 ).command_tag))
+            return
+        if statement.kind is Kind.DISCARD:
+            result = await self.call(self.session.execute, statement)
+            if result.command_tag == "DISCARD ALL":  # (the session's part done: DEALLOCATE ALL)
+                self.extended.statements.clear()
+            self.send(protocol.command_complete(result.command_tag))
             return
         if statement.kind is Kind.EMPTY:
             self.send(protocol.empty_query_response())

@@ -11,21 +11,26 @@ a repeated statement is answered from a cache (per statement and parameter types
 DDL ran). An Execute of an INSERT ... VALUES portal followed, already in the socket, by more
 Bind [Describe] Execute groups of the same statement (a driver's executemany or batch) runs them
 all as one batch (`Session.insert_many`) and answers each as PostgreSQL would; a batch that fails
-falls back to running them one by one, for PostgreSQL's exact answers. DEALLOCATE, SQL's handle
-on these statements, is answered here too. Handlers append replies through their
-`Host` (the connection) and raise `SqlError`; the connection reports it and discards messages
-until Sync.
+falls back to running them one by one, for PostgreSQL's exact answers. SQL's handles on these
+statements are answered here too, in the same namespace, as in PostgreSQL: PREPARE name [(types)]
+AS statement makes a named statement as Parse does; EXECUTE name [(arguments)] is bound to the
+portal of that statement, its parameters the arguments' values (each cast to its declared type),
+and Describe of an EXECUTE describes that statement's rows; DEALLOCATE drops one or all.
+Handlers append replies through their `Host` (the connection) and raise `SqlError`; the
+connection reports it and discards messages until Sync.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from heron.planner import Column, Kind, Result, SqlError, SqlState, Statement
+from heron.planner.commands import ExecuteCommand, PrepareCommand
 from heron.planner.errors import bind_count_mismatch
 from heron.planner.pg_types import UNKNOWN
 from heron.server import decode, encode, protocol
@@ -54,11 +59,13 @@ class PreparedStatement:
     param_oids: tuple[int, ...]  # the client's, else the type the statement implies, else 0
     columns: tuple[Column, ...] | None = None
     described: bool = False
+    declared: tuple[str, ...] = ()  # SQL PREPARE's parameter types, as written
 
 
 DESCRIBED_CACHE = 512  # portal descriptions a connection keeps
 MAX_BATCH_ROWS = 10_000  # pipelined INSERT executions run as one batch
 _OPEN_TYPES = (0, UNKNOWN.oid)  # parameter types a client leaves to the server
+_TYPMOD = re.compile(r"\s*\([^()]*\)")  # a type name's modifiers: (10, 2) of numeric(10, 2)
 
 
 class ExtendedQuery:
@@ -92,42 +99,93 @@ class ExtendedQuery:
         return Result("DEALLOCATE", None, None)
 
     async def parse(self, message: protocol.Parse) -> None:
-        if message.name and message.name in self.statements:
-            raise SqlError(SqlState.DUPLICATE_PREPARED_STATEMENT,
-                           f'prepared statement "{message.name}" already exists')
         if not message.name:
             self.statements.pop("", None)  # replaced even if this Parse fails
+        self.statements[message.name] = await self._prepared(message.name, message.sql,
+                                                             message.param_oids)
+        self.host.send(protocol.parse_complete())
+
+    async def prepare(self, statement: Statement) -> Result:
+        """SQL's PREPARE (see the module contract)."""
+        command = statement.command
+        assert isinstance(command, PrepareCommand)
+        self.host.session.admit(statement)
+        prepared = await self._prepared(command.name, command.body, ())
+        prepared.declared = command.types
+        self.statements[command.name] = prepared
+        return Result("PREPARE", None, None)
+
+    async def _prepared(self, name: str, sql: str, given: Sequence[int]) -> PreparedStatement:
+        """`sql` prepared as the statement `name` (not yet kept), its parameters of the types
+        `given` where given."""
+        if name and name in self.statements:
+            raise SqlError(SqlState.DUPLICATE_PREPARED_STATEMENT,
+                           f'prepared statement "{name}" already exists')
         session = self.host.session
-        statement = session.cached(message.sql)
+        statement = session.cached(sql)
         if statement is None:
-            statement = await self.host.call(session.prepare, message.sql)
+            statement = await self.host.call(session.prepare, sql)
         else:
             session.admit(statement)
         # Types the client left open (0, or unknown as pg8000 sends them) are the ones the
         # statement implies.
-        given = message.param_oids
         implied = statement.param_types
         oids = tuple(given[i] if i < len(given) and given[i] not in _OPEN_TYPES else
                      (implied[i] if i < len(implied) else 0)
                      for i in range(max(statement.param_count, len(given))))
-        self.statements[message.name] = PreparedStatement(statement, oids)
-        self.host.send(protocol.parse_complete())
+        return PreparedStatement(statement, oids)
+
+    async def executed(self, portal: Portal) -> Portal:
+        """The portal that EXECUTE `portal` runs (see the module contract)."""
+        command = portal.statement.command
+        assert isinstance(command, ExecuteCommand)
+        prepared = self._named(command.name)
+        count = max(len(prepared.param_oids), len(prepared.declared))
+        if len(command.arguments) != count:
+            raise SqlError(SqlState.SYNTAX_ERROR, "wrong number of parameters for prepared "
+                           f'statement "{command.name}"',
+                           detail=f"Expected {count} parameters but got "
+                                  f"{len(command.arguments)}.")
+        values: list[Any] = []
+        if command.arguments:
+            # (PostgreSQL ignores a parameter type's modifiers: numeric(10,2) is numeric)
+            items = ", ".join(f"CAST(({argument}) AS {_TYPMOD.sub('', prepared.declared[i])})"
+                              if i < len(prepared.declared) else f"({argument})"
+                              for i, argument in enumerate(command.arguments))
+            values = await self.host.call(self._values, f"SELECT {items}", portal.params)
+        promised = prepared.columns if prepared.described else None
+        return Portal(prepared.statement, values[: prepared.statement.param_count],
+                      portal.formats, promised=promised)
+
+    def _values(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The one row `sql` gives (EXECUTE's arguments)."""
+        session = self.host.session
+        rows = session.execute(session.prepare(sql), params).rows
+        batch = rows.next() if rows is not None else None
+        assert batch is not None and batch.num_rows == 1
+        return [column[0].as_py() for column in batch.columns]
+
+    def _named(self, name: str) -> PreparedStatement:
+        prepared = self.statements.get(name)
+        if prepared is None:
+            raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
+                           f'prepared statement "{name}" does not exist')
+        return prepared
 
     async def bind(self, message: protocol.Bind) -> None:
         prepared, values = self._bound(message)
         # A client that described the statement decodes rows with those types.
         promised = prepared.columns if prepared.described else None
-        self.host.session.bind(message.portal, Portal(
-            prepared.statement, values, message.result_formats, promised=promised))
+        portal = Portal(prepared.statement, values, message.result_formats, promised=promised)
+        if prepared.statement.kind is Kind.EXECUTE:
+            portal = await self.executed(portal)
+        self.host.session.bind(message.portal, portal)
         self._bound_from[message.portal] = message.statement
         self.host.send(protocol.bind_complete())
 
     def _bound(self, message: protocol.Bind) -> tuple[PreparedStatement, list[Any]]:
         """Bind's statement and parameter values, checked as PostgreSQL checks them."""
-        prepared = self.statements.get(message.statement)
-        if prepared is None:
-            raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
-                           f'prepared statement "{message.statement}" does not exist')
+        prepared = self._named(message.statement)
         count = len(prepared.param_oids)
         if len(message.params) != count:
             raise bind_count_mismatch(len(message.params), count, message.statement)
@@ -147,10 +205,7 @@ class ExtendedQuery:
 
     async def describe(self, message: protocol.Describe) -> None:
         if message.kind == "S":
-            prepared = self.statements.get(message.name)
-            if prepared is None:
-                raise SqlError(SqlState.INVALID_SQL_STATEMENT_NAME,
-                               f'prepared statement "{message.name}" does not exist')
+            prepared = self._named(message.name)
             self.host.send(protocol.parameter_description(
                 [decode.parameter_type(oid) for oid in prepared.param_oids]))
             columns = await self._statement_columns(prepared)
@@ -213,6 +268,9 @@ class ExtendedQuery:
         return columns
 
     async def _statement_columns(self, prepared: PreparedStatement) -> tuple[Column, ...] | None:
+        command = prepared.statement.command
+        if isinstance(command, ExecuteCommand):  # (its columns are the executed statement's)
+            return await self._statement_columns(self._named(command.name))
         if not prepared.described:
             if prepared.statement.returns_rows:
                 # Bound with values of the parameters' types, as its executions will be.

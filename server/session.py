@@ -67,6 +67,7 @@ from heron.planner.commands import (
     CloseCommand,
     ConstraintsCommand,
     DeclareCommand,
+    DiscardCommand,
     FetchCommand,
     Isolation,
     ListenCommand,
@@ -582,6 +583,8 @@ class Session:
             if not self._in_block():
                 self._settle_notifications(committed=True)
             return Result(statement.verb, None, None)
+        if isinstance(command, DiscardCommand):
+            return self._discard(command)
         if isinstance(command, LockCommand):
             return self._lock(command)
         if isinstance(command, ConstraintsCommand):
@@ -621,6 +624,45 @@ class Session:
             self._reset(command.name)
         self._settings_changed()
         return Result(kind.name, None, None)
+
+    def _discard(self, command: DiscardCommand) -> Result:
+        """DISCARD, as PostgreSQL's: TEMP drops the session's temporary tables, views and
+        sequences; SEQUENCES forgets what currval and lastval answer; PLANS the statements
+        classified; ALL (not in a block: 25001) does all three after CLOSE ALL, RESET ALL,
+        UNLISTEN * and pg_advisory_unlock_all() (the connection then forgets its prepared
+        statements, DEALLOCATE ALL)."""
+        what = command.what
+        if what == "ALL":
+            if self._explicit_block():
+                raise SqlError(SqlState.ACTIVE_SQL_TRANSACTION,
+                               "DISCARD ALL cannot run inside a transaction block")
+            for name in [n for n, p in self.portals.items() if p.cursor is not None]:
+                self.close_portal(name)
+            self._reset("all")
+            self._settings_changed()
+            self._listen_changes.append(ListenCommand(None, listen=False))
+            self._settle_notifications(committed=True)
+            if self.backend is not None:
+                self.backend.locks.release_all(self.backend.pid, transaction_too=False)
+        if what in ("ALL", "TEMP"):
+            self._drop_temporary()
+        if what in ("ALL", "SEQUENCES"):
+            self.planner.discard_sequences()
+        if what in ("ALL", "PLANS"):
+            self._classified.clear()
+        return Result(f"DISCARD {what}", None, None)
+
+    def _drop_temporary(self) -> None:
+        """The session's temporary views, tables and sequences dropped, each as a DROP the
+        client sent (so what Heron keeps of a table goes with it)."""
+        found = self.planner.con.execute(
+            "SELECT 'VIEW', view_name FROM duckdb_views() WHERE temporary AND NOT internal "
+            "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE temporary "
+            "UNION ALL SELECT 'SEQUENCE', sequence_name FROM duckdb_sequences() "
+            "WHERE temporary").fetchall()
+        for kind, name in found:
+            quoted = '"' + name.replace('"', '""') + '"'
+            self.execute(self.prepare(f"DROP {kind} IF EXISTS temp.main.{quoted} CASCADE"))
 
     def _explicit_block(self) -> bool:
         return self._in_block() and not self.transaction.implicit
@@ -951,7 +993,7 @@ _TRANSACTION_KINDS = {Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.SAVEPOINT, Ki
                       Kind.ROLLBACK_TO}
 _SESSION_KINDS = _TRANSACTION_KINDS | {Kind.DECLARE, Kind.FETCH, Kind.CLOSE, Kind.COPY_IN,
                                        Kind.COPY_OUT, Kind.LISTEN, Kind.NOTIFY, Kind.ROLE,
-                                       Kind.LOCK, Kind.SET_CONSTRAINTS}
+                                       Kind.LOCK, Kind.SET_CONSTRAINTS, Kind.DISCARD}
 LOCK_KEY_SPACE = 3  # LOCK TABLE's keys in the lock table: (3, the table's OID, 0)
 
 

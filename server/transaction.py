@@ -53,7 +53,7 @@ class TransactionStatus(enum.StrEnum):
 
 # Statements that never change the database (everything else might).
 READ_ONLY_KINDS = frozenset({Kind.EMPTY, Kind.SELECT, Kind.SHOW, Kind.FETCH, Kind.CLOSE,
-                             Kind.COPY_OUT, Kind.DEALLOCATE, Kind.LISTEN, Kind.NOTIFY,
+                             Kind.COPY_OUT, Kind.DEALLOCATE, Kind.PREPARE, Kind.LISTEN, Kind.NOTIFY,
                              Kind.LOCK, Kind.SET_CONSTRAINTS})
 # Why a statement's text makes a replay inexact: volatile functions and sequences.
 _VOLATILE = re.compile(

@@ -434,6 +434,55 @@ def sequences_per_session(server: Server) -> list[Any]:
                 seen.append((_error(exc), exc.diag.message_primary))
     return seen
 
+_PREPARED_AND_DISCARDED = (
+    "PREPARE s_q (int, numeric(10,2)) AS SELECT $1 * 2 AS d, $2 * 2 AS n",
+    "EXECUTE s_q(21, 1.234)", "EXECUTE s_q('4', 1)", "EXECUTE s_q(1)", "EXECUTE s_q",
+    "PREPARE s_q AS SELECT 1", "PREPARE s_w AS INSERT INTO s_prepared VALUES ($1) RETURNING i",
+    "EXECUTE s_w(7)", "DEALLOCATE s_w", "EXECUTE s_w(8)", "DEALLOCATE s_w",
+    "CREATE TEMP TABLE s_temp (i int)", "CREATE TEMP VIEW s_temp_view AS SELECT * FROM s_temp",
+    "CREATE TEMP SEQUENCE s_temp_seq", "SELECT nextval('s_temp_seq')", "DISCARD SEQUENCES",
+    "SELECT currval('s_temp_seq')", "DISCARD PLANS", "DISCARD TEMP", "SELECT * FROM s_temp",
+    "SELECT * FROM s_temp_view", "SELECT nextval('s_temp_seq')", "SET statement_timeout = '5s'",
+    "LISTEN s_channel", "BEGIN", "DISCARD ALL", "ROLLBACK", "DISCARD ALL",
+    "SHOW statement_timeout", "EXECUTE s_q(1, 1)", "DISCARD nothing",
+    "SELECT count(*) FROM s_prepared")
+
+
+def prepared_and_discarded(server: Server) -> list[Any]:
+    """SQL's PREPARE, EXECUTE and DEALLOCATE (one namespace with the protocol's named
+    statements), and DISCARD: through psycopg (extended protocol), psycopg2 (simple) and
+    asyncpg."""
+    import psycopg2
+
+    seen: list[Any] = []
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        fresh_table(conn, "s_prepared", "i integer")
+        seen += _statements(conn, _PREPARED_AND_DISCARDED)
+    with contextlib.closing(psycopg2.connect(server.dsn)) as conn:
+        conn.autocommit = True
+        cursor = conn.cursor()
+        for sql in _PREPARED_AND_DISCARDED:
+            try:
+                cursor.execute(sql)
+                seen.append((sql, cursor.statusmessage,
+                             cursor.fetchall() if cursor.description else None))
+            except psycopg2.Error as exc:
+                seen.append((sql, _error(exc)))
+
+    async def with_asyncpg() -> None:  # (asyncpg describes a statement before it binds one)
+        import asyncpg
+
+        conn = await asyncpg.connect(host=server.host, port=server.port, user="heron",
+                                     database="heron", timeout=TIMEOUT_S)
+        try:
+            await conn.execute("PREPARE s_a (int) AS SELECT $1 * 2 AS d, 'x'::text AS t")
+            seen.append([tuple(r) for r in await conn.fetch("EXECUTE s_a(21)")])
+        finally:
+            await conn.close(timeout=5)
+
+    asyncio.run(with_asyncpg())
+    return seen
+
 def executemany(server: Server) -> list[Any]:
     """Pipelined INSERTs (Heron runs them as one batch) with PostgreSQL's answers, also when a
     row in the middle fails."""
@@ -547,4 +596,5 @@ SCRIPTS: dict[str, Callable[[Server], list[Any]]] = {
     "hot_row": hot_row,
     "write_waits_for_block": write_waits_for_block,
     "sequences_per_session": sequences_per_session,
+    "prepared_and_discarded": prepared_and_discarded,
 }

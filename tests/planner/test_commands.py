@@ -1,5 +1,5 @@
 """The commands Heron answers itself, read into values: cursors, savepoints, transaction modes,
-and COPY's two option syntaxes."""
+PREPARE / EXECUTE / DISCARD, and COPY's two option syntaxes."""
 
 from __future__ import annotations
 
@@ -9,19 +9,26 @@ from heron.planner.commands import (
     CloseCommand,
     DeclareCommand,
     Direction,
+    DiscardCommand,
+    ExecuteCommand,
     FetchCommand,
     Isolation,
+    PrepareCommand,
     SavepointCommand,
     SessionCommand,
     TransactionOptions,
     read_begin,
     read_close,
     read_declare,
+    read_discard,
+    read_execute,
     read_fetch,
+    read_prepare,
     read_release,
     read_rollback_to,
     read_savepoint,
     read_transaction_settings,
+    split_items,
 )
 from heron.planner.copy_statement import CopyCommand, CopyFormat, CopyOptions, read_copy
 from heron.planner.errors import SqlError
@@ -125,3 +132,26 @@ def test_bad_copy_options(sql, sqlstate):
     with pytest.raises(SqlError) as info:
         read_copy(sql)
     assert info.value.sqlstate == sqlstate
+
+
+def test_prepare_execute_and_discard():
+    assert read_prepare("PREPARE q (int, numeric(10, 2)) AS SELECT $1, $2") == PrepareCommand(
+        "q", ("int", "numeric(10, 2)"), "SELECT $1, $2")
+    assert read_prepare('prepare "Q" as insert into t values ($1);') == PrepareCommand(
+        "Q", (), "insert into t values ($1)")
+    assert read_execute("EXECUTE q(41, 'a,b', f(1, 2))") == ExecuteCommand(
+        "q", ("41", "'a,b'", "f(1, 2)"))
+    assert read_execute("execute Q") == ExecuteCommand("q", ())
+    assert read_discard("DISCARD temporary") == DiscardCommand("TEMP")
+    assert read_discard("discard all;") == DiscardCommand("ALL")
+    with pytest.raises(SqlError) as caught:
+        read_discard("DISCARD everything")
+    assert caught.value.sqlstate == "42601"
+    assert read_prepare("PREPARED q AS SELECT 1") is None
+    assert read_execute("EXECUTE IMMEDIATE") == ExecuteCommand("immediate", ())
+
+
+def test_list_items_split_at_top_level_commas_only():
+    assert split_items("1, 'x, y', \"a,b\", f(1, (2, 3)), a[1,2]") == [
+        "1", "'x, y'", '"a,b"', "f(1, (2, 3))", "a[1,2]"]
+    assert split_items("  ") == []
