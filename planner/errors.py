@@ -269,6 +269,11 @@ _WORDINGS: tuple[_Wording, ...] = (
        'relation "{name}" does not exist'),
     _W(re.compile(r"Sequence with name (?P<name>.+?) does not exist"), _S.UNDEFINED_TABLE,
        'relation "{name}" does not exist'),
+    # (what depends on an object is known to DuckDB only: planner.existence names it where it can)
+    _W(re.compile(r'Cannot drop entry "(?P<name>[^"]+)" because there are entries that depend '
+                  r"on it"), _S.DEPENDENT_OBJECTS_STILL_EXIST,
+       "cannot drop {name} because other objects depend on it",
+       hint="Use DROP ... CASCADE to drop the dependent objects too."),
     _W(re.compile(r'Referenced column "(?P<name>[^"]+)" not found'), _S.UNDEFINED_COLUMN,
        'column "{name}" does not exist'),
     _W(re.compile(r'Table "(?P<table>[^"]+)" does not have a column named "(?P<name>[^"]+)"'),

@@ -20,7 +20,9 @@ Contract:
   DROP TABLE of a view, or DROP VIEW of a table, is 42809 as there. Views that read a dropped
   table or view are PostgreSQL's 2BP01, or dropped too under CASCADE (`view_dependencies`);
   so are other tables' foreign keys that reference a dropped table (under CASCADE the keys are
-  dropped, `alter_table`, not their tables).
+  dropped, `alter_table`, not their tables); so are the columns of tables whose type is a
+  dropped enum type (under CASCADE those columns are dropped, where DuckDB's CASCADE would drop
+  their tables).
 - `find_relation(con, parts)`: the table or view a name names (`Relation`, its OID
   pg_class's), 42P01 when none. `search_path(con)` is the schemas DuckDB's search path names;
   `owned_sequences(con, table)` the sequences a table's serial and identity columns own
@@ -55,7 +57,11 @@ from heron.planner import dialect, foreign_keys, serial_columns, view_dependenci
 from heron.planner.commands import IDENTIFIER as _IDENT
 from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, from_duckdb
-from heron.planner.pg_catalog_relations import QUERY_VIEW_PREFIX, constraint_name
+from heron.planner.pg_catalog_relations import (
+    ENUM_TEXT,
+    QUERY_VIEW_PREFIX,
+    constraint_name,
+)
 from heron.planner.statement import Result, atomic
 
 _NAME = rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}"
@@ -144,11 +150,16 @@ def run(con: duckdb.DuckDBPyConnection, drop: Drop) -> Result:
             if drop.kind == "SCHEMA":
                 notices.extend(_schemas_cleared(con, [p[-1] for p in present.values()],
                                                 drop.behaviour == "CASCADE"))
+            if drop.kind == "TYPE":
+                notices.extend(_typed_columns_cleared(con, list(present.values()),
+                                                      drop.behaviour == "CASCADE"))
             targets = [(".".join(dialect.quoted(p) for p in parts), [])
                        for parts in present.values()]
+        # DuckDB's CASCADE of a type drops the tables whose columns have it: never asked for
+        behaviour = "" if drop.kind == "TYPE" else drop.behaviour
         for name, owned in targets:
             try:
-                con.execute(f"DROP {drop.kind} {name} {drop.behaviour}")
+                con.execute(f"DROP {drop.kind} {name} {behaviour}")
                 for sequence in owned:  # (after: the table's defaults depend on them)
                     con.execute(f"DROP SEQUENCE {sequence}")
             except duckdb.Error as exc:
@@ -314,6 +325,49 @@ def _schemas_cleared(con: duckdb.DuckDBPyConnection, schemas: list[str], cascade
     keys = _foreign_keys_cleared(con, [Relation(*row[:4]) for row in held if row[4] == "table"],
                                  cascade)
     return cascaded([*(f"{kind} {schema}.{name}" for _, schema, name, _, kind in held), *keys])
+
+
+# The columns of tables whose type is an enum type (or an array of it), by the type's name: the
+# type they depend on (the array type for an array), their table and column.
+_ENUM_COLUMNS = f"""
+    SELECT e.type_name || CASE WHEN c.data_type LIKE '%]' THEN '[]' ELSE '' END,
+           c.database_name, c.schema_name, c.table_name, c.column_name
+    FROM duckdb_types() e
+    JOIN duckdb_columns() c ON c.data_type IN ({ENUM_TEXT}, {ENUM_TEXT} || '[]')
+    JOIN duckdb_tables() t ON t.table_oid = c.table_oid
+    WHERE e.logical_type = 'ENUM' AND NOT e.internal AND lower(e.type_name) = lower(?)
+          AND (? IS NULL OR lower(e.schema_name) = lower(?))
+    ORDER BY c.table_oid, c.column_index"""
+
+
+def _typed_columns_cleared(con: duckdb.DuckDBPyConnection, types: list[tuple[str, ...]],
+                           cascade: bool) -> list[str]:
+    """Before enum `types` are dropped: PostgreSQL's 2BP01 while columns have them; with
+    `cascade`, those columns dropped (not their tables, which DuckDB's CASCADE drops), as
+    PostgreSQL's notice names them."""
+    found = [row for parts in types for row in con.execute(
+        _ENUM_COLUMNS, [parts[-1], parts[-2] if len(parts) > 1 else None,
+                        parts[-2] if len(parts) > 1 else None]).fetchall()]
+    if not found:
+        return []
+    if not cascade:
+        raise SqlError(SqlState.DEPENDENT_OBJECTS_STILL_EXIST,
+                       f"cannot drop type {found[0][0].removesuffix('[]')} because other objects "
+                       "depend on it",
+                       detail="\n".join(f"column {column} of table {table} depends on type "
+                                        f"{kind}" for kind, _, _, table, column in found),
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    from heron.planner import alter_table  # (which finds tables through this module)
+
+    tables: dict[tuple[str, str, str], list[str]] = {}
+    for _, database, schema, table, column in found:
+        tables.setdefault((database, schema, table), []).append(column)
+    for parts, columns in tables.items():
+        if alter_table.drop_columns(con, parts, frozenset(c.lower() for c in columns)) is None:
+            quoted = ".".join(dialect.quoted(p) for p in parts)
+            for column in columns:
+                con.execute(f"ALTER TABLE {quoted} DROP COLUMN {dialect.quoted(column)}")
+    return cascaded([f"column {column} of table {table}" for _, _, _, table, column in found])
 
 
 def _foreign_keys_cleared(con: duckdb.DuckDBPyConnection, tables: list[Relation],

@@ -370,6 +370,10 @@ _DEFAULT = (r"CASE WHEN t.attidentity <> '' THEN NULL "  # (PostgreSQL keeps non
             r"ELSE regexp_replace(t.column_default, '^nextval\(''(.*)''\)$', "
             r"'nextval(''\1''::regclass)') END")
 
+# How duckdb_columns() writes the type of a column of the enum type `e` (a duckdb_types() row).
+ENUM_TEXT = ("'ENUM(' || array_to_string(list_transform(e.labels, "
+             "lambda x: '''' || replace(x, '''', '''''') || ''''), ', ') || ')'")
+
 _TABLE_COLUMNS = f"""
     SELECT t.* REPLACE ({_DEFAULT} AS column_default) FROM (
     SELECT c.table_oid::UINTEGER AS attrelid, c.column_name AS attname,
@@ -396,9 +400,7 @@ _TABLE_COLUMNS = f"""
     LEFT JOIN {BPCHAR_LENGTHS} b ON b.table_oid = c.table_oid AND b.column_name = c.column_name
     LEFT JOIN {JSONB_COLUMNS} j ON j.table_oid = c.table_oid AND j.column_name = c.column_name
     LEFT JOIN duckdb_types() e ON e.logical_type = 'ENUM' AND NOT e.internal
-         AND c.data_type = 'ENUM(' || array_to_string(
-               list_transform(e.labels, lambda x: '''' || replace(x, '''', '''''') || ''''), ', ')
-             || ')') t"""
+         AND c.data_type = {ENUM_TEXT}) t"""
 
 _COLUMNS = """
     SELECT * FROM heron_table_columns

@@ -556,6 +556,13 @@ CASES = {
         "CREATE SCHEMA x_sc2", "CREATE TABLE x_sc2.x_k (id int PRIMARY KEY)",
         "CREATE TABLE x_u (k int REFERENCES x_sc2.x_k)", "DROP SCHEMA x_sc2 CASCADE",
         "INSERT INTO x_u VALUES (7)", "DROP TABLE x_u, x_t"),
+    # DuckDB's DROP TYPE ... CASCADE dropped the tables with a column of the type
+    "drop_type_in_use": (
+        "CREATE TYPE x_mood AS ENUM ('sad', 'ok')",
+        "CREATE TABLE x_typed (id int PRIMARY KEY, m x_mood, n text)",
+        "CREATE TABLE x_typed2 (k int, m2 x_mood)", "INSERT INTO x_typed VALUES (1, 'ok', 'kept')",
+        "DROP TYPE x_mood", "DROP TYPE x_mood RESTRICT", "DROP TABLE x_typed2",
+        "DROP TYPE x_mood CASCADE", "SELECT * FROM x_typed", "DROP TABLE x_typed"),
 }
 
 
