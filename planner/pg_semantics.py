@@ -87,6 +87,10 @@ Contract:
     42601 as PostgreSQL's, over DISTINCT or a set operation 0A000;
   * LIKE and ILIKE escape with a backslash unless they say otherwise, as PostgreSQL's (DuckDB's
     have no default escape character), where the pattern may hold one;
+  * `x [NOT] [I]LIKE ANY (array)` and `ALL (array)`, which DuckDB's grammar lacks, test each of
+    the array's patterns (NULL for a NULL array);
+  * percentile_cont orders its values as double precision, PostgreSQL's only percentile_cont
+    (DuckDB's over a numeric interpolates in the numeric's scale);
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
     and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
     `?column?`;
@@ -223,7 +227,7 @@ _TRIGGER = re.compile(
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
-    r"pow|power|ntile|"
+    r"pow|power|ntile|percentile_cont|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string|unnest)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
@@ -355,6 +359,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     rewritten += (_json_rows(tree) + _zipped_unnests(tree) + _array_concatenations(tree, sql)
                   + _pg_functions(tree, sql)
                   + _similar_to(tree) + _interval_divisions(tree) + _row_locks(tree)
+                  + _percentiles(tree)
                   + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
@@ -1161,6 +1166,11 @@ def _like_escapes(tree: exp.Expression) -> list[exp.Expression]:
     changed = []
     for like in list(tree.find_all(exp.Like, exp.ILike)):
         pattern = like.expression
+        if isinstance(pattern, exp.Any | exp.All) and not isinstance(like.parent, exp.Escape):
+            if (quantified := _like_each(like, pattern)) is not None:
+                like.replace(quantified)
+                changed.append(like)
+            continue
         if isinstance(like.parent, exp.Escape) or (
                 isinstance(pattern, exp.Literal) and "\\" not in pattern.name):
             continue
@@ -1168,6 +1178,50 @@ def _like_escapes(tree: exp.Expression) -> list[exp.Expression]:
         like.replace(holder)
         holder.replace(exp.Escape(this=like, expression=exp.Literal.string("\\")))
         changed.append(like)
+    return changed
+
+
+def _like_each(like: exp.Like | exp.ILike, quantified: exp.Any | exp.All
+               ) -> exp.Expression | None:
+    """`x [NOT] LIKE ANY (array)` / `ALL (array)` (DuckDB's grammar has neither): whether `x` is
+    [not] like any / all of the array's patterns, each with PostgreSQL's escape character, and
+    NULL as PostgreSQL's (a NULL array; a NULL test and none that decides). None for a
+    subquery's rows (left as they are)."""
+    array = quantified.this.unnest() if isinstance(quantified.this, exp.Paren) else quantified.this
+    if isinstance(array, exp.Query | exp.Subquery):
+        return None
+    pattern = exp.to_identifier("heron_pattern")
+    each: exp.Expression = exp.Escape(
+        this=type(like)(this=like.this.copy(), expression=exp.column(pattern.copy())),
+        expression=exp.Literal.string("\\"))
+    if like.args.get("negate"):  # (NOT LIKE ANY: any pattern x is not like)
+        each = exp.Not(this=each)
+    test = exp.Lambda(this=each, expressions=[pattern])
+    anyone = isinstance(quantified, exp.Any)
+    tests = exp.Anonymous(this="list_transform", expressions=[array.copy(), test])
+    # ANY: true where one is, else NULL where one is NULL, else false (ALL: the other way)
+    decided = exp.Anonymous(this="list_bool_or" if anyone else "list_bool_and",
+                            expressions=[tests])
+    unknown = exp.LT(this=exp.Anonymous(this="list_count", expressions=[tests.copy()]),
+                     expression=exp.Anonymous(this="len", expressions=[array.copy()]))
+    return exp.Case(ifs=[
+        exp.If(this=exp.Is(this=array.copy(), expression=exp.null()), true=exp.null()),
+        exp.If(this=decided if anyone else exp.Not(this=decided), true=exp.convert(anyone)),
+        exp.If(this=unknown, true=exp.null())], default=exp.convert(not anyone))
+
+
+def _percentiles(tree: exp.Expression) -> list[exp.Expression]:
+    """percentile_cont's values as double precision, PostgreSQL's only percentile_cont (DuckDB's
+    over a numeric interpolates in the numeric's scale: the median of 9.99 and 20.00 was 14.99,
+    PostgreSQL's 14.995). The keys changed."""
+    changed = []
+    for group in tree.find_all(exp.WithinGroup):
+        order = group.expression
+        if isinstance(group.this, exp.PercentileCont) and isinstance(order, exp.Order):
+            for key in order.expressions:
+                value = key.this if isinstance(key, exp.Ordered) else key
+                value.replace(exp.cast(value.copy(), exp.DataType.build("DOUBLE")))
+                changed.append(value)
     return changed
 
 

@@ -87,6 +87,12 @@ CASES: tuple[Case, ...] = (
     Case("select_for_share_skip_locked", "SELECT id FROM w_people ORDER BY id LIMIT 1 "
          "FOR NO KEY UPDATE OF w_people SKIP LOCKED", setup=_PEOPLE),
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "
+         "(ARRAY['%n%', 'a%']), name NOT LIKE ANY (ARRAY['ann', NULL]) FROM w_people ORDER BY id",
+         setup=_PEOPLE),
+    Case("percentile_cont_of_numeric", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY "
+         "score), percentile_disc(0.5) WITHIN GROUP (ORDER BY score) FROM w_people",
+         setup=_PEOPLE),
     Case("numeric_sum", "SELECT sum(score) FROM w_people", setup=_PEOPLE),
     Case("integer_sums_within_items", "SELECT coalesce(sum(id), 0) AS a, sum(id) * 2 AS b, "
          "sum(id) FILTER (WHERE id > 1) AS c, coalesce(sum(id) FILTER (WHERE id > 9), 0) AS d "
