@@ -129,7 +129,9 @@ class Planner:
         self._deferred = foreign_keys.Deferred()  # the transaction block's
         # `settings`: the session's, published at once (as `publish_settings` would).
         self.catalog = pg_catalog.Catalog(con, user, server_version, caller, settings)
-        self._sequences = session_sequences.start(con)  # what its nextval calls draw
+        # What its nextval calls draw is kept from the first statement that may draw
+        # (`_drawing`): a session that only reads never pays for it.
+        self._sequences: int | None = None
         # Set by interrupt(): the engine stops the running AI statement between chunks, and a
         # statement interrupted while it was prepared does not start (the session clears it
         # before preparing one; `execute` once it is over).
@@ -289,6 +291,8 @@ class Planner:
             if stmt.kind in (Kind.COMMIT, Kind.ROLLBACK):  # (where no session answers them)
                 (self.commit if stmt.kind is Kind.COMMIT else self.rollback)()
                 return Result(stmt.verb, None, None)
+            if stmt.kind is not Kind.SELECT or "val(" in stmt.sql.lower():
+                self._drawing()  # (a write's defaults, or nextval, currval, lastval, setval)
             try:
                 result = self._keyed(stmt, params, stream)
             except duckdb.Error as exc:  # (what ran around DuckDB's statement: a catalog snapshot)
@@ -462,6 +466,7 @@ class Planner:
     def insert_rows(self, sql: str, name: str, rows: pa.RecordBatch) -> int:
         """Run an INSERT reading `rows` under `name`; the rows it inserted (jsonb normalized;
         the caller checks foreign keys once all are in: `keys_checked`)."""
+        self._drawing()
         return statement.insert_rows(self.con, jsonb_storage.rewrite(sql, self._relations), name,
                                      rows)
 
@@ -470,6 +475,7 @@ class Planner:
         keys checked)."""
         if stmt.ai is not None:
             return False
+        self._drawing()
         with self.keys_checked(stmt.sql):
             return statement.insert_many(self.con, stmt, rows)
 
@@ -564,13 +570,20 @@ class Planner:
         self.cancelled.set()
         self.con.interrupt()
 
+    def _drawing(self) -> None:
+        """Keep what this session's nextval calls draw, from now on (`session_sequences`)."""
+        if self._sequences is None:
+            self._sequences = session_sequences.start(self.con)
+
     def discard_sequences(self) -> None:
-        """DISCARD SEQUENCES: currval and lastval are undefined again in this session."""
-        session_sequences.end(self._sequences)
-        self._sequences = session_sequences.start(self.con)
+        """DISCARD SEQUENCES: currval and lastval are undefined again in this session (its key
+        forgotten; the next statement that may draw starts a new one)."""
+        if self._sequences is not None:
+            session_sequences.end(self._sequences)
+            self._sequences = None
 
     def close(self) -> None:
-        session_sequences.end(self._sequences)
+        self.discard_sequences()
         self.con.close()
 
 
