@@ -13,8 +13,10 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
   USING btree or hash dropped (gin, gist, brin and spgist are 0A000, other methods 42704, as
   PostgreSQL's unknown ones); an INCLUDE list, operator classes (`text_pattern_ops`) and COLLATE
   "C" / "POSIX" dropped (they change no answer: the keys, their order and their uniqueness stay);
-  a non-unique partial index's WHERE dropped (an index over all rows gives the same answers; a
-  unique one stays partial, for DuckDB to refuse: its uniqueness would reach other rows); an
+  a non-unique partial index's WHERE dropped (an index over all rows gives the same answers); a
+  unique partial index (DuckDB has no partial indexes) made unique over its keys where its
+  predicate holds, NULL elsewhere — `(CASE WHEN predicate THEN key END)` for each key — as NULLs
+  are never duplicates (the soft-deleted rows of `UNIQUE (email) WHERE deleted_at IS NULL`); an
   index without a name named as PostgreSQL names it (`<table>_<columns>_idx`, a number after it
   while the name is taken in the table's schema: hence `con`).
 - `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
@@ -190,15 +192,19 @@ def _duckdb_index(index: exp.Index, unique: bool) -> bool:
     if parameters.args.get("include"):
         parameters.set("include", None)
         changed = True
-    if parameters.args.get("where") is not None and not unique:
+    where = parameters.args.get("where")
+    if where is not None:
         parameters.set("where", None)
         changed = True
     for key in parameters.args.get("columns") or []:
         inner = key.this if isinstance(key, exp.Ordered) else key
         if isinstance(inner, exp.Opclass) or (isinstance(inner, exp.Collate) and (
                 inner.expression.name.lower() in _BINARY_COLLATIONS)):
-            inner.replace(inner.this)
+            inner = inner.replace(inner.this)
             changed = True
+        if where is not None and unique:  # NULL where the predicate fails: never a duplicate
+            inner.replace(exp.Paren(this=exp.Case(ifs=[exp.If(this=where.this.copy(),
+                                                                true=inner.copy())])))
     return changed
 
 

@@ -716,6 +716,8 @@ def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: 
         rows = [row for row in rows if ", ".join(row[1]) == detail["columns"]]
     elif len(rows) > 1:  # the constraints of as many columns as the key has values
         rows = [row for row in rows if len(row[1]) == detail["values"].count(", ") + 1]
+    if not rows and detail["columns"] is not None:
+        return _unique_index_named(cursor, target, detail, error)
     if len(rows) != 1:
         return error
     name, columns = rows[0]
@@ -723,6 +725,41 @@ def _unique_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table, detail: 
     if detail["values"] is not None:
         found.detail = f"Key ({', '.join(columns)})=({detail['values']}) already exists."
     return found
+
+
+# A partial unique index's key as DuckDB's message shows it (`pg_ddl`): the key where the
+# predicate holds, else NULL.
+_PARTIAL_KEY = re.compile(r"CASE\s+WHEN .*? THEN \((?P<key>.*?)\) ELSE CAST\(NULL AS [^)]*\) END")
+
+
+def _unique_index_named(cursor: duckdb.DuckDBPyConnection, target: exp.Table,
+                        detail: re.Match[str], error: SqlError) -> SqlError:
+    """A violation of a unique index (not a constraint) named by the index whose keys the
+    message shows; a partial one's keys shown as written (`pg_ddl` made them CASEs)."""
+    columns = _PARTIAL_KEY.sub(lambda m: m["key"], detail["columns"])
+    shown = [_bare(c) for c in columns.split(", ")]
+    for name, sql in cursor.execute(
+            "SELECT index_name, sql FROM duckdb_indexes() WHERE is_unique AND table_name = ? "
+            "AND (? IS NULL OR schema_name = ?)",
+            [target.name, target.db or None, target.db or None]).fetchall():
+        try:
+            index = sqlglot.parse_one(sql, read="duckdb")
+        except (SqlglotError, TokenError, ValueError):
+            continue
+        keys = [k.this if isinstance(k, exp.Ordered) else k
+                for k in index.find(exp.IndexParameters).args.get("columns") or []]
+        keys = [k.unnest() for k in keys]
+        keys = [k.args["ifs"][0].args["true"] if isinstance(k, exp.Case) and k.args.get("ifs")
+                else k for k in keys]
+        if [_bare(k.sql(dialect="duckdb")) for k in keys] == shown:
+            return dataclasses.replace(error, message=f'{error.message} "{name}"',
+                                       detail=f"Key ({columns})=({detail['key']}) already exists.")
+    return error
+
+
+def _bare(key: str) -> str:
+    """A key expression's text compared without case, spaces or parentheses."""
+    return re.sub(r"[\s()]", "", key).lower()
 
 
 def bind_columns(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None

@@ -46,6 +46,15 @@ CASES = {
     "undefined_table": ((), "SELECT * FROM e_nowhere"),
     "undefined_column": ((), "SELECT nothing FROM cat_books"),
     "bad_integer": ((), "SELECT 'abc'::int"),
+    "unique_index": (("DROP TABLE IF EXISTS e_ui", "CREATE TABLE e_ui (id int, f text, g text)",
+                      "CREATE UNIQUE INDEX e_ui_f ON e_ui (f)",
+                      "CREATE UNIQUE INDEX e_ui_g ON e_ui (lower(g)) WHERE id > 0",
+                      "INSERT INTO e_ui VALUES (1, 'x', 'y')"),
+                     "INSERT INTO e_ui VALUES (2, 'x', 'z')"),
+    "partial_unique_index": (("DROP TABLE IF EXISTS e_pi", "CREATE TABLE e_pi (id int, g text)",
+                              "CREATE UNIQUE INDEX e_pi_g ON e_pi (lower(g)) WHERE id > 0",
+                              "INSERT INTO e_pi VALUES (1, 'y')"),
+                             "INSERT INTO e_pi VALUES (2, 'Y')"),
     "with_ties_without_order_by": ((), "SELECT 1 FETCH FIRST 1 ROW WITH TIES"),
 }
 EXPECTED_FAILURES = {
