@@ -134,7 +134,7 @@ Contract:
     `strpos`/`position`, `array_length`, `cardinality`) and the window function `ntile` return
     `integer`, as PostgreSQL's do (DuckDB's return BIGINT), and `octet_length` counts a text's
     UTF-8 bytes too (DuckDB's takes only BLOB and BIT: on text, or on an unknown literal, it
-    fails to bind).
+    fails to bind); `array_length` of an empty array is NULL (DuckDB's 0);
   * `x / n` of an interval by its syntax divides it (DuckDB's integer division setting
     made the operator `//`, which has no interval form);
   * what turns an interval, an array or a float into text prints it as PostgreSQL's
@@ -630,7 +630,12 @@ def _integer_results(tree: exp.Expression, sql: str) -> list[exp.Expression]:
         name = _call_name(call, sql)
         if isinstance(call.parent, exp.Window):  # ntile(n) OVER (...): the window's value
             value = call = call.parent
-        _take_place(call, name).replace(exp.cast(value, "INTEGER", copy=False))
+        place = _take_place(call, name)  # (before the cast takes `value` out of the tree)
+        cast = exp.cast(value, "INTEGER", copy=False)
+        if isinstance(call, exp.ArraySize) and call.expression is not None:
+            # array_length(a, dim) of an empty array is NULL (it has no dimension), DuckDB's 0
+            cast = exp.Nullif(this=cast, expression=exp.Literal.number(0))
+        place.replace(cast)
     return calls
 
 

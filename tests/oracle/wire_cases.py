@@ -87,6 +87,8 @@ CASES: tuple[Case, ...] = (
     Case("select_for_share_skip_locked", "SELECT id FROM w_people ORDER BY id LIMIT 1 "
          "FOR NO KEY UPDATE OF w_people SKIP LOCKED", setup=_PEOPLE),
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("array_length_of_empty", "SELECT array_length(ARRAY[]::int[], 1), array_length(ARRAY[4, "
+         "5], 1), cardinality(ARRAY[]::int[])"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "
          "(ARRAY['%n%', 'a%']), name NOT LIKE ANY (ARRAY['ann', NULL]) FROM w_people ORDER BY id",
          setup=_PEOPLE),
