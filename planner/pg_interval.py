@@ -13,14 +13,23 @@ Contract:
   500000 microseconds, nothing for none.
 - `FUNCTION` is `text` as the DuckDB function `register(con)` registers (INTERVAL -> VARCHAR,
   over Arrow's month_day_nano values), which `pg_text.TEXT_MACRO` calls for an interval.
+- `duckdb_input(text)` is interval_in's input as DuckDB's cast reads it: a field's explicit `+`
+  (`-1 days +02:00:00`, what `text` prints) dropped, ISO 8601's `P1Y2M3DT4H5M6S` (and `P2W`)
+  spelled out; other text unchanged (DuckDB reads the rest, or says why not).
 """
 
 from __future__ import annotations
+
+import re
 
 import duckdb
 import pyarrow as pa
 
 FUNCTION = "heron_interval_out"
+_PLUS = re.compile(r"(^|\s)\+(?=[\d.])")
+_ISO = re.compile(r"^(?P<sign>-)?P(?:(?P<year>-?\d+)Y)?(?:(?P<mon>-?\d+)M)?(?:(?P<week>-?\d+)W)?"
+                  r"(?:(?P<day>-?\d+)D)?(?:T(?:(?P<hour>-?\d+)H)?(?:(?P<minute>-?\d+)M)?"
+                  r"(?:(?P<second>-?\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE)
 
 
 def fraction(micros: int) -> str:
@@ -53,3 +62,15 @@ def _texts(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
     con.create_function(FUNCTION, _texts, ["INTERVAL"], "VARCHAR", type="arrow")
+
+
+def duckdb_input(text: str) -> str:
+    """`text` (interval_in's input) as DuckDB's cast reads it (see the module contract)."""
+    stripped = text.strip()
+    if (iso := _ISO.match(stripped)) is not None and len(stripped) > 1:
+        units = {"year": "years", "mon": "months", "week": "weeks", "day": "days",
+                 "hour": "hours", "minute": "minutes", "second": "seconds"}
+        sign = "-" if iso["sign"] else ""
+        parts = [f"{sign}{iso[g]} {unit}".replace("--", "") for g, unit in units.items() if iso[g]]
+        return " ".join(parts) or "0 seconds"
+    return _PLUS.sub(r"\1", text)

@@ -94,6 +94,8 @@ Contract:
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
     and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
     `?column?`;
+  * an interval literal reads as PostgreSQL's interval_in reads it (`-1 days +02:00:00`, which
+    PostgreSQL and Heron print, and ISO 8601's `P1DT2H`: `pg_interval.duckdb_input`);
   * a string literal cast to boolean reads every word PostgreSQL's boolin does (`'on'`,
     `'off'`, `'of'`, `'n'`, ...; DuckDB's cast reads fewer);
   * `power(x, y)` and `x ^ y` of a negative x and a y that is not an integer fail (2201F) as
@@ -187,6 +189,7 @@ from heron.planner import (
     foreign_keys,
     grouped_keys,
     jsonb_storage,
+    pg_interval,
     pg_jsonb,
     pg_regexp,
     pg_similar,
@@ -256,6 +259,9 @@ _TO_TEXT = re.compile(r"::\s*(?:text|varchar|character\s+varying)\b|"
                       r"\b(?:concat(?:_ws)?|format)\s*\(|\|\|", re.IGNORECASE)
 _INTERVAL_WORDS = re.compile(r"\binterval\b|\bage\s*\(|justify_|timestamp|\bnow\s*\(|"
                              r"\b(?:current_|local)?time(?:tz)?\b", re.IGNORECASE)
+# An interval literal PostgreSQL reads and DuckDB may not (`pg_interval.duckdb_input`).
+_INTERVAL_INPUT = re.compile(r"\binterval\s*'|'\s*::\s*interval\b|\bAS\s+interval\s*\)",
+                             re.IGNORECASE)
 # ... and of what may be a float (a double or a real: DuckDB prints 2.0 where PostgreSQL prints 2).
 _FLOAT_WORDS = re.compile(r"\b(?:float[48]?|double|real|random|sqrt|cbrt|power|pow|exp|ln|log|"
                           r"log10|avg|stddev\w*|var_\w+|variance|corr|covar_\w+|regr_\w+|"
@@ -328,6 +334,8 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                    or _SELECT_INTO.match(sql) is not None
                    or _ORDER_USING.search(sql) is not None
                    or ("/" in sql and _INTERVAL_WORDS.search(sql) is not None)
+                   or (("+" in sql or "'P" in sql or "'p" in sql)
+                       and _INTERVAL_INPUT.search(sql) is not None)
                    or _concatenates_arrays(sql)
                    or _unknown_operand(sql)
                    or jsonb_storage.may_write(sql, relations)
@@ -395,6 +403,9 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
         return _rewrite_cast(node)
     if isinstance(node, exp.ColumnDef):
         return column_definition(node)
+    if isinstance(node, exp.Interval) and node.unit is None and node.this.is_string and (
+            (given := pg_interval.duckdb_input(node.this.name)) != node.this.name):
+        return exp.Interval(this=exp.Literal.string(given))  # (`interval '-1 day +2 hours'`)
     if isinstance(node, exp.DataType) and isinstance(node.parent, exp.AlterColumn) and (
             node.arg_key == "dtype") and (declared := _declared_alter_type(node)) is not node:
         return declared
@@ -420,6 +431,9 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
     if literal and value.is_string and to.this == _T.BOOLEAN and (
             word := value.name.strip().lower()) in _BOOLEAN_WORDS:
         return exp.Boolean(this=_BOOLEAN_WORDS[word])  # DuckDB's cast reads fewer words
+    if literal and value.is_string and to.this == _T.INTERVAL and (
+            (given := pg_interval.duckdb_input(value.name)) != value.name):
+        return exp.Cast(this=exp.Literal.string(given), to=to)
     if literal and value.is_string and to.this == _T.ARRAY:
         items = parse_array_literal(value.name, lambda text: text)
         return exp.Cast(this=_array_expression(items), to=to)

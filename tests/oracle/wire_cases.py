@@ -89,6 +89,8 @@ CASES: tuple[Case, ...] = (
     Case("numeric_column", "SELECT score FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("array_length_of_empty", "SELECT array_length(ARRAY[]::int[], 1), array_length(ARRAY[4, "
          "5], 1), cardinality(ARRAY[]::int[])"),
+    Case("interval_input", "SELECT '-1 days +02:00:00'::interval AS a, interval '+1 day -2 hours' "
+         "AS b, 'P1Y2M3DT4H5M6.5S'::interval AS c, CAST('P2W' AS interval) AS d"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "
          "(ARRAY['%n%', 'a%']), name NOT LIKE ANY (ARRAY['ann', NULL]) FROM w_people ORDER BY id",
          setup=_PEOPLE),

@@ -498,3 +498,15 @@ def test_an_interval_divided_is_divided_by_duckdb_s_function(con):
     sql = "SELECT interval '1 month 1 day' / 3, 7 / 2"
     assert '"/"(' in pg_semantics.rewrite(sql) and "7 / 2" in pg_semantics.rewrite(sql)
     assert one(con, sql) == [(dt.timedelta(days=10, hours=8), 3)]
+
+
+@pytest.mark.parametrize(("given", "read"), [
+    ("-1 days +02:00:00", "-1 days 02:00:00"),  # (what PostgreSQL and Heron print)
+    ("+1 day -2 hours", "1 day -2 hours"),
+    ("P1Y2M3DT4H5M6.5S", "1 years 2 months 3 days 4 hours 5 minutes 6.5 seconds"),
+    ("P2W", "2 weeks"), ("-P1D", "-1 days"), ("PT0S", "0 seconds"),
+    ("1 day 02:00:00", "1 day 02:00:00"),
+])
+def test_interval_input_is_read_as_interval_in_reads_it(given, read):
+    assert pg_interval.duckdb_input(given) == read
+    duckdb.connect().execute("SELECT CAST(? AS INTERVAL)", [read])  # DuckDB reads it
