@@ -23,7 +23,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from heron.planner import pg_types
+from heron.planner import pg_interval, pg_types
 from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_semantics import parse_array_literal, parse_bytea
 from heron.planner.pg_types import (
@@ -117,7 +117,9 @@ def _decode_text(text: str, oid: int) -> Any:
     if oid in _ARRAY_ELEMENT:
         element = _ARRAY_ELEMENT[oid].oid
         return parse_array_literal(text, lambda s: _decode_text(s, element))
-    # Types we do not know by OID (interval, ranges, ...): DuckDB casts the text in context.
+    if oid == INTERVAL.oid:  # (DuckDB casts it in context, once it reads it)
+        return pg_interval.duckdb_input(text)
+    # Types we do not know by OID (ranges, ...): DuckDB casts the text in context.
     return text
 
 

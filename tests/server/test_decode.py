@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 
 from heron.planner.errors import SqlError
+from heron.planner.pg_types import INTERVAL
 from heron.server import decode
 
 
@@ -56,3 +57,9 @@ def test_binary_parameter_decoding():
         decode.decode_param(b"\1\2", 23, 1)
     assert err.value.sqlstate == "22P03"
 
+
+
+def test_interval_text_is_read_as_interval_in_reads_it():
+    # PostgreSQL's own output ('+' before a field) and ISO 8601, in DuckDB's words
+    assert decode.decode_param(b"-1 days +02:00:00", INTERVAL.oid, 0) == "-1 days 02:00:00"
+    assert decode.decode_param(b"P1DT2H", INTERVAL.oid, 0) == "1 days 2 hours"
