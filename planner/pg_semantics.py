@@ -94,6 +94,9 @@ Contract:
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
     and `_` are wildcards, `.` is literal; DuckDB reads `p` as a regular expression), named
     `?column?`;
+  * the precision of timestamptz, time, timetz and interval (`timestamp(6) with time zone`, which
+    Hibernate declares, `time(0)`) and of the clocks (`current_timestamp(0)`) is dropped: DuckDB
+    takes none there and keeps microseconds (PostgreSQL rounds to fewer digits where asked);
   * an interval literal reads as PostgreSQL's interval_in reads it (`-1 days +02:00:00`, which
     PostgreSQL and Heron print, and ISO 8601's `P1DT2H`: `pg_interval.duckdb_input`);
   * a string literal cast to boolean reads every word PostgreSQL's boolin does (`'on'`,
@@ -237,6 +240,8 @@ _TRIGGER = re.compile(
     r"\bi?like\s+(?!'[^'\\]*'(?!'))|"  # a pattern that is not a literal without a backslash
     r"^\s*CREATE\b(?s:.*)\bCONSTRAINT\s|"  # a name given to a constraint (`constraint_names`)
     r"^\s*CREATE\b(?s:.*)\bREFERENCES\b|"  # a foreign key (`foreign_keys`)
+    r"\b(?:timestamptz|timetz|time|interval|current_timestamp|localtimestamp|current_time|"
+    r"localtime)\s*\(\s*\d|\btimestamp\s*\(\s*\d+\s*\)\s*with\s+time\s+zone|"  # precisions
     r"\bgroup\s+by\b",  # maybe by a primary key (`grouped_keys`)
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
@@ -409,7 +414,11 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.DataType) and isinstance(node.parent, exp.AlterColumn) and (
             node.arg_key == "dtype") and (declared := _declared_alter_type(node)) is not node:
         return declared
+    if isinstance(node, _TIME_FUNCTIONS) and node.this is not None:
+        return type(node)()  # (the clock's microseconds: see _MICROSECOND_TYPES)
     if isinstance(node, exp.DataType):
+        if node.this in _MICROSECOND_TYPES and node.expressions:
+            return exp.DataType(this=node.this)
         if node.this == _T.DECIMAL and not node.expressions:
             return UNCONSTRAINED_NUMERIC.copy()
         if node.this == _T.JSONB:
@@ -450,6 +459,11 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
     return cast
 
 
+# Types whose precision (fractional digits of seconds) DuckDB's grammar takes no number for:
+# theirs keep microseconds, PostgreSQL's most (timestamp(p) is DuckDB's too: _S, _MS, ...).
+_MICROSECOND_TYPES = frozenset({_T.TIMESTAMPTZ, _T.TIME, _T.TIMETZ, _T.INTERVAL})
+# The clocks that take a precision in PostgreSQL (`current_timestamp(0)`).
+_TIME_FUNCTIONS = (exp.CurrentTimestamp, exp.Localtimestamp, exp.CurrentTime, exp.Localtime)
 # What a cast to text of which is never an interval's.
 _NOT_INTERVALS = (exp.Literal, exp.Null, exp.Placeholder, exp.Parameter, exp.Boolean)
 

@@ -563,6 +563,16 @@ CASES = {
         "CREATE TABLE x_typed2 (k int, m2 x_mood)", "INSERT INTO x_typed VALUES (1, 'ok', 'kept')",
         "DROP TYPE x_mood", "DROP TYPE x_mood RESTRICT", "DROP TABLE x_typed2",
         "DROP TYPE x_mood CASCADE", "SELECT * FROM x_typed", "DROP TABLE x_typed"),
+    # Hibernate 6 declares `timestamp(6) with time zone`; DuckDB's grammar took no precision there
+    "time_precisions": (
+        "CREATE TABLE x_times (id bigint NOT NULL, a timestamp(6), b timestamptz(3), c time(0), "
+        "d interval(0), e timestamp(6) with time zone, f time(3) with time zone, PRIMARY KEY (id))",
+        "INSERT INTO x_times VALUES (1, '2024-01-01 10:00:00.123456', '2024-01-01 10:00:00.123', "
+        "'10:00:00', '2 seconds', '2024-01-01 10:00:00.123456+00', '10:00:00.123+00')",
+        "SELECT * FROM x_times", "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_name = 'x_times' ORDER BY ordinal_position",
+        "SELECT current_timestamp(0) IS NOT NULL, localtimestamp(3) IS NOT NULL, "
+        "pg_typeof(current_time(1))", "DROP TABLE x_times"),
     # DuckDB has no partial indexes: a unique one is unique where its predicate holds
     "partial_unique_index": (
         "CREATE TABLE x_soft (id int PRIMARY KEY, email text, gone timestamptz, org int)",
