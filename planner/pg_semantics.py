@@ -89,6 +89,9 @@ Contract:
     have no default escape character), where the pattern may hold one;
   * `x [NOT] [I]LIKE ANY (array)` and `ALL (array)`, which DuckDB's grammar lacks, test each of
     the array's patterns (NULL for a NULL array);
+  * `array_agg(DISTINCT x)` and `string_agg(DISTINCT x, sep)` give x's order, as PostgreSQL's
+    sort does (DuckDB's hash order otherwise); `BETWEEN SYMMETRIC` is read (sqlglot spells it
+    out);
   * percentile_cont orders its values as double precision, PostgreSQL's only percentile_cont
     (DuckDB's over a numeric interpolates in the numeric's scale);
   * `x SIMILAR TO p [ESCAPE e]` matches SQL's pattern as PostgreSQL does (`pg_similar`: `%`
@@ -242,6 +245,7 @@ _TRIGGER = re.compile(
     r"^\s*CREATE\b(?s:.*)\bREFERENCES\b|"  # a foreign key (`foreign_keys`)
     r"\b(?:timestamptz|timetz|time|interval|current_timestamp|localtimestamp|current_time|"
     r"localtime)\s*\(\s*\d|\btimestamp\s*\(\s*\d+\s*\)\s*with\s+time\s+zone|"  # precisions
+    r"\bsymmetric\b|\b(?:array|string)_agg\s*\(\s*distinct\b|"
     r"\bgroup\s+by\b",  # maybe by a primary key (`grouped_keys`)
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
@@ -372,12 +376,14 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
     rewritten += (_json_rows(tree) + _zipped_unnests(tree) + _array_concatenations(tree, sql)
                   + _pg_functions(tree, sql)
                   + _similar_to(tree) + _interval_divisions(tree) + _row_locks(tree)
-                  + _percentiles(tree)
+                  + _percentiles(tree) + _distinct_aggregates(tree)
                   + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + _unknown_operands(tree)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
+                  # BETWEEN SYMMETRIC: printed as two BETWEENs
+                  + [b for b in tree.find_all(exp.Between) if b.args.get("symmetric")]
                   + _using_stars(tree, relations) + grouped_keys.group_by_keys(tree, relations))
     if texts:  # last: the casts to text the rewrites above made are seen too
         rewritten += _texts(tree)
@@ -1255,6 +1261,20 @@ def _percentiles(tree: exp.Expression) -> list[exp.Expression]:
                 value = key.this if isinstance(key, exp.Ordered) else key
                 value.replace(exp.cast(value.copy(), exp.DataType.build("DOUBLE")))
                 changed.append(value)
+    return changed
+
+
+def _distinct_aggregates(tree: exp.Expression) -> list[exp.Expression]:
+    """array_agg(DISTINCT x) and string_agg(DISTINCT x, sep) without an ORDER BY of their own in
+    x's order, as PostgreSQL's come (it sorts to find the distinct values; DuckDB's come in the
+    order its hash table keeps). The aggregates changed."""
+    changed = []
+    for aggregate in tree.find_all(exp.ArrayAgg, exp.GroupConcat):
+        distinct = aggregate.this
+        if isinstance(distinct, exp.Distinct) and len(distinct.expressions) == 1:
+            key = exp.Ordered(this=distinct.expressions[0].copy(), nulls_first=False)
+            distinct.replace(exp.Order(this=distinct.copy(), expressions=[key]))
+            changed.append(aggregate)
     return changed
 
 

@@ -91,6 +91,10 @@ CASES: tuple[Case, ...] = (
          "5], 1), cardinality(ARRAY[]::int[])"),
     Case("interval_input", "SELECT '-1 days +02:00:00'::interval AS a, interval '+1 day -2 hours' "
          "AS b, 'P1Y2M3DT4H5M6.5S'::interval AS c, CAST('P2W' AS interval) AS d"),
+    Case("distinct_aggregates_in_order", "SELECT string_agg(DISTINCT name, ',') AS s, "
+         "array_agg(DISTINCT score) AS a FROM w_people", setup=_PEOPLE),
+    Case("between_symmetric", "SELECT 1 BETWEEN SYMMETRIC 3 AND 0 AS a, 5 NOT BETWEEN SYMMETRIC 3 "
+         "AND 0 AS b, NULL BETWEEN SYMMETRIC 1 AND 2 AS c"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "
          "(ARRAY['%n%', 'a%']), name NOT LIKE ANY (ARRAY['ann', NULL]) FROM w_people ORDER BY id",
          setup=_PEOPLE),
