@@ -14,11 +14,13 @@ CREATE TABLE.
 Contract:
 - `parse(sql)` reads an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it): its
   `AddColumns` when every action adds a column and one of them carries a CHECK, a PRIMARY KEY, a
-  REFERENCES or a named UNIQUE (DuckDB's ALTER TABLE adds none); its `AlterType`
+  REFERENCES or a named UNIQUE (DuckDB's ALTER TABLE adds none), or is NOT NULL with a computed
+  default (see `_rebuilds`); its `AlterType`
   when its one action is ALTER COLUMN ... [SET DATA] TYPE [USING]; its `AddConstraint` when it
   adds a FOREIGN KEY or a CHECK constraint (DuckDB's ALTER TABLE adds neither: every ORM's
   migrations add foreign keys so) or a named PRIMARY KEY or UNIQUE; its `DropConstraint` for
-  DROP CONSTRAINT (DuckDB drops none); else None (DuckDB runs it).
+  DROP CONSTRAINT (DuckDB drops none); its `ValidateConstraint` for VALIDATE CONSTRAINT (a
+  constraint's existence: every one was checked when added); else None (DuckDB runs it).
 - `run(con, change, stmt)` runs it as PostgreSQL would (`stmt`: the classified statement).
   ADD COLUMN: the table keeps its columns, rows, defaults, constraints, indexes and comments,
   the new columns come last, each existing row gets the new columns' defaults (evaluated per
@@ -90,7 +92,7 @@ from heron.planner.pg_catalog_relations import (
 from heron.planner.statement import Result, atomic
 
 # Cheap tests before parsing: an ALTER TABLE adding a column with a CHECK, or changing a type.
-_MAY_ADD_CHECKED = re.compile(r"\bADD\b.*\b(?:CHECK|REFERENCES|PRIMARY|CONSTRAINT)\b",
+_MAY_ADD_CHECKED = re.compile(r"\bADD\b.*\b(?:CHECK|REFERENCES|PRIMARY|CONSTRAINT|NOT\s+NULL)\b",
                               re.IGNORECASE | re.DOTALL)
 _MAY_ALTER_TYPE = re.compile(r"\bALTER\b.*\bTYPE\b", re.IGNORECASE | re.DOTALL)
 
@@ -115,6 +117,17 @@ class AlterType:
     column: str
     type: exp.DataType
     using: exp.Expression | None
+
+
+@dataclass(frozen=True)
+class ValidateConstraint:
+    """ALTER TABLE ... VALIDATE CONSTRAINT name: every constraint was checked against the rows
+    when it was added (Heron's NOT VALID checks them too), so only its existence is asked."""
+
+    schema: str | None
+    table: str
+    if_exists: bool  # ALTER TABLE IF EXISTS
+    name: str
 
 
 @dataclass(frozen=True)
@@ -144,19 +157,27 @@ _ADD_CONSTRAINT = re.compile(
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ADD\s+(?P<constraint>(?:CONSTRAINT\s+{IDENTIFIER}\s+)?"
     rf"(?:FOREIGN\s+KEY|CHECK)\b.*?|CONSTRAINT\s+{IDENTIFIER}\s+(?:PRIMARY\s+KEY|UNIQUE)\b.*?)"
     r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_VALIDATE_CONSTRAINT = re.compile(
+    rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
+    rf"(?:\s*\.\s*{IDENTIFIER})?)\s+VALIDATE\s+CONSTRAINT\s+(?P<constraint>{IDENTIFIER})\s*;?\s*$",
+    re.IGNORECASE)
 _DROP_CONSTRAINT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+DROP\s+CONSTRAINT\s+(?P<missing_ok>IF\s+EXISTS\s+)?"
     rf"(?P<constraint>{IDENTIFIER})(?:\s+(?:CASCADE|RESTRICT))?\s*;?\s*$", re.IGNORECASE)
 
 
-def parse(sql: str) -> AddColumns | AlterType | AddConstraint | DropConstraint | None:
+def parse(sql: str) -> (AddColumns | AlterType | AddConstraint | DropConstraint
+                        | ValidateConstraint | None):
     """What `sql` changes, when DuckDB may not do it itself (see the module docstring)."""
-    if m := _ADD_CONSTRAINT.match(sql) or _DROP_CONSTRAINT.match(sql):
+    if m := (_ADD_CONSTRAINT.match(sql) or _DROP_CONSTRAINT.match(sql)
+             or _VALIDATE_CONSTRAINT.match(sql)):
         parts = [identifier(p) for p in re.findall(IDENTIFIER, m["name"])]
         place = (parts[0] if len(parts) > 1 else None, parts[-1], bool(m["exists"]))
         if m.re is _DROP_CONSTRAINT:
             return DropConstraint(*place, identifier(m["constraint"]), bool(m["missing_ok"]))
+        if m.re is _VALIDATE_CONSTRAINT:
+            return ValidateConstraint(*place, identifier(m["constraint"]))
         return AddConstraint(*place, m["constraint"])
     adds, alters = _MAY_ADD_CHECKED.search(sql), _MAY_ALTER_TYPE.search(sql)
     if adds is None and alters is None:
@@ -180,7 +201,7 @@ def parse(sql: str) -> AddColumns | AlterType | AddConstraint | DropConstraint |
 
 
 def run(con: duckdb.DuckDBPyConnection,
-        change: AddColumns | AlterType | AddConstraint | DropConstraint,
+        change: AddColumns | AlterType | AddConstraint | DropConstraint | ValidateConstraint,
         stmt: statement.Statement) -> Result:
     """Run `change`, the statement `stmt` (see the module docstring)."""
     table = _Table.find(con, change.schema, change.table)
@@ -190,6 +211,11 @@ def run(con: duckdb.DuckDBPyConnection,
         raise SqlError(SqlState.UNDEFINED_TABLE, f'relation "{change.table}" does not exist')
     if isinstance(change, AlterType):
         return _alter_type(con, change, table, stmt)
+    if isinstance(change, ValidateConstraint):
+        if not con.execute(_NAMED_CONSTRAINT, [table.oid, change.name]).fetchall():
+            raise SqlError(SqlState.UNDEFINED_OBJECT, f'constraint "{change.name}" of relation '
+                           f'"{table.name}" does not exist')
+        return _done()
     if isinstance(change, DropConstraint):
         return _drop_constraint(con, change, table)
     if isinstance(change, AddConstraint):
@@ -510,11 +536,17 @@ def _constraints(column: exp.ColumnDef) -> list[exp.Expression]:
 
 def _rebuilds(column: exp.ColumnDef) -> bool:
     """Whether a column ADD COLUMN adds is added by a rebuild: DuckDB adds none with a CHECK, a
-    PRIMARY KEY or a REFERENCES, and keeps no constraint's name (`constraint_names`)."""
+    PRIMARY KEY or a REFERENCES, and keeps no constraint's name (`constraint_names`); and a NOT
+    NULL one whose default is computed (`gen_random_uuid()`): where the table has an index,
+    `indexes_aside` would make it again in the transaction that filled the column, which DuckDB
+    refuses ("outstanding updates"). (A rebuild makes the indexes after copying the rows.)"""
+    default = _default(column)
     return any(isinstance(c.kind, exp.CheckColumnConstraint | exp.Reference
                           | exp.PrimaryKeyColumnConstraint) or (
         c.this is not None and isinstance(c.kind, exp.UniqueColumnConstraint))
-        for c in column.args.get("constraints") or () if isinstance(c, exp.ColumnConstraint))
+        for c in column.args.get("constraints") or () if isinstance(c, exp.ColumnConstraint)) or (
+        _not_null(column) and default is not None and any(
+            not isinstance(f, exp.Cast) for f in default.find_all(exp.Func)))
 
 
 def _check_name(table: str, column: exp.ColumnDef) -> str:

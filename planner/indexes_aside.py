@@ -2,16 +2,16 @@
 and ALTER INDEX ... RENAME TO, which DuckDB lacks, as the index made again under its new name.
 
 DuckDB renames no table that has an index of its own (CREATE INDEX's: "Cannot alter entry ...
-because there are entries that depend on it"), sets or drops no NOT NULL of its columns (the
-same), and renames, drops or retypes no column such an index covers ("an index depends on
-it"). PostgreSQL does all of these, which migrations do: it renames the index's table or column
-along, keeps the index over a retyped column, and drops an index with a column it covers.
+because there are entries that depend on it"), sets or drops no NOT NULL of its columns nor adds a
+NOT NULL column (the same), and renames, drops or retypes no column such an index covers ("an index
+depends on it"). PostgreSQL does all of these, which migrations do: it renames the index's table or
+column along, keeps the index over a retyped column, and drops an index with a column it covers.
 
 Contract:
 - `read(sql)`: an ALTER TABLE (DuckDB's text, as `pg_semantics.rewrite` prints it) whose actions
-  rename the table, rename or drop columns, change a column's type or set or drop its NOT
-  NULL, as an `Aside` (the table's name parts, its new name, the renamed columns, the dropped
-  ones); None otherwise.
+  rename the table, rename or drop columns, change a column's type, set or drop its NOT NULL or
+  add a NOT NULL column, as an `Aside` (the table's name parts, its new name, the renamed
+  columns, the dropped ones); None otherwise.
 - `run(con, aside, execute, rebuild)` runs the statement (`execute()`, which returns its
   `Result`) with the table's own indexes dropped first (none: it just runs it) and made again
   after, on the table's new name and the renamed columns' new names, each with its comment; an
@@ -137,6 +137,10 @@ def read(sql: str) -> Aside | None:
             retyped = True
         elif isinstance(action, exp.AlterColumn) and action.args.get("allow_null") is not None:
             nullability = True
+        elif isinstance(action, exp.ColumnDef) and any(
+                isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
+                for c in action.args.get("constraints") or ()):
+            nullability = True  # (a NOT NULL column added: refused while indexes depend)
     if renamed_to is None and not columns and not dropped and not retyped and not nullability:
         return None
     table = tuple(part.name for part in tree.this.parts)

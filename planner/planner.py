@@ -169,9 +169,10 @@ class Planner:
         duckdb_sql = pg_semantics.written_arrays(self.con, pg_semantics.typed_results(
             self.con, pg_semantics.rewrite(rewritten, self._relations)))
         if isinstance(alter_table.parse(duckdb_sql), alter_table.AddColumns
-                      | alter_table.AddConstraint | alter_table.DropConstraint):
-            # DuckDB's parser refuses a column with a CHECK, a DEFERRABLE constraint, and DROP
-            # CONSTRAINT
+                      | alter_table.AddConstraint | alter_table.DropConstraint
+                      | alter_table.ValidateConstraint):
+            # DuckDB's parser refuses a column with a CHECK, a DEFERRABLE constraint, DROP and
+            # VALIDATE CONSTRAINT
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER TABLE")
         if isinstance(drop := existence.read(duckdb_sql), existence.Drop):
             # DuckDB's parser refuses a DROP of several names

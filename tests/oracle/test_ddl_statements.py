@@ -563,6 +563,22 @@ CASES = {
         "CREATE TABLE x_typed2 (k int, m2 x_mood)", "INSERT INTO x_typed VALUES (1, 'ok', 'kept')",
         "DROP TYPE x_mood", "DROP TYPE x_mood RESTRICT", "DROP TABLE x_typed2",
         "DROP TYPE x_mood CASCADE", "SELECT * FROM x_typed", "DROP TABLE x_typed"),
+    # Rails' and Django's migrations: a NOT NULL column added to a table with an index (DuckDB
+    # refused it: "Cannot alter entry"), with a computed default too, in a block and out of one;
+    # VALIDATE CONSTRAINT after a NOT VALID one
+    "not_null_column_on_indexed_table": (
+        "CREATE TABLE x_mig (id bigserial PRIMARY KEY, name varchar(255) NOT NULL)",
+        "CREATE INDEX index_x_mig_on_name ON x_mig USING btree (name)",
+        "INSERT INTO x_mig (name) VALUES ('a'), ('b')",
+        "ALTER TABLE x_mig ADD COLUMN status integer DEFAULT 0 NOT NULL",
+        "ALTER TABLE x_mig ADD COLUMN uid uuid DEFAULT gen_random_uuid() NOT NULL",
+        "BEGIN", "ALTER TABLE x_mig ADD COLUMN flag boolean DEFAULT false NOT NULL",
+        "ALTER TABLE x_mig ADD COLUMN uid2 uuid DEFAULT gen_random_uuid() NOT NULL", "COMMIT",
+        "SELECT name, status, flag, uid IS NOT NULL, uid <> uid2 FROM x_mig ORDER BY id",
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'x_mig' ORDER BY 1",
+        "ALTER TABLE x_mig ADD CONSTRAINT x_mig_status CHECK (status >= 0) NOT VALID",
+        "ALTER TABLE x_mig VALIDATE CONSTRAINT x_mig_status",
+        "ALTER TABLE x_mig VALIDATE CONSTRAINT x_nope", "DROP TABLE x_mig"),
     # Hibernate 6 declares `timestamp(6) with time zone`; DuckDB's grammar took no precision there
     "time_precisions": (
         "CREATE TABLE x_times (id bigint NOT NULL, a timestamp(6), b timestamptz(3), c time(0), "
