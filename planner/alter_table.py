@@ -48,6 +48,8 @@ Contract:
   `drop_columns`: DROP COLUMN as a rebuild where DuckDB cannot drop the columns (a key over a
   later column; an index, inside a transaction block), their constraints and indexes dropped
   with them; None where DuckDB can.
+  `split`: an ALTER TABLE of several actions as one ALTER TABLE per action (`Planner` runs them
+  in turn, in one transaction).
   `rebuild`: a table created again with CHECKs replaced (`foreign_keys`: a key following a
   renamed table). `own_foreign_keys`: DuckDB's own foreign keys, which a database made by an
   earlier Heron holds, as Heron's (`catalog.database`).
@@ -69,6 +71,7 @@ from typing import Any
 import duckdb
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError, TokenError
 
 from heron.planner import (
     column_origins,
@@ -157,6 +160,7 @@ _ADD_CONSTRAINT = re.compile(
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+ADD\s+(?P<constraint>(?:CONSTRAINT\s+{IDENTIFIER}\s+)?"
     rf"(?:FOREIGN\s+KEY|CHECK)\b.*?|CONSTRAINT\s+{IDENTIFIER}\s+(?:PRIMARY\s+KEY|UNIQUE)\b.*?)"
     r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_ALTER_TABLE = re.compile(r"^\s*ALTER\s+TABLE\b", re.IGNORECASE)
 _VALIDATE_CONSTRAINT = re.compile(
     rf"^\s*ALTER\s+TABLE\s+(?P<exists>IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<name>{IDENTIFIER}"
     rf"(?:\s*\.\s*{IDENTIFIER})?)\s+VALIDATE\s+CONSTRAINT\s+(?P<constraint>{IDENTIFIER})\s*;?\s*$",
@@ -198,6 +202,28 @@ def parse(sql: str) -> (AddColumns | AlterType | AddConstraint | DropConstraint
         return AlterType(*place, alter.name, alter.args["dtype"],
                          using if isinstance(using, exp.Expression) else None)
     return None
+
+
+def split(sql: str) -> list[str] | None:
+    """An ALTER TABLE of several comma-separated actions (the client's text) as one ALTER TABLE
+    per action, in order: DuckDB's parser takes one action per statement ("Only one ALTER
+    command per statement is supported"), and each then gets what Heron does for it. None for
+    any other statement."""
+    if "," not in sql or not _ALTER_TABLE.match(sql):
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except (SqlglotError, TokenError, ValueError):
+        return None
+    actions = tree.args.get("actions") or [] if isinstance(tree, exp.Alter) else []
+    if len(actions) < 2 or (tree.args.get("kind") or "").upper() != "TABLE":
+        return None
+    pieces = []
+    for action in actions:
+        one = tree.copy()
+        one.set("actions", [action.copy()])
+        pieces.append(one.sql(dialect="postgres"))
+    return pieces
 
 
 def run(con: duckdb.DuckDBPyConnection,

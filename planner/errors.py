@@ -342,6 +342,9 @@ _WORDINGS: tuple[_Wording, ...] = (
             "casts."),
     _W(re.compile(r"Table with name (?P<name>.+?) already exists"), _S.DUPLICATE_TABLE,
        'relation "{name}" already exists'),
+    # (`statement` adds the relation's name, which DuckDB's message lacks)
+    _W(re.compile(r'Column with name "(?P<name>[^"]+)" already exists'), _S.DUPLICATE_COLUMN,
+       'column "{name}" already exists'),
     _W(re.compile(r"Schema with name (?P<name>.+?) does not exist"), _S.INVALID_SCHEMA_NAME,
        'schema "{name}" does not exist'),
     _W(re.compile(r'column "(?P<name>[^"]+)" must appear in the GROUP BY clause'),

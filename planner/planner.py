@@ -159,6 +159,8 @@ class Planner:
         """What the statement is (its kind, parameters, rows); cheap, nothing planned."""
         if self._statements is not None:
             self._statement = next(self._statements)
+        if alter_table.split(sql) is not None:  # (DuckDB's parser: one action per ALTER TABLE)
+            return Statement(sql, Kind.OTHER, verb="ALTER TABLE")
         # pg_dump's DDL spellings, and CREATE TABLE (LIKE ...), as DuckDB's; writes of GENERATED
         # ALWAYS identity columns refused
         sql = serial_columns.checked_write(
@@ -292,6 +294,8 @@ class Planner:
             if stmt.kind in (Kind.COMMIT, Kind.ROLLBACK):  # (where no session answers them)
                 (self.commit if stmt.kind is Kind.COMMIT else self.rollback)()
                 return Result(stmt.verb, None, None)
+            if stmt.verb == "ALTER TABLE" and (pieces := alter_table.split(stmt.sql)):
+                return self._each_action(pieces)
             if stmt.kind is not Kind.SELECT or "val(" in stmt.sql.lower():
                 self._drawing()  # (a write's defaults, or nextval, currval, lastval, setval)
             try:
@@ -312,6 +316,25 @@ class Planner:
         finally:
             if self.cancelled.is_set():  # what was cancelled is over
                 self.cancelled.clear()
+
+    def _each_action(self, pieces: Sequence[str]) -> Result:
+        """An ALTER TABLE of several actions, one ALTER TABLE per action (`alter_table.split`),
+        all or none, as PostgreSQL's: in the open transaction, else in one begun here. Their
+        notices together."""
+        own = not self._in_transaction
+        if own:
+            self.begin()
+        try:
+            notices = [notice for piece in pieces
+                       for notice in self.execute(self.prepare(piece)).notices]
+        except BaseException:
+            if own:
+                self.rollback()
+            raise
+        if own:
+            self.commit()
+        # (one notice of a missing table under IF EXISTS, not one per action)
+        return Result("ALTER TABLE", None, None, notices=tuple(dict.fromkeys(notices)))
 
     def _foreign_keys(self) -> tuple[foreign_keys.Key, ...]:
         """The foreign keys (`foreign_keys`), read once per catalog generation."""

@@ -647,6 +647,9 @@ def run(
     return Result(_tag(statement, int(table.column(0)[0].as_py()) if changed else 0), None, None)
 
 
+_ADDED_TO = re.compile(rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<table>"
+                       rf"{commands.IDENTIFIER}(?:\s*\.\s*{commands.IDENTIFIER})*)\s+ADD\b",
+                       re.IGNORECASE)
 _KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\((?P<key>.*)\)|"
                          r"^Key \((?P<values>.*)\) already exists\.$")
 
@@ -658,10 +661,16 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
     (`errors`): a unique violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a
     UNIQUE column: the one over the key's columns, or the table's one unique constraint of as
     many columns as the key has values) and the key's columns; a check violation names the
-    CHECK of the expression DuckDB's message shows. `error` unchanged otherwise. (Foreign keys
-    are Heron's: `foreign_keys` words their violations.)"""
+    CHECK of the expression DuckDB's message shows; a column ALTER TABLE ... ADD finds there
+    names the table. `error` unchanged otherwise. (Foreign keys are Heron's: `foreign_keys`
+    words their violations.)"""
     if error.sqlstate is SqlState.CHECK_VIOLATION:
         return _check_named(con, error, duckdb_text)
+    if error.sqlstate is SqlState.DUPLICATE_COLUMN and (
+            added := _ADDED_TO.match(sql)) is not None:  # ALTER TABLE ... ADD COLUMN
+        name = commands.identifier(re.findall(commands.IDENTIFIER, added["table"])[-1])
+        return dataclasses.replace(error, message=error.message.replace(
+            " already exists", f' of relation "{name}" already exists', 1))
     detail = _KEY_DETAIL.match(error.detail or "")
     if error.sqlstate is not SqlState.UNIQUE_VIOLATION or detail is None:
         return error

@@ -579,6 +579,17 @@ CASES = {
         "ALTER TABLE x_mig ADD CONSTRAINT x_mig_status CHECK (status >= 0) NOT VALID",
         "ALTER TABLE x_mig VALIDATE CONSTRAINT x_mig_status",
         "ALTER TABLE x_mig VALIDATE CONSTRAINT x_nope", "DROP TABLE x_mig"),
+    # Prisma's and Rails' bulk ALTER TABLE: several actions in one statement, all or none
+    "several_actions": (
+        "CREATE TABLE x_acts (id int PRIMARY KEY, points int, note text)",
+        "CREATE INDEX x_acts_note ON x_acts (note)", "INSERT INTO x_acts VALUES (1, 1, 'a')",
+        "ALTER TABLE x_acts ALTER COLUMN points SET DEFAULT 0, ALTER COLUMN note SET DEFAULT 'x'",
+        "ALTER TABLE x_acts ADD COLUMN c1 int, ADD COLUMN c2 int NOT NULL DEFAULT 1, "
+        "ADD COLUMN c3 varchar(5) CHECK (c3 <> '')", "SELECT * FROM x_acts",
+        "ALTER TABLE x_acts ADD COLUMN a int, ADD COLUMN c1 int", "SELECT * FROM x_acts",
+        "ALTER TABLE x_acts DROP COLUMN c1, DROP COLUMN c3, ALTER COLUMN points TYPE bigint",
+        "INSERT INTO x_acts (id) VALUES (2)", "SELECT * FROM x_acts ORDER BY id",
+        "ALTER TABLE IF EXISTS x_nope ADD COLUMN a int, ADD COLUMN b int", "DROP TABLE x_acts"),
     # Hibernate 6 declares `timestamp(6) with time zone`; DuckDB's grammar took no precision there
     "time_precisions": (
         "CREATE TABLE x_times (id bigint NOT NULL, a timestamp(6), b timestamptz(3), c time(0), "
