@@ -83,7 +83,7 @@ from heron.planner import (
     pg_semantics,
     statement,
 )
-from heron.planner.commands import IDENTIFIER, identifier
+from heron.planner.commands import IDENTIFIER, identifier, split_items
 from heron.planner.errors import SqlError, SqlState, from_duckdb, value_too_long
 from heron.planner.pg_catalog_relations import (
     BPCHAR_CHECK,
@@ -490,21 +490,7 @@ def _drop_constraint(con: duckdb.DuckDBPyConnection, change: DropConstraint, tab
 def _items(body: str) -> list[str]:
     """The column and constraint definitions of a parenthesized CREATE TABLE body, split at
     its top-level commas (not those inside parentheses, strings or quoted names)."""
-    items, start, depth, quote = [], 1, 0, ""
-    for i, char in enumerate(body):
-        if quote:
-            quote = "" if char == quote else quote  # ('' and "" escapes close and reopen)
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "," and depth == 1:
-            items.append(body[start:i].strip())
-            start = i + 1
-    items.append(body[start:-1].strip())
-    return items
+    return split_items(body[1:-1])
 
 
 def _column_of(item: str) -> str | None:
