@@ -296,7 +296,8 @@ class Planner:
                 return Result(stmt.verb, None, None)
             if stmt.verb == "ALTER TABLE" and (pieces := alter_table.split(stmt.sql)):
                 return self._each_action(pieces)
-            if stmt.kind is not Kind.SELECT or "val(" in stmt.sql.lower():
+            if self._sequences is None and (
+                    stmt.kind is not Kind.SELECT or "val(" in stmt.sql.lower()):
                 self._drawing()  # (a write's defaults, or nextval, currval, lastval, setval)
             try:
                 result = self._keyed(stmt, params, stream)
