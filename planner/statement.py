@@ -650,20 +650,21 @@ def run(
 _ADDED_TO = re.compile(rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?(?P<table>"
                        rf"{commands.IDENTIFIER}(?:\s*\.\s*{commands.IDENTIFIER})*)\s+ADD\b",
                        re.IGNORECASE)
+_NULL_IN = re.compile(r'null value in column "(?P<column>[^"]+)" of relation "(?P<table>[^"]+)"')
 _KEY_DETAIL = re.compile(r"^Key \((?P<columns>.*)\)=\((?P<key>.*)\)|"
                          r"^Key \((?P<values>.*)\) already exists\.$")
 
 
 def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
                       duckdb_text: str) -> SqlError:
-    """A unique or check violation of the table `sql` writes, worded as PostgreSQL words it,
-    where DuckDB's message (`duckdb_text`) names neither the constraint nor the table
-    (`errors`): a unique violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a
-    UNIQUE column: the one over the key's columns, or the table's one unique constraint of as
-    many columns as the key has values) and the key's columns; a check violation names the
-    CHECK of the expression DuckDB's message shows; a column ALTER TABLE ... ADD finds there
-    names the table. `error` unchanged otherwise. (Foreign keys are Heron's: `foreign_keys`
-    words their violations.)"""
+    """A unique or check violation of the table `sql` writes, worded as PostgreSQL words it, where
+    DuckDB's message (`duckdb_text`) names neither the constraint nor the table (`errors`): a
+    unique violation names its constraint (`t_pkey`, DuckDB's `t_v_key` of a UNIQUE column: the
+    one over the key's columns, or the table's one unique constraint of as many columns as the
+    key has values) and the key's columns; a check violation names the CHECK of the expression
+    DuckDB's message shows; a column ALTER TABLE ... ADD finds there names the table, and one
+    it adds NOT NULL over rows says they "contain null values". `error` unchanged otherwise.
+    (Foreign keys are Heron's: `foreign_keys` words their violations.)"""
     if error.sqlstate is SqlState.CHECK_VIOLATION:
         return _check_named(con, error, duckdb_text)
     if error.sqlstate is SqlState.DUPLICATE_COLUMN and (
@@ -671,6 +672,10 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
         name = commands.identifier(re.findall(commands.IDENTIFIER, added["table"])[-1])
         return dataclasses.replace(error, message=error.message.replace(
             " already exists", f' of relation "{name}" already exists', 1))
+    if error.sqlstate is SqlState.NOT_NULL_VIOLATION and _ADDED_TO.match(sql) and (
+            null := _NULL_IN.match(error.message)) is not None:  # a NOT NULL column added
+        return dataclasses.replace(error, message=f'column "{null["column"]}" of relation '
+                                                  f'"{null["table"]}" contains null values')
     detail = _KEY_DETAIL.match(error.detail or "")
     if error.sqlstate is not SqlState.UNIQUE_VIOLATION or detail is None:
         return error

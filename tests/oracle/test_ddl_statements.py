@@ -578,7 +578,8 @@ CASES = {
         "SELECT indexname FROM pg_indexes WHERE tablename = 'x_mig' ORDER BY 1",
         "ALTER TABLE x_mig ADD CONSTRAINT x_mig_status CHECK (status >= 0) NOT VALID",
         "ALTER TABLE x_mig VALIDATE CONSTRAINT x_mig_status",
-        "ALTER TABLE x_mig VALIDATE CONSTRAINT x_nope", "DROP TABLE x_mig"),
+        "ALTER TABLE x_mig VALIDATE CONSTRAINT x_nope",
+        "ALTER TABLE x_mig ADD COLUMN x_missing int NOT NULL", "DROP TABLE x_mig"),
     # Prisma's and Rails' bulk ALTER TABLE: several actions in one statement, all or none
     "several_actions": (
         "CREATE TABLE x_acts (id int PRIMARY KEY, points int, note text)",
