@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
+from heron.planner.commands import identifier
 from heron.planner.errors import SqlError, SqlState, carried
 
 VARIABLE = "heron_session_sequences"
@@ -137,7 +138,4 @@ def _lastval(key: int | None) -> int | None:
 
 def _name(sequence: str) -> str:
     """A sequence's name as written, less its schema, folded as PostgreSQL folds names."""
-    last = sequence.strip().rsplit(".", 1)[-1].strip()
-    if len(last) > 1 and last.startswith('"') and last.endswith('"'):
-        return last[1:-1].replace('""', '"')
-    return last.lower()
+    return identifier(sequence.strip().rsplit(".", 1)[-1].strip())
