@@ -12,8 +12,9 @@ type, whose text values are single characters). `NO_ORIGIN` is a computed column
 `Relations.load(con)` reads the tables and views a connection's statements can name (OIDs, columns,
 declared types as the catalog shim's pg_attribute tells them; a view's declared types follow its
 definition; `texted_otherwise`, those with a column DuckDB's cast to text may print otherwise
-than PostgreSQL: an interval, a timestamp or time, an array, a float) in three scans of
-DuckDB's catalog; `Relations.named(sql, keys)` tells whether a statement names one of them.
+than PostgreSQL: an interval, a timestamp or time, an array, a float; `enums`, the table columns
+of an enum type) in three scans of DuckDB's catalog; `Relations.named(sql, keys)` tells whether
+a statement names one of them.
 `origins(sql, relations)` resolves a query's (or a RETURNING clause's) result columns
 (PostgreSQL text as the client sent it, read as `dialect.PostgresSql` reads it); None when it
 cannot follow them column by column (a star over a function's rows, or over joins whose merged
@@ -207,6 +208,10 @@ class Relations:
     # Each table's primary key columns, in lower case (`grouped_keys`).
     primary_keys: dict[tuple[str, str], tuple[str, ...]] = dataclasses.field(
         default_factory=dict)
+    # The columns of an enum type, by (table OID, attnum): DuckDB's name of the type, which
+    # lists its labels (`ENUM('sad', 'ok')`); and the tables with one (`pg_semantics`).
+    enums: dict[tuple[int, int], str] = dataclasses.field(default_factory=dict)
+    enum_tables: set[tuple[str, str]] = dataclasses.field(default_factory=set)
 
     def key_of(self, schema: str | None, name: str) -> tuple[str, str] | None:
         """The relation a (schema-qualified or plain) name names, if any."""
@@ -269,6 +274,9 @@ class Relations:
                 relations.primary_keys[key] = tuple(c.lower() for c in keys[oid])
             if _TEXTED_OTHERWISE.search(data_type):
                 relations.texted_otherwise.add(key)
+            if data_type.startswith("ENUM("):
+                relations.enums[oid, attnum] = data_type
+                relations.enum_tables.add(key)
             if oid in view_sql:
                 views.setdefault(key, (oid, [], view_sql[oid]))[1].append(column.lower())
             else:

@@ -62,6 +62,9 @@ Contract:
     its syntax too (an untyped NULL is an array); `array_cat` (and `||` of two arrays) is NULL
     only where both arrays are (DuckDB's list_concat gives []);
   * `#` of integers (bitwise xor; DuckDB's grammar has no `#`) is DuckDB's xor;
+  * a string literal or a parameter compared with an enum value (a column of an enum type, in
+    a statement that names its table; a cast to a user type there) is cast to the enum, so its
+    labels compare in the enum's order (`_enum_literals`; DuckDB compares them as text);
   * an untyped string literal beside `+ - * / %` and a typed operand takes that operand's
     type, as PostgreSQL resolves it (`_unknown_operands`: `'10'::int + '5'` is integer 15,
     `1.5 + '2'` numeric, `d - '2020-01-01'` subtracts dates, `now() - '1 day'` fails 22007;
@@ -349,6 +352,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                    or _unknown_operand(sql)
                    or jsonb_storage.may_write(sql, relations)
                    or jsonb_storage.may_compare(sql, relations)
+                   or _names_enum_table(sql, relations)
                    or (("||" in sql or "-" in sql) and jsonb_storage.names_jsonb_table(
                        sql, relations)))
     if tree is None:
@@ -380,7 +384,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
-                  + _unknown_operands(tree)
+                  + _unknown_operands(tree) + _enum_literals(tree, relations)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   # BETWEEN SYMMETRIC: printed as two BETWEENs
                   + [b for b in tree.find_all(exp.Between) if b.args.get("symmetric")]
@@ -1437,6 +1441,57 @@ def _unknown_operands(tree: exp.Expression) -> list[exp.Expression]:
             else:
                 continue
             changed.append(node)
+    return changed
+
+
+# The comparisons whose untyped string literal takes an enum operand's type (`_enum_literals`).
+_ENUM_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+
+def _names_enum_table(sql: str, relations: Relations | Callable[[], Relations] | None) -> bool:
+    """Whether `sql` holds a string literal or a parameter and names a table with a column of
+    an enum type."""
+    if not ("'" in sql or "$" in sql or "?" in sql) or relations is None:
+        return False
+    found = relations() if callable(relations) else relations
+    return found.named(sql, found.enum_tables)
+
+
+def _enum_literals(tree: exp.Expression, relations: Relations | Callable[[], Relations] | None
+                   ) -> list[exp.Expression]:
+    """Each untyped string literal or parameter compared with an enum value (=, <>, <, <=, >,
+    >=, IN, BETWEEN; a table column of an enum type, or a cast to a user type) cast to that
+    type, as PostgreSQL resolves it: the labels then compare in the enum's order (DuckDB
+    compares an enum with text as text, so `mood > 'ok'` found 'sad'), and a text that is not
+    one of its labels fails (22P02) where DuckDB found no row; the comparisons changed."""
+    found: Relations | None = None
+    changed: list[exp.Expression] = []
+    for literal in list(tree.find_all(exp.Literal, exp.Placeholder, exp.Parameter)):
+        parent = literal.parent
+        if (isinstance(literal, exp.Literal) and not literal.is_string) or parent is None:
+            continue
+        if isinstance(parent, _ENUM_COMPARISONS):
+            other = parent.expression if literal is parent.this else parent.this
+        elif (isinstance(parent, exp.In) and literal.arg_key == "expressions") or (
+                isinstance(parent, exp.Between) and literal.arg_key in ("low", "high")):
+            other = parent.this
+        else:
+            continue
+        if isinstance(other, exp.Cast) and other.to.this is _T.USERDEFINED:
+            enum = other.to.copy()
+        elif isinstance(other, exp.Column):
+            if found is None:
+                found = relations() if callable(relations) else relations
+                if found is None:
+                    return changed
+            origin = column_origins.declared(other, found)
+            if (named := found.enums.get((origin.table_oid, origin.attnum))) is None:
+                continue
+            enum = exp.DataType.build(named, dialect="duckdb")
+        else:
+            continue
+        literal.replace(exp.cast(literal.copy(), enum))
+        changed.append(parent)
     return changed
 
 

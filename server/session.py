@@ -273,6 +273,7 @@ class Session:
         if not published:
             self.planner.publish_settings(self._published())
         self._timeout_ms = _duration_ms(self.setting("statement_timeout"))
+        self._lock_timeout_ms = _duration_ms(self.setting("lock_timeout"))
         if self.backend is not None:
             self.backend.progress_interval = _duration_ms(self.setting(
                 "heron.progress_interval")) / 1000 if self._flag("heron.progress") else None
@@ -446,8 +447,8 @@ class Session:
         ended, as PostgreSQL's waits on the row's lock (`write_conflicts`): a wait that passes
         lock_timeout fails with 55P03, one cancelled or past statement_timeout with 57014."""
         writer = self.transaction.writer
-        lock_timeout_ms = _duration_ms(self.setting("lock_timeout"))
-        deadline = time.monotonic() + lock_timeout_ms / 1000 if lock_timeout_ms > 0 else None
+        deadline = (time.monotonic() + self._lock_timeout_ms / 1000
+                    if self._lock_timeout_ms > 0 else None)
         conflicts = 0
         while True:
             autocommit = self.transaction.status is TransactionStatus.IDLE and (

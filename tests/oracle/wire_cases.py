@@ -38,6 +38,11 @@ _DOCS = _table("w_docs", "id integer, j jsonb, k json",
 _CHARS = _table("w_chars", "id integer, c char(4), d character(2), e char",
                  "(1, 'ab', 'x', 'y')", "(2, 'abcd', NULL, NULL)", "(3, NULL, 'xy', ' ')")
 
+_MOODS = ("DROP TABLE IF EXISTS w_moods", "DROP TYPE IF EXISTS w_mood",
+          "CREATE TYPE w_mood AS ENUM ('sad', 'ok', 'happy')",
+          "CREATE TABLE w_moods (id integer, m w_mood)",
+          "INSERT INTO w_moods VALUES (1, 'sad'), (2, 'happy'), (3, 'ok')")
+
 CASES: tuple[Case, ...] = (
     # -- arithmetic as PostgreSQL does it
     Case("integer_division", "SELECT 5/2 AS a, -7/2 AS b, 7 % 3 AS c, -7 % 3 AS d"),
@@ -93,6 +98,11 @@ CASES: tuple[Case, ...] = (
          "AS b, 'P1Y2M3DT4H5M6.5S'::interval AS c, CAST('P2W' AS interval) AS d"),
     Case("distinct_aggregates_in_order", "SELECT string_agg(DISTINCT name, ',') AS s, "
          "array_agg(DISTINCT score) AS a FROM w_people", setup=_PEOPLE),
+    # an enum's labels compare in its order with a literal or parameter (DuckDB's: as text)
+    Case("enum_compared_with_literals", "SELECT id, m > 'ok' AS a, m BETWEEN 'sad' AND 'ok' AS b, "
+         "m IN ('ok', 'happy') AS c, 'happy' <= m AS d FROM w_moods ORDER BY id", setup=_MOODS),
+    Case("enum_compared_with_a_parameter", "SELECT id FROM w_moods WHERE m >= %s ORDER BY id",
+         ("ok",), setup=_MOODS),
     Case("between_symmetric", "SELECT 1 BETWEEN SYMMETRIC 3 AND 0 AS a, 5 NOT BETWEEN SYMMETRIC 3 "
          "AND 0 AS b, NULL BETWEEN SYMMETRIC 1 AND 2 AS c"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "

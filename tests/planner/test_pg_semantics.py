@@ -510,3 +510,24 @@ def test_an_interval_divided_is_divided_by_duckdb_s_function(con):
 def test_interval_input_is_read_as_interval_in_reads_it(given, read):
     assert pg_interval.duckdb_input(given) == read
     duckdb.connect().execute("SELECT CAST(? AS INTERVAL)", [read])  # DuckDB reads it
+
+
+def test_text_compared_with_an_enum_compares_in_the_enum_s_order(con):
+    con.execute("CREATE TYPE cmp_mood AS ENUM ('sad', 'ok', 'happy');"
+                "CREATE TEMP TABLE cmp_moods (id INTEGER, m cmp_mood);"
+                "INSERT INTO cmp_moods VALUES (1, 'sad'), (2, 'happy'), (3, 'ok')")
+    relations = column_origins.Relations.load(con)
+
+    def ids(sql: str, *params: object) -> list[int]:
+        return [r[0] for r in con.execute(pg_semantics.rewrite(sql, relations),
+                                          list(params) or None).fetchall()]
+
+    assert ids("SELECT id FROM cmp_moods WHERE m > 'ok'") == [2]  # DuckDB's alone: [1] ('sad')
+    assert ids("SELECT id FROM cmp_moods c WHERE 'ok' >= c.m ORDER BY id") == [1, 3]
+    assert ids("SELECT id FROM cmp_moods WHERE m BETWEEN 'ok' AND 'happy' ORDER BY id") == [2, 3]
+    assert ids("SELECT id FROM cmp_moods WHERE m < $1 ORDER BY id", "happy") == [1, 3]
+    assert ids("SELECT id FROM cmp_moods WHERE 'happy'::cmp_mood > 'ok' AND id = 1") == [1]
+    with pytest.raises(duckdb.ConversionException):  # PostgreSQL: 22P02, not one of its labels
+        ids("SELECT id FROM cmp_moods WHERE m = 'glad'")
+    assert ids("SELECT id FROM cmp_moods WHERE m::text > 'ok' ORDER BY id") == [1]  # as text
+    con.execute("DROP TABLE cmp_moods; DROP TYPE cmp_mood")
