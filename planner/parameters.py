@@ -8,9 +8,10 @@ context (`id = $1`, `INSERT ... VALUES ($1)`, `LIMIT $1`, `$1::date`, `$1::UINTE
 catalog rewrite's spelling of `oid[]`, an array of oid as `pg_types.for_arrow` maps UINTEGER).
 Where DuckDB leaves one open, PostgreSQL's rule for an operator with one unknown operand applies:
 the parameter takes the other operand's type (`$1 + 1` is an integer, `$1 || 'x'` text,
-`x = ANY($1)` an array of x's type). A statement DuckDB cannot bind (an AI statement, a table not
-created yet) falls back to the explicit casts in its text to a type or an array of it
-(`$1::int`, `CAST($2 AS date)`, `$3::oid[]`; the first cast of a parameter wins). Nothing runs.
+`x = ANY($1)` and `x <> ALL($1)` an array of x's type). A statement DuckDB cannot bind (an AI
+statement, a table not created yet) falls back to the explicit casts in its text to a type or an
+array of it (`$1::int`, `CAST($2 AS date)`, `$3::oid[]`; the first cast of a parameter wins).
+Nothing runs.
 `with_jsonb(sql, types)` tells jsonb parameters from json ones, which DuckDB's binder cannot (it
 has one JSON type, and reads the statement after `pg_semantics` made jsonb JSON): a JSON
 parameter cast to jsonb in the client's text `sql` is jsonb.
@@ -123,8 +124,11 @@ def _probe(parameter: exp.Expression) -> tuple[exp.Expression, exp.Expression] |
     while isinstance(node.parent, exp.Paren):
         node = node.parent
     parent = node.parent
-    if isinstance(parent, exp.Any) and isinstance(parent.parent, exp.Binary):
-        # x = ANY($1): $1 is an array of x's type; `$1 = [x]` types it so.
+    quantified = isinstance(parent, exp.Any | exp.All) or (
+        isinstance(parent, exp.Anonymous) and parent.name.upper() == "ALL")
+    if quantified and isinstance(parent.parent, exp.Binary):
+        # x = ANY($1), x <> ALL($1) (sqlglot reads ALL as a call): $1 is an array of x's
+        # type; `$1 = [x]` types it so.
         comparison = parent.parent
         other = comparison.this if comparison.expression is parent else comparison.expression
         if other.find(exp.Parameter, exp.Placeholder):

@@ -223,6 +223,8 @@ def _session_macros() -> Macros:
         "heron_search_path": (("", f"['{TEMP_NAMESPACE}', 'pg_catalog'] || {_PATH_SCHEMAS}"),),
         "quote_literal": (("text_arg", "'''' || replace(text_arg::VARCHAR, '''', '''''') "
                                        "|| ''''"),),
+        "quote_nullable": (("text_arg", "CASE WHEN text_arg IS NULL THEN 'NULL' ELSE '''' || "
+                                        "replace(text_arg::VARCHAR, '''', '''''') || '''' END"),),
         "pg_size_pretty": (("size_arg", _size_pretty("size_arg::HUGEINT")),),
         # PostgreSQL's fill defaults to a space (DuckDB's takes three arguments); both forms,
         # as a macro of the name shadows DuckDB's function.
@@ -251,6 +253,9 @@ def _session_macros() -> Macros:
         "array_remove": (("arr_arg, element_arg",
                           "list_filter(arr_arg, lambda heron_x: heron_x IS DISTINCT FROM "
                           "element_arg)"),),
+        "array_replace": (("arr_arg, from_arg, to_arg",
+                           "list_transform(arr_arg, lambda heron_x: CASE WHEN heron_x IS NOT "
+                           "DISTINCT FROM from_arg THEN to_arg ELSE heron_x END)"),),
         "pg_get_function_result": (("function_arg", no_text),),
         "pg_get_function_arguments": (("function_arg", no_text),),
         "pg_get_function_identity_arguments": (("function_arg", no_text),),

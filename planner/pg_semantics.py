@@ -62,6 +62,8 @@ Contract:
     its syntax too (an untyped NULL is an array); `array_cat` (and `||` of two arrays) is NULL
     only where both arrays are (DuckDB's list_concat gives []);
   * `#` of integers (bitwise xor; DuckDB's grammar has no `#`) is DuckDB's xor;
+  * `x op ANY (array)` and `x op ALL (array)` are NULL where the array is NULL (DuckDB's: false
+    and true);
   * a string literal or a parameter compared with an enum value (a column of an enum type, in
     a statement that names its table; a cast to a user type there) is cast to the enum, so its
     labels compare in the enum's order (`_enum_literals`; DuckDB compares them as text);
@@ -240,7 +242,7 @@ _TRIGGER = re.compile(
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
     r"pow|power|ntile|percentile_cont|"
-    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string|unnest)"
+    r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string|unnest|any|all)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
     r"\bi?like\s+(?!'[^'\\]*'(?!'))|"  # a pattern that is not a literal without a backslash
@@ -385,6 +387,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
                   + _unknown_operands(tree) + _enum_literals(tree, relations)
+                  + _null_arrays(tree)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   # BETWEEN SYMMETRIC: printed as two BETWEENs
                   + [b for b in tree.find_all(exp.Between) if b.args.get("symmetric")]
@@ -1492,6 +1495,42 @@ def _enum_literals(tree: exp.Expression, relations: Relations | Callable[[], Rel
             continue
         literal.replace(exp.cast(literal.copy(), enum))
         changed.append(parent)
+    return changed
+
+
+def _null_arrays(tree: exp.Expression) -> list[exp.Expression]:
+    """`x op ANY (array)` and `x op ALL (array)` NULL where the array is NULL, as PostgreSQL's
+    (DuckDB's ANY of a NULL list is false, its ALL true): `cmp OR NULLIF(array IS NULL, true)`
+    and `cmp AND NULLIF(array IS NOT NULL, false)`, NULL or the comparison's own answer (its
+    array first: DuckDB types a parameter where it first comes, and `$1 IS NULL` leaves it
+    open); the comparisons changed. A subquery's ANY and ALL are DuckDB's already, a
+    constructor or a literal is never NULL, and an array that holds an AI call or a `?` is not
+    copied (asked twice; parameters numbered otherwise)."""
+    changed: list[exp.Expression] = []
+    for node in list(tree.find_all(exp.Any, exp.All, exp.Anonymous)):
+        if isinstance(node, exp.Anonymous):  # (sqlglot reads ALL (a) as a call)
+            if node.name.upper() != "ALL" or len(node.expressions) != 1:
+                continue
+            array = node.expressions[0]
+        else:
+            array = node.this
+        comparison = node.parent
+        if not isinstance(comparison, _ENUM_COMPARISONS) or node is not comparison.expression:
+            continue
+        array = array.unnest()
+        if isinstance(array, exp.Query | exp.Array | exp.Literal) or (
+                isinstance(array, exp.Cast) and isinstance(array.this, exp.Literal)) or (
+                _asks_ai(array) or array.find(exp.Placeholder, exp.Query) is not None):
+            continue
+        null = exp.Is(this=array.copy(), expression=exp.Null())
+        if isinstance(node, exp.Any):
+            guarded: exp.Expression = exp.Or(this=comparison.copy(), expression=exp.Nullif(
+                this=null, expression=exp.true()))
+        else:
+            guarded = exp.And(this=comparison.copy(), expression=exp.Nullif(
+                this=exp.Not(this=null), expression=exp.false()))
+        comparison.replace(exp.Paren(this=guarded))
+        changed.append(comparison)
     return changed
 
 

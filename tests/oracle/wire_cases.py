@@ -103,6 +103,13 @@ CASES: tuple[Case, ...] = (
          "m IN ('ok', 'happy') AS c, 'happy' <= m AS d FROM w_moods ORDER BY id", setup=_MOODS),
     Case("enum_compared_with_a_parameter", "SELECT id FROM w_moods WHERE m >= %s ORDER BY id",
          ("ok",), setup=_MOODS),
+    Case("quantified_null_array", "SELECT 1 = ANY(NULL::int[]) AS a, 1 <> ALL(NULL::int[]) AS b, "
+         "id = ANY(CASE WHEN id > 1 THEN ARRAY[2] END) AS c, id <> ALL(CASE WHEN id > 1 THEN "
+         "ARRAY[3, NULL] END) AS d FROM w_people ORDER BY id", setup=_PEOPLE),
+    Case("all_of_a_parameter", "SELECT id FROM w_people WHERE id <> ALL(%s) ORDER BY id",
+         ([1, 2],), setup=_PEOPLE),
+    Case("array_replace_and_quote_nullable", "SELECT array_replace(ARRAY[1, 2, NULL, 2], 2, 9) "
+         "AS a, quote_nullable(NULL) AS b, quote_nullable('it''s') AS c"),
     Case("between_symmetric", "SELECT 1 BETWEEN SYMMETRIC 3 AND 0 AS a, 5 NOT BETWEEN SYMMETRIC 3 "
          "AND 0 AS b, NULL BETWEEN SYMMETRIC 1 AND 2 AS c"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "

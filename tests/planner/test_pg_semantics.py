@@ -531,3 +531,17 @@ def test_text_compared_with_an_enum_compares_in_the_enum_s_order(con):
         ids("SELECT id FROM cmp_moods WHERE m = 'glad'")
     assert ids("SELECT id FROM cmp_moods WHERE m::text > 'ok' ORDER BY id") == [1]  # as text
     con.execute("DROP TABLE cmp_moods; DROP TYPE cmp_mood")
+
+
+def test_any_and_all_of_a_null_array_are_null(con):
+    def row(sql: str, *params: object) -> tuple:
+        return con.execute(pg_semantics.rewrite(sql), list(params) or None).fetchone()
+
+    # (DuckDB's alone: False, True)
+    assert row("SELECT 1 = ANY(NULL::int[]), 1 <> ALL(NULL::int[])") == (None, None)
+    assert row("SELECT 2 = ANY(a), 3 = ANY(a), 3 <> ALL(a), 1 <> ALL(a), 3 = ANY(b) "
+               "FROM (SELECT [1, 2] AS a, [1, NULL] AS b)") == (
+        True, False, True, False, None)
+    assert row("SELECT 2 = ANY($1), 2 <> ALL($1)", None) == (None, None)
+    assert row("SELECT 2 = ANY($1), 2 <> ALL($1)", [2]) == (True, False)
+    assert row("SELECT 2 = ANY(SELECT 1 WHERE false)") == (False,)  # a subquery's: DuckDB's
