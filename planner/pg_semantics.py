@@ -166,8 +166,8 @@ Contract:
   window, and within an item: `coalesce(sum(x), 0)`) is `bigint`, where DuckDB's is HUGEINT
   (sent as numeric: clients and ORMs then read a decimal); `sign(x)` of an integer or float
   is double precision (PostgreSQL has only sign(double precision) and sign(numeric)), of a
-  numeric a numeric; `date - date` is integer
-  (DuckDB's bigint). The operands' types come from binding the query on `con` with them in the
+  numeric a numeric; `date - date` is integer (DuckDB's bigint); `date_trunc(unit, date)` is
+  timestamptz (DuckDB's timestamp). The operands' types come from binding the query on `con` with them in the
   items' places. Anything else comes back unchanged.
 - `conflict_constraints(con, sql)`: an INSERT's ON CONFLICT ON CONSTRAINT name as the conflict
   target of the constraint's columns (DuckDB has no such target).
@@ -1656,7 +1656,7 @@ def _octet_length(value: exp.Expression) -> exp.Expression:
 
 
 # What `typed_results` may retype: a sum, a sign, a subtraction.
-_TYPED = re.compile(r"\b(?:sum|sign)\s*\(|-", re.IGNORECASE)
+_TYPED = re.compile(r"\b(?:sum|sign|date_trunc)\s*\(|-", re.IGNORECASE)
 # DuckDB's types whose sum PostgreSQL gives as bigint (int2 and int4; the unsigned ones fit).
 _BIGINT_SUMMED = frozenset({"TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT"})
 # DuckDB's types whose sign PostgreSQL computes as sign(double precision).
@@ -1691,6 +1691,19 @@ def _retyped(item: exp.Expression, sql: str) -> _Retyped | None:
         return None
     if isinstance(node, exp.Sign):  # sign(int) is sign(double precision); of numeric, numeric
         return _Retyped(node, node, node.this.copy(), _signed, _call_name(node, sql))
+    if isinstance(node, exp.TimestampTrunc) and not _asks_ai(node):
+        # date_trunc(unit, date) truncates date's timestamptz (DuckDB's: a timestamp). Where
+        # the query groups by the call itself, not by the item's position or alias, the
+        # argument alone does not bind: its first() does.
+        argument = node.this.copy()
+        group = item.parent.args.get("group") if isinstance(item.parent, exp.Select) else None
+        if group is not None and argument.find(exp.AggFunc) is None and not any(
+                (isinstance(key, exp.Literal) and key.is_int) or (
+                    isinstance(key, exp.Column) and key.name.lower() == item.alias.lower())
+                for key in group.expressions):
+            argument = exp.Anonymous(this="first", expressions=[argument])
+        return _Retyped(node, node, argument,
+                        lambda t: "TIMESTAMPTZ" if t == "DATE" else None, "date_trunc")
     if isinstance(node, exp.Sub) and not _asks_ai(node):  # date - date is integer
         return _Retyped(node, node, exp.Anonymous(this="row", expressions=[
             node.this.copy(), node.expression.copy()]),
@@ -1706,8 +1719,8 @@ def _signed(operand: str) -> str | None:
 
 
 def typed_results(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    """`sql` with its select list's sums, signs and date differences typed as PostgreSQL types
-    them (see the module docstring)."""
+    """`sql` with its select list's sums, signs, date differences and truncated dates typed as
+    PostgreSQL types them (see the module docstring)."""
     tree = _parsed(sql, _TYPED)
     select = None if tree is None else _first_select(tree)
     if tree is None or select is None:

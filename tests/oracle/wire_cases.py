@@ -43,6 +43,8 @@ _MOODS = ("DROP TABLE IF EXISTS w_moods", "DROP TYPE IF EXISTS w_mood",
           "CREATE TABLE w_moods (id integer, m w_mood)",
           "INSERT INTO w_moods VALUES (1, 'sad'), (2, 'happy'), (3, 'ok')")
 
+_DATES = _table("w_dates", "d date", "('2024-03-15')", "('2024-03-20')", "('2024-04-01')")
+
 CASES: tuple[Case, ...] = (
     # -- arithmetic as PostgreSQL does it
     Case("integer_division", "SELECT 5/2 AS a, -7/2 AS b, 7 % 3 AS c, -7 % 3 AS d"),
@@ -110,6 +112,11 @@ CASES: tuple[Case, ...] = (
          ([1, 2],), setup=_PEOPLE),
     Case("array_replace_and_quote_nullable", "SELECT array_replace(ARRAY[1, 2, NULL, 2], 2, 9) "
          "AS a, quote_nullable(NULL) AS b, quote_nullable('it''s') AS c"),
+    Case("date_trunc_of_a_date", "SELECT date_trunc('month', d) AS m, count(*) FROM w_dates "
+         "GROUP BY 1 ORDER BY 1", setup=_DATES),
+    Case("date_trunc_of_a_date_grouped_by_the_call", "SELECT date_trunc('week', d), "
+         "date_trunc('day', '2024-01-02'::date) AS c, count(*) FROM w_dates "
+         "GROUP BY date_trunc('week', d) ORDER BY 1", setup=_DATES),
     Case("between_symmetric", "SELECT 1 BETWEEN SYMMETRIC 3 AND 0 AS a, 5 NOT BETWEEN SYMMETRIC 3 "
          "AND 0 AS b, NULL BETWEEN SYMMETRIC 1 AND 2 AS c"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "

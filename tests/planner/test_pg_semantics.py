@@ -242,7 +242,7 @@ def test_sums_of_smallints_and_integers_are_bigint(con):
         assert pg_semantics.typed_results(con, unchanged) is unchanged
 
 
-def test_signs_and_date_differences_are_typed_as_postgresql_types_them(con):
+def test_signs_date_differences_and_truncated_dates_are_typed_as_postgresql_types_them(con):
     con.execute("CREATE OR REPLACE TABLE days (a date, b date, n integer, x numeric(6, 2), "
                 "t timestamp)")
     con.execute("INSERT INTO days VALUES ('2024-03-05', '2024-01-01', -5, 2.50, "
@@ -259,8 +259,14 @@ def test_signs_and_date_differences_are_typed_as_postgresql_types_them(con):
     assert typed("SELECT max(a) - min(b) AS m FROM days") == ([("m", "INTEGER")], [(64,)])
     assert typed("SELECT sign(n), sign(x) AS s, sign(-1.5::double) FROM days") == (
         [("sign", "DOUBLE"), ("s", "DECIMAL(38,0)"), ("sign", "DOUBLE")], [(-1.0, 1, -1.0)])
+    assert [t for _, t in typed("SELECT date_trunc('month', a) AS m, count(*) FROM days "
+                                "GROUP BY 1")[0]] == ["TIMESTAMP WITH TIME ZONE", "BIGINT"]
+    assert [t for _, t in typed("SELECT date_trunc('week', a), date_trunc('day', t) "
+                                "FROM days GROUP BY date_trunc('week', a), t")[0]] == [
+        "TIMESTAMP WITH TIME ZONE", "TIMESTAMP"]
     for unchanged in ("SELECT a - 1 FROM days", "SELECT t - t FROM days", "SELECT 5 - 2",
-                      "SELECT n - 1, sign(n) + 1 FROM days"):
+                      "SELECT n - 1, sign(n) + 1 FROM days",
+                      "SELECT date_trunc('hour', t) FROM days"):
         assert pg_semantics.typed_results(con, unchanged) is unchanged
 
 
