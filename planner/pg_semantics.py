@@ -167,8 +167,8 @@ Contract:
   (sent as numeric: clients and ORMs then read a decimal); `sign(x)` of an integer or float
   is double precision (PostgreSQL has only sign(double precision) and sign(numeric)), of a
   numeric a numeric; `date - date` is integer (DuckDB's bigint); `date_trunc(unit, date)` is
-  timestamptz (DuckDB's timestamp). The operands' types come from binding the query on `con` with them in the
-  items' places. Anything else comes back unchanged.
+  timestamptz (DuckDB's timestamp). The operands' types come from binding the query on `con`
+  with them in the items' places. Anything else comes back unchanged.
 - `conflict_constraints(con, sql)`: an INSERT's ON CONFLICT ON CONSTRAINT name as the conflict
   target of the constraint's columns (DuckDB has no such target).
 - `written_arrays(con, sql)`: each string literal an INSERT's VALUES, an UPDATE's SET or ON
