@@ -68,6 +68,7 @@ from heron.planner import (
     pg_catalog_rewrite,
     pg_ddl,
     pg_semantics,
+    relational_explain,
     sequences,
     serial_columns,
     session_sequences,
@@ -196,6 +197,11 @@ class Planner:
             return Statement(duckdb_sql, Kind.OTHER, verb="ALTER INDEX")
         if (maintained := maintenance.read(duckdb_sql)) is not None:  # (DuckDB's: no options)
             return Statement(duckdb_sql, Kind.OTHER, verb=maintained.command)
+        if (explained := relational_explain.read(duckdb_sql)) is not None:
+            # PostgreSQL's options and QUERY PLAN rows (an AI statement's plan is `plan`'s)
+            inner = statement.classify(self.con, explained.statement)
+            return Statement(duckdb_sql, Kind.UTILITY_ROWS, "EXPLAIN", inner.param_count,
+                             inner.param_types, returns_rows=True)
         if truncate.read(duckdb_sql) is not None:  # (DuckDB's parser: one table, no options)
             return Statement(duckdb_sql, Kind.OTHER, verb="TRUNCATE TABLE")
         if sequences.read_alter(duckdb_sql) is not None:  # DuckDB restarts no sequence
@@ -271,6 +277,8 @@ class Planner:
         if stmt.ai is None and stmt.kind is Kind.UTILITY_ROWS and (
                 setval := sequences.read_setval(stmt.sql)) is not None:
             return sequences.result_columns(setval)
+        if stmt.ai is None and stmt.verb == "EXPLAIN":
+            return (explain.PLAN_COLUMN,)
         if stmt.ai is None:
             columns = statement.describe(self.con, stmt, params=params)
         elif stmt.ai.explain is not Explain.NONE:
@@ -444,6 +452,8 @@ class Planner:
                 return indexes_aside.rename(self.con, renamed)
             if stmt.verb in _MAINTENANCE and (maintained := maintenance.read(stmt.sql)):
                 return maintenance.run(self.con, maintained)
+            if stmt.verb == "EXPLAIN" and (explained := relational_explain.read(stmt.sql)):
+                return relational_explain.run(self.con, explained, params)
             if stmt.verb == "TRUNCATE TABLE" and (emptied := truncate.read(stmt.sql)):
                 return truncate.run(self.con, emptied)
             if stmt.verb == "ALTER SEQUENCE" and (altered := sequences.read_alter(stmt.sql)):
