@@ -22,6 +22,8 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
 - `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
   (`materialized_views`).
 - `DROP INDEX CONCURRENTLY` is DROP INDEX (DuckDB's writes never wait on an index).
+- `CREATE UNLOGGED TABLE` is CREATE TABLE: its rows are logged, which only makes them survive a
+  crash that PostgreSQL's unlogged table's would not (job queues and caches declare them so).
 - `ALTER TABLE name RENAME column TO new` is `RENAME COLUMN column TO new` (the same in
   PostgreSQL's grammar; sqlglot, which the ALTER TABLE handlers read with, takes it for a
   rename of the table: Alembic's alter_column writes it so).
@@ -53,6 +55,7 @@ from heron.planner.errors import SqlError, SqlState
 _COMMENT_ON_MATERIALIZED_VIEW = re.compile(r"^(\s*COMMENT\s+ON\s+)MATERIALIZED\s+VIEW\b",
                                            re.IGNORECASE)
 _DROP_INDEX_CONCURRENTLY = re.compile(r"^(\s*DROP\s+INDEX\s+)CONCURRENTLY\s+", re.IGNORECASE)
+_UNLOGGED = re.compile(r"^(\s*CREATE\s+)UNLOGGED\s+(?=TABLE\b)", re.IGNORECASE)
 _SCHEMA_AUTHORIZATION = re.compile(
     rf"^(?P<head>\s*CREATE\s+SCHEMA\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?P<name>{IDENTIFIER}\s+)?"
     rf"AUTHORIZATION\s+(?P<role>{IDENTIFIER})(?P<tail>\s*;?\s*)$", re.IGNORECASE)
@@ -88,6 +91,8 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
         return drop[1] + sql[drop.end():]
     if (schema := _SCHEMA_AUTHORIZATION.match(sql)) is not None:
         return f"{schema['head']}{(schema['name'] or schema['role']).strip()}{schema['tail']}"
+    if (unlogged := _UNLOGGED.match(sql)) is not None:
+        sql = unlogged[1] + sql[unlogged.end():]
     if (renamed := _RENAME_COLUMN.match(sql)) is not None:
         sql = f"{renamed['head']}COLUMN {renamed['tail']}"
     if _MAY_DEFER.match(sql) is not None:

@@ -395,6 +395,8 @@ def classify(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
     kind = session[0] if session else _DUCKDB_KINDS.get(duck_type, Kind.OTHER)
     returns_rows = (duck_type in {"SELECT", "RELATION", "EXPLAIN", "PRAGMA", "CALL"}
                     or (kind in _DML and _has_token(sql, TokenType.RETURNING)))
+    if duck_type == "CALL" and _verb(sql) == "CHECKPOINT":
+        returns_rows = False  # (DuckDB's answers a row; PostgreSQL's none, tagged CHECKPOINT)
     count = len(parsed[0].named_parameters)
     # DuckDB's binder gives the columns of queries and of RETURNING clauses without running.
     bindable = duck_type in {"SELECT", "RELATION"} or (kind in _DML and returns_rows)

@@ -616,6 +616,20 @@ CASES = {
         "INSERT INTO x_soft VALUES (6, 'a', NULL, 9)",
         "SELECT id FROM x_soft ORDER BY id", "DROP INDEX x_soft_live",
         "INSERT INTO x_soft VALUES (7, 'a', NULL, 3)", "DROP TABLE x_soft"),
+    "unlogged_table_and_checkpoint": (
+        "CREATE UNLOGGED TABLE IF NOT EXISTS x_queue (id int PRIMARY KEY, job text)",
+        "INSERT INTO x_queue VALUES (1, 'a')", "SELECT * FROM x_queue", "CHECKPOINT",
+        "DROP TABLE x_queue"),
+    # enum labels compare in the enum's order, with text and with parameters
+    "enum_order": (
+        "CREATE TYPE x_level AS ENUM ('low', 'mid', 'high')",
+        "CREATE TABLE x_tasks (id int, level x_level)",
+        "INSERT INTO x_tasks VALUES (1, 'high'), (2, 'low'), (3, 'mid')",
+        "SELECT id FROM x_tasks WHERE level >= 'mid' ORDER BY id",
+        "UPDATE x_tasks SET id = id + 10 WHERE level < 'high'",
+        "SELECT * FROM x_tasks ORDER BY level",
+        "DELETE FROM x_tasks WHERE level BETWEEN 'low' AND 'mid'", "SELECT * FROM x_tasks",
+        "DROP TABLE x_tasks", "DROP TYPE x_level"),
 }
 
 

@@ -38,6 +38,8 @@ from heron.planner.pg_ddl import rewrite
     ("CREATE SCHEMA IF NOT EXISTS app AUTHORIZATION heron", "CREATE SCHEMA IF NOT EXISTS app"),
     ('CREATE SCHEMA AUTHORIZATION "Alice";', 'CREATE SCHEMA "Alice";'),
     ("ALTER TABLE ONLY t RENAME a TO a2", "ALTER TABLE t RENAME COLUMN a TO a2"),
+    ("CREATE UNLOGGED TABLE IF NOT EXISTS jobs (id int)",
+     "CREATE TABLE IF NOT EXISTS jobs (id int)"),
     ("CREATE TABLE t3 (id int PRIMARY KEY, u int UNIQUE DEFERRABLE INITIALLY "
      "DEFERRED, note text CHECK (note <> ' DEFERRABLE') NOT DEFERRABLE)",
      "CREATE TABLE t3 (id int PRIMARY KEY, u int UNIQUE, note text CHECK (note <> "
