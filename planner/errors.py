@@ -89,6 +89,9 @@ class SqlState(enum.StrEnum):
     DUPLICATE_TABLE = "42P07"
     UNDEFINED_OBJECT = "42704"
     DUPLICATE_OBJECT = "42710"
+    DUPLICATE_FUNCTION = "42723"
+    UNDEFINED_PARAMETER = "42P02"
+    INVALID_FUNCTION_DEFINITION = "42P13"
     OUT_OF_MEMORY = "53200"
     TOO_MANY_CONNECTIONS = "53300"
     PROGRAM_LIMIT_EXCEEDED = "54000"
@@ -332,6 +335,9 @@ _WORDINGS: tuple[_Wording, ...] = (
     _W(re.compile(r"(?:Scalar|Aggregate|Table|Macro) Function with name (?P<name>\S+) does not "
                   r"exist"), _S.UNDEFINED_FUNCTION, "function {name} does not exist",
        hint=_FUNCTION_HINT),
+    # (a LANGUAGE sql function's macro, `sql_functions`, given arguments of other types)
+    _W(re.compile(r"Macro (?P<name>\S+?)\(\) does not support the supplied arguments"),
+       _S.UNDEFINED_FUNCTION, "function {name} does not exist", hint=_FUNCTION_HINT),
     _W(re.compile(r"No function matches the given name and argument types "
                   r"'(?P<name>[^(]+)\((?P<args>.*)\)'"), _S.UNDEFINED_FUNCTION,
        "function {name}({args}) does not exist", hint=_FUNCTION_HINT),

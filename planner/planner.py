@@ -72,6 +72,7 @@ from heron.planner import (
     sequences,
     serial_columns,
     session_sequences,
+    sql_functions,
     statement,
     temp_tables,
     truncate,
@@ -162,6 +163,11 @@ class Planner:
             self._statement = next(self._statements)
         if alter_table.split(sql) is not None:  # (DuckDB's parser: one action per ALTER TABLE)
             return Statement(sql, Kind.OTHER, verb="ALTER TABLE")
+        if (routine := sql_functions.read(sql)) is not None:  # DuckDB has macros, no functions
+            if isinstance(routine, sql_functions.Refused):
+                raise routine.error
+            return Statement(sql, Kind.OTHER, verb="DROP FUNCTION" if isinstance(
+                routine, sql_functions.DropFunction) else "CREATE FUNCTION")
         # pg_dump's DDL spellings, and CREATE TABLE (LIKE ...), as DuckDB's; writes of GENERATED
         # ALWAYS identity columns refused
         sql = serial_columns.checked_write(
@@ -304,6 +310,10 @@ class Planner:
                 return Result(stmt.verb, None, None)
             if stmt.verb == "ALTER TABLE" and (pieces := alter_table.split(stmt.sql)):
                 return self._each_action(pieces)
+            if stmt.verb in ("CREATE FUNCTION", "DROP FUNCTION") and (
+                    routine := sql_functions.read(stmt.sql)) is not None:
+                return sql_functions.run(self.con, routine, lambda sql: pg_semantics.rewrite(
+                    sql, self._relations))
             if self._sequences is None and (
                     stmt.kind is not Kind.SELECT or "val(" in stmt.sql.lower()):
                 self._drawing()  # (a write's defaults, or nextval, currval, lastval, setval)

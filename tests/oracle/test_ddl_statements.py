@@ -616,6 +616,27 @@ CASES = {
         "INSERT INTO x_soft VALUES (6, 'a', NULL, 9)",
         "SELECT id FROM x_soft ORDER BY id", "DROP INDEX x_soft_live",
         "INSERT INTO x_soft VALUES (7, 'a', NULL, 3)", "DROP TABLE x_soft"),
+    # LANGUAGE sql functions are DuckDB macros
+    "sql_functions": (
+        "CREATE TABLE x_people (id int, first text, last text)",
+        "INSERT INTO x_people VALUES (1, 'Ada', 'Lovelace'), (2, 'Alan', NULL)",
+        "CREATE FUNCTION x_full(f text, l text) RETURNS text LANGUAGE sql IMMUTABLE AS "
+        "$$ SELECT f || ' ' || l $$",
+        "CREATE OR REPLACE FUNCTION x_add(integer, integer DEFAULT 10) RETURNS bigint "
+        "LANGUAGE sql STRICT AS 'SELECT $1 + $2'",
+        "CREATE FUNCTION x_greet(name text) RETURNS text RETURN 'hi ' || name",
+        "CREATE FUNCTION x_count() RETURNS bigint LANGUAGE sql AS $f$ SELECT count(*) "
+        "FROM x_people $f$",
+        "CREATE FUNCTION x_ids(n int) RETURNS SETOF int LANGUAGE sql AS "
+        "$$ SELECT id FROM x_people WHERE id <= n ORDER BY id $$",
+        "CREATE FUNCTION x_rows(n int) RETURNS TABLE (k int, who text) LANGUAGE sql AS "
+        "$$ SELECT id, first FROM x_people WHERE id <= n ORDER BY id $$",
+        "SELECT id, x_full(first, last), x_greet(first) FROM x_people ORDER BY id",
+        "SELECT x_add(1), x_add(1, 2), x_add(NULL), pg_typeof(x_add(1)), x_count()",
+        "SELECT * FROM x_ids(5)", "SELECT * FROM x_rows(1)",
+        "CREATE FUNCTION x_full(f text, l text) RETURNS text LANGUAGE sql AS $$ SELECT f $$",
+        "DROP FUNCTION x_full(text, text), x_add, x_greet(text), x_count(), x_ids, x_rows",
+        "DROP FUNCTION IF EXISTS x_full(text, text)", "DROP TABLE x_people"),
     "unlogged_table_and_checkpoint": (
         "CREATE UNLOGGED TABLE IF NOT EXISTS x_queue (id int PRIMARY KEY, job text)",
         "INSERT INTO x_queue VALUES (1, 'a')", "SELECT * FROM x_queue", "CHECKPOINT",
