@@ -281,15 +281,19 @@ _CONSTRAINTS = f"""
 # `columns` are the key columns' numbers (0 for an expression, as PostgreSQL's indkey), `keys`
 # the keys as pg_get_indexdef prints them (a function call without DuckDB's parentheses).
 _INDEX_ITEM = r"'(?:[^'\\]|\\.)*'|[^,\[\]\s][^,\]]*"
+# A unique partial index's key as `pg_ddl` makes it, `(CASE WHEN predicate THEN key END)`, as
+# DuckDB prints it: its keys and predicate are shown as PostgreSQL's `(key) WHERE predicate`.
+_PARTIAL_KEY = r"^\(CASE\s+WHEN \((.*)\) THEN \((.*)\) ELSE NULL END\)$"
 _INDEXES = rf"""
     SELECT *, 'CREATE ' || CASE WHEN is_unique THEN 'UNIQUE ' ELSE '' END || 'INDEX '
               || quote_ident(name) || ' ON ' || quote_ident(schema_name) || '.'
               || quote_ident(table_name) || ' USING btree (' || array_to_string(keys, ', ')
-              || ')' AS definition
+              || ')' || coalesce(' WHERE ' || predicate, '') AS definition
     FROM (
       SELECT oid, relid, namespace, schema_name, table_name, name, contype = 'p' AS is_primary,
              true AS is_unique, columns, column_names, oid AS constraint_oid,
-             list_transform(column_names, lambda x: quote_ident(x)) AS keys
+             list_transform(column_names, lambda x: quote_ident(x)) AS keys,
+             NULL::VARCHAR AS predicate
       FROM heron_constraints WHERE contype IN ('p', 'u')
       UNION ALL
       SELECT i.index_oid::UINTEGER, i.table_oid::UINTEGER, n.oid, n.nspname, i.table_name,
@@ -300,7 +304,8 @@ _INDEXES = rf"""
              list_transform(list_zip(r.items, e.names), lambda p: CASE
                WHEN p[2] IS NOT NULL THEN quote_ident(p[2])
                WHEN regexp_full_match(p[1], '\([A-Za-z_][A-Za-z0-9_.]*\(.*\)\)') THEN p[1][2:-2]
-               ELSE p[1] END)
+               ELSE p[1] END),
+             q.predicate
       FROM duckdb_indexes() i
       JOIN heron_namespaces n ON n.database_name = i.database_name
            AND n.schema_name = i.schema_name
@@ -308,7 +313,13 @@ _INDEXES = rf"""
       LATERAL (SELECT list_transform(regexp_extract_all(i.expressions, {literal(_INDEX_ITEM)}),
                  lambda x: CASE WHEN starts_with(x, '''')
                                 THEN regexp_replace(x[2:-2], '\\(.)', '\1', 'g')
-                                ELSE trim(x) END) AS items) r,
+                                ELSE trim(x) END) AS written) w,
+      LATERAL (SELECT CASE WHEN len(w.written) > 0 AND list_bool_and(list_transform(w.written,
+                 lambda x: regexp_full_match(x, {literal(_PARTIAL_KEY)})))
+                 THEN regexp_extract(w.written[1], {literal(_PARTIAL_KEY)}, 1) END AS predicate) q,
+      LATERAL (SELECT CASE WHEN q.predicate IS NULL THEN w.written
+                 ELSE list_transform(w.written, lambda x: regexp_extract(
+                   x, {literal(_PARTIAL_KEY)}, 2)) END AS items) r,
       LATERAL (SELECT list_transform(r.items, lambda x: CASE
                  WHEN regexp_full_match(x, '"(?:[^"]|"")*"') THEN replace(x[2:-2], '""', '"')
                  WHEN regexp_full_match(x, '[A-Za-z_][A-Za-z0-9_$]*') THEN x END) AS names) e)"""
@@ -557,7 +568,8 @@ RELATIONS: tuple[Relation, ...] = (
         "indisready:boolean indislive:boolean indisreplident:boolean indkey:int2vector "
         "indcollation:oidvector indclass:oidvector indoption:int2vector "
         "indexprs:pg_node_tree indpred:pg_node_tree",
-        {"indexrelid": "i.oid", "indrelid": "i.relid", "indnatts": "len(i.columns)",
+        {"indexrelid": "i.oid", "indrelid": "i.relid", "indpred": "i.predicate",
+         "indnatts": "len(i.columns)",
          "indnkeyatts": "len(i.columns)", "indisunique": "i.is_unique",
          "indisprimary": "i.is_primary", "indimmediate": "true", "indisvalid": "true",
          "indisready": "true", "indislive": "true", "indkey": "i.columns",

@@ -607,6 +607,8 @@ CASES = {
         "CREATE UNIQUE INDEX x_soft_live ON x_soft (email) WHERE gone IS NULL",
         "CREATE UNIQUE INDEX x_soft_org ON x_soft (org, lower(email)) WHERE gone IS NULL "
         "AND org IS NOT NULL", "CREATE INDEX x_soft_some ON x_soft (org) WHERE org > 0",
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'x_soft' "
+        "AND indexname <> 'x_soft_some' ORDER BY 1",
         "INSERT INTO x_soft VALUES (1, 'a', NULL, 1), (2, 'a', now(), 1)",
         "INSERT INTO x_soft VALUES (3, 'a', NULL, 2)",
         "INSERT INTO x_soft VALUES (4, 'B', NULL, 1)",
