@@ -105,6 +105,8 @@ Contract:
   * the precision of timestamptz, time, timetz and interval (`timestamp(6) with time zone`, which
     Hibernate declares, `time(0)`) and of the clocks (`current_timestamp(0)`) is dropped: DuckDB
     takes none there and keeps microseconds (PostgreSQL rounds to fewer digits where asked);
+  * a cast to time of anything but a literal or a parameter is `TIME_MACRO`'s, which takes a
+    timestamptz too (its time of day in the session's time zone; DuckDB has no such cast);
   * an interval literal reads as PostgreSQL's interval_in reads it (`-1 days +02:00:00`, which
     PostgreSQL and Heron print, and ISO 8601's `P1DT2H`: `pg_interval.duckdb_input`);
   * a string literal cast to boolean reads every word PostgreSQL's boolin does (`'on'`,
@@ -230,6 +232,15 @@ def configure(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"SET GLOBAL {name} = {value}")
 
 
+# The cast to time that takes a timestamptz too, as PostgreSQL's does: its time of day in the
+# session's time zone (DuckDB's cast has no TIMESTAMPTZ -> TIME). One overload per type, so
+# each binds only where its argument's type does.
+TIME_MACRO = "heron_time_of"
+MACROS = {TIME_MACRO: (("heron_x TIMESTAMP WITH TIME ZONE",
+                        "CAST(CAST(heron_x AS TIMESTAMP) AS TIME)"),
+                       ("heron_x", "CAST(heron_x AS TIME)"))}
+
+
 # -- statement rewriting ------------------------------------------------------------------------
 
 _TRIGGER = re.compile(
@@ -251,6 +262,7 @@ _TRIGGER = re.compile(
     r"\b(?:timestamptz|timetz|time|interval|current_timestamp|localtimestamp|current_time|"
     r"localtime)\s*\(\s*\d|\btimestamp\s*\(\s*\d+\s*\)\s*with\s+time\s+zone|"  # precisions
     r"\bsymmetric\b|\b(?:array|string)_agg\s*\(\s*distinct\b|"
+    r"::\s*time\b(?!\s+with\b)|\bAS\s+time\s*\)|"  # a cast to time (`TIME_MACRO`)
     r"\bgroup\s+by\b",  # maybe by a primary key (`grouped_keys`)
     re.IGNORECASE)
 # jsonb's `?` operators, the integers' `#` and `^` (power) are found outside string literals:
@@ -469,6 +481,9 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
             # casts to text and comparisons; they are sent (`column_origins`: bpchar(n)).
             return exp.Anonymous(this="rtrim", expressions=[truncated, exp.Literal.string(" ")])
         return truncated
+    if to.this == _T.TIME and not literal and not isinstance(
+            value, exp.Placeholder | exp.Parameter):  # (a parameter keeps its time type)
+        return exp.Anonymous(this=TIME_MACRO, expressions=[cast.this])
     return cast
 
 

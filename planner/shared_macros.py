@@ -2,8 +2,9 @@
 
 Contract: `MACROS` — PostgreSQL's session functions (`pg_catalog_functions.SESSION_MACROS`:
 version(), current_user, current_setting(), quote_ident(), ...), the stand-ins of AI calls in
-stored views (`views.MACROS`) and the cast to text that prints intervals as PostgreSQL does
-(`pg_text.MACROS`) — depend on no session: what differs between sessions they read
+stored views (`views.MACROS`), the cast to text that prints intervals as PostgreSQL does
+(`pg_text.MACROS`) and the cast to time that takes a timestamptz (`pg_semantics.MACROS`) —
+depend on no session: what differs between sessions they read
 from the session variable that `pg_catalog.publish_settings` sets. So they are created once per
 process, in a DuckDB file that `attach(con)` attaches READ_ONLY to `con`'s database as
 `SHARED_DATABASE` (once per database, through a hard link of its own; `attached` tells), and
@@ -39,7 +40,7 @@ from pathlib import Path
 import duckdb
 from duckdb import _seam
 
-from heron.planner import pg_text, session_sequences, views
+from heron.planner import pg_semantics, pg_text, session_sequences, views
 from heron.planner.pg_catalog_functions import (
     SESSION_MACROS,
     SHARED_DATABASE,
@@ -48,7 +49,7 @@ from heron.planner.pg_catalog_functions import (
 )
 
 MACROS: Macros = {**SESSION_MACROS, **views.MACROS, **pg_text.MACROS,
-                  **session_sequences.MACROS}
+                  **session_sequences.MACROS, **pg_semantics.MACROS}
 # Not `main`: a qualified `main.x` must keep naming the user's database's `main` (see above).
 MACRO_SCHEMA = "heron_macros"
 SHARED_SCHEMA = f"{SHARED_DATABASE}.{MACRO_SCHEMA}"

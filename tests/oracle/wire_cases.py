@@ -117,6 +117,9 @@ CASES: tuple[Case, ...] = (
     Case("date_trunc_of_a_date_grouped_by_the_call", "SELECT date_trunc('week', d), "
          "date_trunc('day', '2024-01-02'::date) AS c, count(*) FROM w_dates "
          "GROUP BY date_trunc('week', d) ORDER BY 1", setup=_DATES),
+    Case("time_of_a_timestamptz", "SELECT ts::time AS a, CAST(ts + interval '1 hour' AS time) "
+         "AS b, '10:00'::time AS c, ts::date::text AS d FROM (VALUES "
+         "('2024-01-01 23:30:00+00'::timestamptz)) t(ts)"),
     Case("between_symmetric", "SELECT 1 BETWEEN SYMMETRIC 3 AND 0 AS a, 5 NOT BETWEEN SYMMETRIC 3 "
          "AND 0 AS b, NULL BETWEEN SYMMETRIC 1 AND 2 AS c"),
     Case("like_any_all", "SELECT id, name ILIKE ANY (ARRAY['A%', '%Y']), name LIKE ALL "

@@ -551,3 +551,16 @@ def test_any_and_all_of_a_null_array_are_null(con):
     assert row("SELECT 2 = ANY($1), 2 <> ALL($1)", None) == (None, None)
     assert row("SELECT 2 = ANY($1), 2 <> ALL($1)", [2]) == (True, False)
     assert row("SELECT 2 = ANY(SELECT 1 WHERE false)") == (False,)  # a subquery's: DuckDB's
+
+
+def test_a_timestamptz_casts_to_its_time_of_day_in_the_session_s_zone(con):
+    for name, overloads in pg_semantics.MACROS.items():
+        con.execute(create_macro(name, overloads))
+    con.execute("SET TimeZone = 'America/New_York'")
+    try:
+        assert con.execute(pg_semantics.rewrite(
+            "SELECT ts::time, CAST(ts AS time), '10:00'::time, t::time FROM (SELECT "
+            "TIMESTAMPTZ '2024-01-01 10:30:00+00' AS ts, TIMESTAMP '2024-01-01 11:45' AS t)")
+        ).fetchone() == (dt.time(5, 30), dt.time(5, 30), dt.time(10), dt.time(11, 45))
+    finally:
+        con.execute("SET TimeZone = 'UTC'")
