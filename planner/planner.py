@@ -138,6 +138,10 @@ class Planner:
         # statement interrupted while it was prepared does not start (the session clears it
         # before preparing one; `execute` once it is over).
         self.cancelled = threading.Event()
+        # The statement `execute` runs, while it does (a token): what interrupt() sends again,
+        # under the lock, so that no repeat reaches the statement after it.
+        self._executing: object | None = None
+        self._interrupts = threading.Lock()
         self.settings = Settings() if settings is None else Settings.of(settings)
         self.executor = Executor(con, engine, self.cancelled, statistics or Statistics(),
                                  answers if answers is not None else AnswerStore(), progress)
@@ -302,6 +306,9 @@ class Planner:
         statement was prepared) cancels it before it starts."""
         if len(params) != stmt.param_count:
             raise bind_count_mismatch(len(params), stmt.param_count)
+        outer = self._executing  # (a statement run within another: a materialized view's)
+        with self._interrupts:
+            self._executing = running = object()
         try:
             if self.cancelled.is_set():
                 raise query_canceled()
@@ -333,6 +340,9 @@ class Planner:
                 self.on_commit.before_commit(self.con)  # (DuckDB committed it: autocommit)
             return result
         finally:
+            with self._interrupts:
+                if self._executing is running:
+                    self._executing = outer
             if self.cancelled.is_set():  # what was cancelled is over
                 self.cancelled.clear()
 
@@ -611,9 +621,25 @@ class Planner:
         self.settings = Settings.of(settings)
 
     def interrupt(self) -> None:
-        """Cancel the running statement (called from another thread)."""
+        """Cancel the running statement (called from another thread). DuckDB forgets an
+        interrupt that comes before its query begins, and `execute`'s thread may wait for the
+        GIL between its look at `cancelled` and DuckDB's start: while the same statement runs,
+        the interrupt is sent again every 10 ms, for at most a second."""
         self.cancelled.set()
-        self.con.interrupt()
+        with self._interrupts:
+            running = self._executing
+            self.con.interrupt()
+        if running is not None:
+            threading.Thread(target=self._interrupt_again, args=(running,), daemon=True,
+                             name="heron-interrupt").start()
+
+    def _interrupt_again(self, running: object) -> None:
+        for _ in range(100):
+            time.sleep(0.01)
+            with self._interrupts:
+                if self._executing is not running:
+                    return
+                self.con.interrupt()
 
     def _drawing(self) -> None:
         """Keep what this session's nextval calls draw, from now on (`session_sequences`)."""

@@ -10,7 +10,7 @@ import time
 import duckdb
 import pytest
 
-from heron.planner import Planner, SqlError, SqlState
+from heron.planner import Planner, SqlError, SqlState, statement
 from heron.planner.column_origins import NO_ORIGIN, Origin
 from heron.planner.pg_types import VARCHAR
 
@@ -108,3 +108,25 @@ def test_an_interrupt_between_duckdb_calls_still_cancels_the_statement(planner, 
     assert time.monotonic() - started < 5
     planner.catalog.refresh = refresh
     assert _run(planner, "SELECT 3 AS three").rows.read_all().to_pylist() == [{"three": 3}]
+
+
+def test_an_interrupt_just_before_duckdb_begins_still_cancels_the_statement(planner, monkeypatch):
+    # The planner's thread may wait for the GIL between its look at `cancelled` and DuckDB's
+    # start, and a CancelRequest served meanwhile was lost (a CI run's cancel test timed out):
+    # the interrupt is sent again while the statement runs.
+    run = statement.run
+
+    def cancelled_first(*args, **kwargs):
+        planner.interrupt()
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(statement, "run", cancelled_first)
+    stmt = planner.prepare("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3")
+    started = time.monotonic()
+    with pytest.raises(SqlError) as caught:
+        planner.execute(stmt)
+    assert caught.value.sqlstate is SqlState.QUERY_CANCELED
+    assert time.monotonic() - started < 5
+    monkeypatch.setattr(statement, "run", run)
+    time.sleep(0.05)  # no repeat reaches the next statement
+    assert _run(planner, "SELECT 4 AS four").rows.read_all().to_pylist() == [{"four": 4}]
