@@ -22,6 +22,8 @@ unchanged and unparsed (a cheap test first), and so does one PostgreSQL's gramma
 - `COMMENT ON MATERIALIZED VIEW` is COMMENT ON TABLE: a materialized view is a table here
   (`materialized_views`).
 - `DROP INDEX CONCURRENTLY` is DROP INDEX (DuckDB's writes never wait on an index).
+- `CREATE TABLE ... PARTITION BY` and `CREATE TABLE ... PARTITION OF` are 0A000 (DuckDB's
+  grammar has neither: a syntax error before).
 - `CREATE UNLOGGED TABLE` is CREATE TABLE: its rows are logged, which only makes them survive a
   crash that PostgreSQL's unlogged table's would not (job queues and caches declare them so).
 - `ALTER TABLE name RENAME column TO new` is `RENAME COLUMN column TO new` (the same in
@@ -56,6 +58,10 @@ _COMMENT_ON_MATERIALIZED_VIEW = re.compile(r"^(\s*COMMENT\s+ON\s+)MATERIALIZED\s
                                            re.IGNORECASE)
 _DROP_INDEX_CONCURRENTLY = re.compile(r"^(\s*DROP\s+INDEX\s+)CONCURRENTLY\s+", re.IGNORECASE)
 _UNLOGGED = re.compile(r"^(\s*CREATE\s+)UNLOGGED\s+(?=TABLE\b)", re.IGNORECASE)
+# Declarative partitioning: the partitioned table's clause, or a partition of one.
+_PARTITIONED = re.compile(r"^\s*CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP(?:ORARY)?\s+|UNLOGGED\s+)?"
+                          r"TABLE\b(?:.*\)\s*PARTITION\s+BY\s+(?:RANGE|LIST|HASH)\s*\(|"
+                          r"[^(]*\bPARTITION\s+OF\b)", re.IGNORECASE | re.DOTALL)
 _SCHEMA_AUTHORIZATION = re.compile(
     rf"^(?P<head>\s*CREATE\s+SCHEMA\s+(?:IF\s+NOT\s+EXISTS\s+)?)(?P<name>{IDENTIFIER}\s+)?"
     rf"AUTHORIZATION\s+(?P<role>{IDENTIFIER})(?P<tail>\s*;?\s*)$", re.IGNORECASE)
@@ -91,6 +97,10 @@ def rewrite(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
         return drop[1] + sql[drop.end():]
     if (schema := _SCHEMA_AUTHORIZATION.match(sql)) is not None:
         return f"{schema['head']}{(schema['name'] or schema['role']).strip()}{schema['tail']}"
+    if _PARTITIONED.match(_QUOTED.sub("''", sql)) is not None:
+        raise SqlError(SqlState.FEATURE_NOT_SUPPORTED, "partitioned tables are not supported",
+                       hint="Create a plain table: DuckDB's storage prunes row groups by each "
+                            "column's range without partitions.")
     if (unlogged := _UNLOGGED.match(sql)) is not None:
         sql = unlogged[1] + sql[unlogged.end():]
     if (renamed := _RENAME_COLUMN.match(sql)) is not None:

@@ -131,6 +131,7 @@ Contract:
     `every` (bool_and), `to_hex` in lower case, `encode` / `decode` of bytea in 'hex' and
     'base64' (base64 broken into lines of 76 characters, as PostgreSQL writes it),
     `to_char(date or timestamp, constant template)` (`_to_char`: its common patterns),
+    `num_nulls` / `num_nonnulls` (a sum of one count per argument),
     `to_char(number, constant template)` (`pg_to_char`, a Python function the catalog
     registers), `to_date(text, template)` (`pg_to_date`, likewise), `initcap` (`_initcap`:
     its words runs of letters and digits of any script), and `btrim` (which sqlglot spells
@@ -252,7 +253,7 @@ _TRIGGER = re.compile(
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
-    r"pow|power|ntile|percentile_cont|"
+    r"pow|power|ntile|percentile_cont|num_(?:non)?nulls|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string|unnest|any|all)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
     r"\bfor\s+(?:no\s+key\s+update|update|share|key\s+share)\b|\bstored\b|\bwith\s+ties\b|"
@@ -825,6 +826,13 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return _initcap(call.this)
     if isinstance(call, exp.Trim) and _function_name(call, sql) == "btrim":
         return call.copy()  # sqlglot spells it out for DuckDB: only its name to keep
+    if name in ("num_nulls", "num_nonnulls") and call.expressions and not _asks_ai(call):
+        # (variadic "any": one count per argument, whatever its type)
+        counts = [exp.cast(exp.Is(this=a.copy(), expression=exp.Null()) if name == "num_nulls"
+                           else exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())),
+                           "INTEGER") for a in call.expressions]
+        return exp.Paren(this=functools.reduce(
+            lambda total, count: exp.Add(this=total, expression=count), counts))
     return None
 
 
@@ -1462,8 +1470,9 @@ def _unknown_operands(tree: exp.Expression) -> list[exp.Expression]:
     return changed
 
 
-# The comparisons whose untyped string literal takes an enum operand's type (`_enum_literals`).
-_ENUM_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+# The comparison operators (an enum's literal operand, `_enum_literals`; ANY and ALL,
+# `_null_arrays`).
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 
 def _names_enum_table(sql: str, relations: Relations | Callable[[], Relations] | None) -> bool:
@@ -1488,7 +1497,7 @@ def _enum_literals(tree: exp.Expression, relations: Relations | Callable[[], Rel
         parent = literal.parent
         if (isinstance(literal, exp.Literal) and not literal.is_string) or parent is None:
             continue
-        if isinstance(parent, _ENUM_COMPARISONS):
+        if isinstance(parent, _COMPARISONS):
             other = parent.expression if literal is parent.this else parent.this
         elif (isinstance(parent, exp.In) and literal.arg_key == "expressions") or (
                 isinstance(parent, exp.Between) and literal.arg_key in ("low", "high")):
@@ -1530,7 +1539,7 @@ def _null_arrays(tree: exp.Expression) -> list[exp.Expression]:
         else:
             array = node.this
         comparison = node.parent
-        if not isinstance(comparison, _ENUM_COMPARISONS) or node is not comparison.expression:
+        if not isinstance(comparison, _COMPARISONS) or node is not comparison.expression:
             continue
         array = array.unnest()
         if isinstance(array, exp.Query | exp.Array | exp.Literal) or (

@@ -152,14 +152,14 @@ def _read_create(sql: str, create: re.Match[str]) -> CreateFunction:
     body, expression = _body(rest, constants)
     columns: tuple[str, ...] = ()
     if (setof := _SETOF.match(result)) is not None:
-        columns = () if _composite(setof["type"]) else (identifier_of(create["name"])[-1],)
+        columns = () if _composite(setof["type"]) else (_parts(create["name"])[-1],)
         result = ""
     elif (table := _TABLE.match(result)) is not None:
         columns = tuple(identifier(item.split()[0]) for item in split_items(table["columns"]))
         result = ""
     if not result and expression:
         raise _unsupported("a set-returning function with a RETURN expression")
-    return CreateFunction(identifier_of(create["name"]), create["replace"] is not None,
+    return CreateFunction(_parts(create["name"]), create["replace"] is not None,
                           arguments, result, columns, body, expression, strict)
 
 
@@ -253,11 +253,11 @@ def _read_drop(drop: re.Match[str]) -> DropFunction:
             raise SqlError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{item}"')
         types = None if name["arguments"] is None else tuple(
             _argument(text, i + 1).type for i, text in enumerate(split_items(name["arguments"])))
-        names.append((identifier_of(name["name"]), types))
+        names.append((_parts(name["name"]), types))
     return DropFunction(tuple(names), drop["exists"] is not None)
 
 
-def identifier_of(name: str) -> tuple[str, ...]:
+def _parts(name: str) -> tuple[str, ...]:
     """A possibly qualified name's parts, as PostgreSQL resolves them."""
     return tuple(identifier(part.strip()) for part in re.findall(
         rf"{IDENTIFIER}", name))

@@ -112,6 +112,8 @@ CASES: tuple[Case, ...] = (
          ([1, 2],), setup=_PEOPLE),
     Case("array_replace_and_quote_nullable", "SELECT array_replace(ARRAY[1, 2, NULL, 2], 2, 9) "
          "AS a, quote_nullable(NULL) AS b, quote_nullable('it''s') AS c"),
+    Case("num_nulls", "SELECT num_nulls(1, NULL, 'a'), num_nonnulls(id, score) AS n "
+         "FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("date_trunc_of_a_date", "SELECT date_trunc('month', d) AS m, count(*) FROM w_dates "
          "GROUP BY 1 ORDER BY 1", setup=_DATES),
     Case("date_trunc_of_a_date_grouped_by_the_call", "SELECT date_trunc('week', d), "

@@ -72,6 +72,7 @@ def test_a_foreign_keys_deferral_stays_for_foreign_keys():
     "ALTER TABLE t ADD COLUMN c int",
     "CREATE SEQUENCE s START 3",
     "CREATE TABLE t (id serial)",
+    "CREATE TABLE t (a text DEFAULT ') PARTITION BY LIST (')",
 ])
 def test_other_statements_are_untouched(sql):
     assert rewrite(sql) == sql
@@ -79,8 +80,10 @@ def test_other_statements_are_untouched(sql):
 
 @pytest.mark.parametrize(("sql", "sqlstate"), [
     ("CREATE INDEX i ON t USING gin (a)", "0A000"), ("CREATE INDEX i ON t USING nope (a)", "42704"),
+    ("CREATE TABLE m (id int, at date) PARTITION BY RANGE (at)", "0A000"),
+    ("CREATE TABLE m1 PARTITION OF m FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')", "0A000"),
 ])
-def test_index_methods_duckdb_lacks_are_refused(sql, sqlstate):
+def test_what_duckdb_lacks_is_refused(sql, sqlstate):
     with pytest.raises(SqlError) as info:
         rewrite(sql)
     assert info.value.sqlstate.value == sqlstate
