@@ -483,7 +483,8 @@ def _rewrite_cast(cast: exp.Cast) -> exp.Expression:
             return exp.Anonymous(this="rtrim", expressions=[truncated, exp.Literal.string(" ")])
         return truncated
     if to.this == _T.TIME and not literal and not isinstance(
-            value, exp.Placeholder | exp.Parameter):  # (a parameter keeps its time type)
+            value, exp.Placeholder | exp.Parameter) and cast.find_ancestor(*_DEFINITIONS) is None:
+        # (a parameter keeps its time type; a table's definition names no shared macro)
         return exp.Anonymous(this=TIME_MACRO, expressions=[cast.this])
     return cast
 
