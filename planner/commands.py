@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from heron.planner.errors import SqlError, SqlState
@@ -175,20 +176,27 @@ def split_items(text: str) -> list[str]:
     return [item for item in items if item] if any(items) else []
 
 
-def _balanced(text: str) -> bool:
-    """Whether `text`'s parentheses close as they open (outside quotes)."""
-    depth, quote = 0, ""
-    for char in text:
+def depths(text: str, start: int = 0, depth: int = 0) -> Iterator[tuple[int, int]]:
+    """Each parenthesis of `text` from `start` (outside quoted strings and names) with the
+    depth after it, counted from `depth`."""
+    quote = ""
+    for i in range(start, len(text)):
+        char = text[i]
         if quote:
             quote = "" if char == quote else quote
         elif char in "'\"":
             quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                return False
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+            yield i, depth
+
+
+def _balanced(text: str) -> bool:
+    """Whether `text`'s parentheses close as they open (outside quotes)."""
+    depth = 0
+    for _, depth in depths(text):
+        if depth < 0:
+            return False
     return depth == 0
 
 

@@ -41,7 +41,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from heron.planner import dialect
-from heron.planner.commands import IDENTIFIER, identifier, split_items
+from heron.planner.commands import IDENTIFIER, depths, identifier, split_items
 from heron.planner.errors import SqlError, SqlState, from_duckdb, pg_type_name
 from heron.planner.statement import Result
 
@@ -228,19 +228,9 @@ def _composite(pg_type: str) -> bool:
 
 def _closing(sql: str, start: int) -> int:
     """The index of the parenthesis closing the one before `start`."""
-    depth, quote = 1, ""
-    for i in range(start, len(sql)):
-        char = sql[i]
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+    for i, depth in depths(sql, start, 1):
+        if depth == 0:
+            return i
     raise SqlError(SqlState.SYNTAX_ERROR, "syntax error at end of input")
 
 
