@@ -640,7 +640,8 @@ def run(
             return Result("SELECT", columns, Rows.streaming(reader, schema))
         table = result.arrow_table() if result.description else None
     except duckdb.Error as exc:
-        raise _constraint_named(con, statement.sql, from_duckdb(exc), str(exc)) from None
+        raise _enum_named(con, _constraint_named(con, statement.sql, from_duckdb(exc),
+                                                 str(exc))) from None
     if result.return_type == "query_result" and statement.returns_rows and table is not None:
         columns = columns_of(table.schema, given)
         return Result(_tag(statement, table.num_rows), columns if sql is not None else (
@@ -696,6 +697,29 @@ def _constraint_named(con: duckdb.DuckDBPyConnection, sql: str, error: SqlError,
         return error
 
 
+def _enum_named(con: duckdb.DuckDBPyConnection, error: SqlError) -> SqlError:
+    """A text that is no label of an enum, worded as PostgreSQL words it: DuckDB's message
+    names the enum by its labels (`ENUM('sad', 'ok')`), PostgreSQL's by its name."""
+    bad = _NOT_A_LABEL.match(error.message) if (
+        error.sqlstate is SqlState.INVALID_TEXT_REPRESENTATION) else None
+    if bad is None:
+        return error
+    labels = [label.replace("''", "'") for label in re.findall(r"'((?:[^']|'')*)'",
+                                                                bad["labels"])]
+    try:  # (on a cursor of its own: the error may have aborted the statement's transaction)
+        with con.cursor() as cursor:
+            found = cursor.execute(
+                "SELECT type_name FROM duckdb_types() WHERE logical_type = 'ENUM' AND "
+                "NOT internal AND labels = ?::VARCHAR[] LIMIT 1", [labels]).fetchall()
+    except duckdb.Error:
+        return error
+    name = found[0][0] if found else "anonymous_enum"
+    return dataclasses.replace(
+        error, message=f'invalid input value for enum {name}: "{bad["value"]}"')
+
+
+_NOT_A_LABEL = re.compile(r"^Could not convert string '(?P<value>.*)' to ENUM\((?P<labels>.*)\)$",
+                          re.DOTALL)
 _FAILED_CHECK = re.compile(r'CHECK constraint failed on table "?(?P<table>[^"\s]+)"? with '
                            r"expression (?P<check>CHECK\(.*\))\s*$", re.DOTALL)
 

@@ -652,6 +652,7 @@ CASES = {
         "UPDATE x_tasks SET id = id + 10 WHERE level < 'high'",
         "SELECT * FROM x_tasks ORDER BY level",
         "DELETE FROM x_tasks WHERE level BETWEEN 'low' AND 'mid'", "SELECT * FROM x_tasks",
+        "INSERT INTO x_tasks VALUES (4, 'urgent')", "SELECT id FROM x_tasks WHERE level = 'x'",
         "DROP TABLE x_tasks", "DROP TYPE x_level"),
 }
 

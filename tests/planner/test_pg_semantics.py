@@ -20,7 +20,7 @@ from heron.planner import (
     pg_to_char,
     pg_types,
 )
-from heron.planner.errors import SqlError
+from heron.planner.errors import SqlError, SqlState
 from heron.planner.pg_catalog_functions import create_macro
 from heron.planner.statement import columns_of
 
@@ -564,3 +564,20 @@ def test_a_timestamptz_casts_to_its_time_of_day_in_the_session_s_zone(con):
         ).fetchone() == (dt.time(5, 30), dt.time(5, 30), dt.time(10), dt.time(11, 45))
     finally:
         con.execute("SET TimeZone = 'UTC'")
+
+
+def test_a_text_that_is_no_label_of_an_enum_is_worded_as_postgresql_words_it():
+    from heron.planner import Planner
+
+    con = duckdb.connect()
+    pg_semantics.configure(con)
+    planner = Planner(con)
+    for sql in ("CREATE TYPE err_mood AS ENUM ('sad', 'it''s ok')",
+                "CREATE TABLE err_moods (m err_mood)", "INSERT INTO err_moods VALUES ('sad')"):
+        planner.execute(planner.prepare(sql))
+    for sql in ("INSERT INTO err_moods VALUES ('glad')", "SELECT 'glad'::err_mood",
+                "SELECT * FROM err_moods WHERE m > 'glad'"):
+        with pytest.raises(SqlError) as caught:
+            planner.execute(planner.prepare(sql))
+        assert (caught.value.sqlstate, caught.value.message) == (
+            SqlState.INVALID_TEXT_REPRESENTATION, 'invalid input value for enum err_mood: "glad"')
