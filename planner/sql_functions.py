@@ -146,7 +146,12 @@ def _read_create(sql: str, create: re.Match[str]) -> CreateFunction:
     if returns is None:
         raise SqlError(SqlState.INVALID_FUNCTION_DEFINITION, "function result type must be "
                        "specified")
-    result = " ".join(returns["type"].split())
+    if (table := re.match(r"TABLE\s*\(", returns["type"], re.IGNORECASE)) is not None:
+        # (its columns' names may be words that end the type otherwise: `rows bigint`)
+        start = returns.start("type") + table.end()
+        result = " ".join(rest[returns.start("type"):_closing(rest, start) + 1].split())
+    else:
+        result = " ".join(returns["type"].split())
     if result.lower() in ("void", "trigger", "event_trigger", "record"):
         raise _unsupported(f"functions returning {result.lower()}")
     body, expression = _body(rest, constants)

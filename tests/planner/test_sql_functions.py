@@ -43,6 +43,8 @@ def test_read_create():
                               "LANGUAGE sql").body == "SELECT 'x' = 'x'"
     assert sql_functions.read("CREATE FUNCTION h(a int) RETURNS int BEGIN ATOMIC SELECT a; "
                               "END").body == "SELECT a"
+    assert sql_functions.read("CREATE FUNCTION r() RETURNS TABLE (id int, rows bigint) "
+                              "LANGUAGE sql AS 'SELECT 1, 2'").columns == ("id", "rows")
     assert sql_functions.read("SELECT 1") is None
 
 
