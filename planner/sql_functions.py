@@ -43,6 +43,7 @@ from sqlglot.errors import SqlglotError
 from heron.planner import dialect
 from heron.planner.commands import IDENTIFIER, depths, identifier, split_items
 from heron.planner.errors import SqlError, SqlState, from_duckdb, pg_type_name
+from heron.planner.existence import name_parts
 from heron.planner.statement import Result
 
 _NAME = rf"(?P<name>{IDENTIFIER}(?:\s*\.\s*{IDENTIFIER})?)"
@@ -56,7 +57,10 @@ _REFUSED = re.compile(r"^\s*(?:(?P<do>DO)\b|CREATE\s+(?:OR\s+REPLACE\s+)?(?:CONS
 _CONSTANT = re.compile(r"'(?:[^']|'')*'|\$(?P<tag>[A-Za-z_]\w*)?\$.*?\$(?P=tag)?\$", re.DOTALL)
 _CLAUSES = (r"LANGUAGE|AS|RETURN|BEGIN|IMMUTABLE|STABLE|VOLATILE|STRICT|CALLED|SECURITY|"
             r"PARALLEL|COST|ROWS|SET|LEAKPROOF|NOT|WINDOW|EXTERNAL|TRANSFORM|SUPPORT")
-_NULL_INPUT = re.compile(r"\bRETURNS\s+NULL\s+ON\s+NULL\s+INPUT\b|\bSTRICT\b", re.IGNORECASE)
+_NULL_ON_NULL = re.compile(r"\bRETURNS\s+NULL\s+ON\s+NULL\s+INPUT\b", re.IGNORECASE)
+_STRICT = re.compile(r"\bSTRICT\b", re.IGNORECASE)
+_ROUTINES_HINT = ("Heron runs LANGUAGE sql functions (CREATE FUNCTION), as DuckDB macros; it has "
+                  "no procedural language.")
 _RETURNS = re.compile(rf"\bRETURNS\s+(?P<type>.+?)(?=\s+(?:{_CLAUSES})\b|\s*;?\s*$)",
                       re.IGNORECASE | re.DOTALL)
 _LANGUAGE = re.compile(r"\bLANGUAGE\s+'?(?P<language>\w+)'?", re.IGNORECASE)
@@ -118,8 +122,7 @@ def read(sql: str) -> Routine | None:
     if (refused := _REFUSED.match(sql)) is not None:
         what = "DO blocks" if refused["do"] else " ".join(refused["what"].lower().split()) + "s"
         return Refused(SqlError(SqlState.FEATURE_NOT_SUPPORTED, f"{what} are not supported",
-                                hint="Heron runs LANGUAGE sql functions (CREATE FUNCTION), "
-                                     "as DuckDB macros; it has no procedural language."))
+                                hint=_ROUTINES_HINT))
     return None
 
 
@@ -134,14 +137,13 @@ def _read_create(sql: str, create: re.Match[str]) -> CreateFunction:
         return f"\x00{len(constants) - 1}\x00"
 
     rest = _CONSTANT.sub(mask, sql[close + 1:])
-    strict = _NULL_INPUT.search(rest) is not None
-    rest = re.sub(r"\bRETURNS\s+NULL\s+ON\s+NULL\s+INPUT\b", " ", rest, flags=re.IGNORECASE)
+    strict = _STRICT.search(rest) is not None or _NULL_ON_NULL.search(rest) is not None
+    rest = _NULL_ON_NULL.sub(" ", rest)  # (its RETURNS is no result type)
     language = _LANGUAGE.search(rest)
     if language is not None and language["language"].lower() != "sql":
         raise SqlError(SqlState.FEATURE_NOT_SUPPORTED,
                        f'functions in language "{language["language"].lower()}" are not supported',
-                       hint="Heron runs LANGUAGE sql functions (CREATE FUNCTION), as DuckDB "
-                            "macros; it has no procedural language.")
+                       hint=_ROUTINES_HINT)
     returns = _RETURNS.search(rest)
     if returns is None:
         raise SqlError(SqlState.INVALID_FUNCTION_DEFINITION, "function result type must be "
@@ -157,14 +159,14 @@ def _read_create(sql: str, create: re.Match[str]) -> CreateFunction:
     body, expression = _body(rest, constants)
     columns: tuple[str, ...] = ()
     if (setof := _SETOF.match(result)) is not None:
-        columns = () if _composite(setof["type"]) else (_parts(create["name"])[-1],)
+        columns = () if _composite(setof["type"]) else (name_parts(create["name"])[-1],)
         result = ""
     elif (table := _TABLE.match(result)) is not None:
         columns = tuple(identifier(item.split()[0]) for item in split_items(table["columns"]))
         result = ""
     if not result and expression:
         raise _unsupported("a set-returning function with a RETURN expression")
-    return CreateFunction(_parts(create["name"]), create["replace"] is not None,
+    return CreateFunction(name_parts(create["name"]), create["replace"] is not None,
                           arguments, result, columns, body, expression, strict)
 
 
@@ -248,14 +250,8 @@ def _read_drop(drop: re.Match[str]) -> DropFunction:
             raise SqlError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{item}"')
         types = None if name["arguments"] is None else tuple(
             _argument(text, i + 1).type for i, text in enumerate(split_items(name["arguments"])))
-        names.append((_parts(name["name"]), types))
+        names.append((name_parts(name["name"]), types))
     return DropFunction(tuple(names), drop["exists"] is not None)
-
-
-def _parts(name: str) -> tuple[str, ...]:
-    """A possibly qualified name's parts, as PostgreSQL resolves them."""
-    return tuple(identifier(part.strip()) for part in re.findall(
-        rf"{IDENTIFIER}", name))
 
 
 def _unsupported(what: str) -> SqlError:
@@ -280,8 +276,7 @@ def run(con: duckdb.DuckDBPyConnection, routine: Routine, pg_rewrite: Callable[[
             "functions overloaded by their argument types")
     if existing is not None and existing[0] != ("table_macro" if not routine.returns
                                                 else "macro"):
-        _run(con, f"DROP MACRO {'TABLE ' if existing[0] == 'table_macro' else ''}"
-                  f"{_quoted(routine.name)}")  # (DuckDB replaces a macro by one of its kind)
+        _drop_macro(con, routine.name, existing[0])  # (DuckDB replaces a macro of its kind)
     parameters = ", ".join(
         f"{dialect.quoted(a.name)} {_duckdb_type(a.type)}"
         + (f" := {_duckdb_sql(pg_rewrite(f'SELECT {a.default}'), {}, True)}" if a.default else "")
@@ -371,9 +366,13 @@ def _drop(con: duckdb.DuckDBPyConnection, drop: DropFunction) -> Result:
                 raise SqlError(SqlState.UNDEFINED_FUNCTION, text)
             notices.append(f"{text}, skipping")
             continue
-        table = "TABLE " if existing[0] == "table_macro" else ""
-        _run(con, f"DROP MACRO {table}{_quoted(name)}")
+        _drop_macro(con, name, existing[0])
     return Result("DROP FUNCTION", None, None, notices=tuple(notices))
+
+
+def _drop_macro(con: duckdb.DuckDBPyConnection, name: tuple[str, ...], kind: str) -> None:
+    """Drop the macro `name` of `kind` (`macro`, `table_macro`: DuckDB's DROP names it)."""
+    _run(con, f"DROP MACRO {'TABLE ' if kind == 'table_macro' else ''}{_quoted(name)}")
 
 
 def _quoted(name: tuple[str, ...]) -> str:
