@@ -120,6 +120,15 @@ class Database:
                 self._paths = (generation, path)
         return con
 
+    @property
+    def threads(self) -> int:
+        """DuckDB's threads for one statement, as configured (its default: the machine's cores)."""
+        return int(self._root.cursor().execute("SELECT current_setting('threads')").fetchone()[0])
+
+    def set_threads(self, threads: int) -> None:
+        """Let DuckDB run one statement on `threads` threads (the calling one included)."""
+        self._root.cursor().execute(f"SET threads = {int(threads)}")
+
     def table_functions(self, generation: int) -> frozenset[str]:
         """The names of DuckDB's table functions and built-in table macros (what a call in a
         FROM clause may run besides a user's macro), found once per catalog `generation`:

@@ -73,6 +73,7 @@ from heron.server.activity import PROGRESS_TICK_S, Activity, Backend, Client, Se
 from heron.server.config import AuthMethod
 from heron.server.extended import ExtendedQuery, result_formats
 from heron.server.notify import Notification, Notifications
+from heron.server.parallelism import Parallelism
 from heron.server.portal import Portal
 from heron.server.protocol import ProtocolError
 from heron.server.session import CatalogGeneration, Session
@@ -176,8 +177,11 @@ class ServerContext:
     workers: WorkerPool = field(default_factory=WorkerPool)
     calls: LongCalls = field(default_factory=LongCalls)  # the running ones, for the long ones
     activity: Activity = field(init=False)  # what pg_stat_activity shows and signals reach
+    parallelism: Parallelism = field(init=False)  # DuckDB's threads for one statement
 
     def __post_init__(self) -> None:
+        self.parallelism = Parallelism(self.database.set_threads, self.database.threads)
+        self.workers.call_ended = self.parallelism.ran
         self.activity = Activity(self.database.roles, self.database.catalog_name)
         # The functions pg_stat_activity and friends call live as long as the connection that
         # registered them: one kept for the server's lifetime.
@@ -337,6 +341,7 @@ class Connection:
         connection ends without running what the client sent before. With a `pace`, the call
         is timed, and runs on the loop's thread when it is quick and the lane idle; one that
         called the server's SQL functions never runs there again."""
+        self.context.parallelism.starting()
         if pace is not None:
             backend = self.backend
             assert backend is not None
@@ -348,6 +353,7 @@ class Connection:
                         return pace.run(fn, *args)
                     finally:
                         backend.on_loop = False
+                        self.context.parallelism.ran(pace.last_s)
                 return await self.call(pace.run, fn, *args)
             finally:
                 if backend.server_calls != calls:

@@ -67,11 +67,12 @@ class Pace:
     """How long one kind of call took on its recent runs (see the module contract). Used by
     one connection, whose calls run one at a time: no lock."""
 
-    __slots__ = ("_quick_runs", "_never")
+    __slots__ = ("_quick_runs", "_never", "last_s")
 
     def __init__(self) -> None:
         self._quick_runs = 0  # the latest runs that were quick, in a row
         self._never = False
+        self.last_s = 0.0  # how long the latest run took
 
     @property
     def quick(self) -> bool:
@@ -88,7 +89,8 @@ class Pace:
         try:
             return fn(*args)
         finally:
-            quick = time.perf_counter() - started <= QUICK_S
+            self.last_s = time.perf_counter() - started
+            quick = self.last_s <= QUICK_S
             self._quick_runs = self._quick_runs + 1 if quick else 0
 
 
@@ -104,6 +106,7 @@ class WorkerPool:
         self._started = 0  # threads alive
         self._running: dict[int, float] = {}  # thread ident -> when its current call started
         self._waiting = threading.Event()  # calls were queued since the watch last found none
+        self.call_ended: Callable[[float], None] | None = None  # told how long each call took
         for _ in range(threads):
             self._start_thread()
         threading.Thread(target=self._watch, name="heron-pool-watch", daemon=True).start()
@@ -131,7 +134,7 @@ class WorkerPool:
         me = threading.get_ident()
         while True:
             lane, future, fn, args = self._calls.get()
-            self._running[me] = time.monotonic()
+            started = self._running[me] = time.monotonic()
             result, error = None, None
             if not future.cancelled():  # (a racy read is harmless: the call then runs)
                 try:
@@ -139,6 +142,8 @@ class WorkerPool:
                 except BaseException as exc:  # noqa: BLE001 - the caller gets it with the future
                     error = exc
             del self._running[me]
+            if self.call_ended is not None:
+                self.call_ended(time.monotonic() - started)
             retire = self._surplus() and self._retire()
             # Settled last: the loop's thread wakes to it and waits for the GIL until this
             # thread blocks in get(), so no work of ours may stand between the two.

@@ -1,0 +1,140 @@
+"""DuckDB's threads per statement: one while the server runs small statements only, at a high
+rate; all of them back at the first long call, a lower rate or a pause. A clock of the test's
+own drives `Parallelism`; the last test runs a real server."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from heron.server.parallelism import LONG_S, SMALL_CALLS_PER_S, WINDOW_S, Parallelism
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def busy_window(parallelism: Parallelism, clock: Clock, *, calls: int = SMALL_CALLS_PER_S * 2,
+                seconds: float = 0.0005) -> None:
+    """`calls` calls of `seconds` each, spread over one window, the last at its end."""
+    started = clock.now
+    for i in range(1, calls + 1):
+        clock.now = started + WINDOW_S * i / calls
+        parallelism.starting()
+        parallelism.ran(seconds)
+
+
+def made() -> tuple[Parallelism, Clock, list[int]]:
+    clock, changes = Clock(), []
+    return Parallelism(changes.append, 8, clock=clock), clock, changes
+
+
+def test_many_short_calls_run_duckdb_on_one_thread_a_window_later() -> None:
+    parallelism, clock, changes = made()
+    busy_window(parallelism, clock)
+    assert changes == [1] and parallelism.single
+    busy_window(parallelism, clock)
+    assert changes == [1]  # set once, not per window
+
+
+def test_a_lower_rate_keeps_every_thread() -> None:
+    parallelism, clock, changes = made()
+    busy_window(parallelism, clock, calls=SMALL_CALLS_PER_S // 2)
+    busy_window(parallelism, clock, calls=SMALL_CALLS_PER_S // 2)
+    assert changes == [] and not parallelism.single
+
+
+def test_a_long_call_gives_the_threads_back_at_once_and_for_its_window() -> None:
+    parallelism, clock, changes = made()
+    busy_window(parallelism, clock)
+    parallelism.ran(LONG_S)
+    assert changes == [1, 8] and not parallelism.single
+    busy_window(parallelism, clock)  # the long call's window ends: still every thread
+    assert changes == [1, 8]
+    busy_window(parallelism, clock)  # a window of short calls only
+    assert changes == [1, 8, 1]
+
+
+def test_a_window_with_a_long_call_never_goes_to_one_thread() -> None:
+    parallelism, clock, changes = made()
+    parallelism.ran(LONG_S * 5)
+    busy_window(parallelism, clock)
+    assert changes == []
+
+
+def test_a_pause_gives_the_threads_back_before_the_next_call_runs() -> None:
+    parallelism, clock, changes = made()
+    busy_window(parallelism, clock)
+    clock.now += 2 * WINDOW_S
+    parallelism.starting()
+    assert changes == [1, 8] and not parallelism.single
+
+
+def test_the_rate_falling_gives_the_threads_back() -> None:
+    parallelism, clock, changes = made()
+    busy_window(parallelism, clock)
+    busy_window(parallelism, clock, calls=SMALL_CALLS_PER_S // 4)
+    assert changes == [1, 8]
+
+
+def test_a_change_that_fails_is_tried_again() -> None:
+    clock, changes, failing = Clock(), [], [True]
+
+    def set_threads(threads: int) -> None:
+        if failing[0]:
+            raise RuntimeError("the database is closed")
+        changes.append(threads)
+
+    parallelism = Parallelism(set_threads, 4, clock=clock)
+    busy_window(parallelism, clock)
+    assert not parallelism.single  # DuckDB stays as it was
+    failing[0] = False
+    busy_window(parallelism, clock)
+    assert changes == [1] and parallelism.single
+
+
+def test_reports_from_many_threads_change_it_once() -> None:
+    parallelism, clock, changes = made()
+    lock = threading.Lock()
+
+    def report(calls: int) -> None:
+        for _ in range(calls):
+            with lock:
+                clock.now += WINDOW_S / (SMALL_CALLS_PER_S * 4)
+            parallelism.ran(0.0001)
+
+    threads = [threading.Thread(target=report, args=(SMALL_CALLS_PER_S,)) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert changes == [1]
+
+
+def test_a_server_busy_with_small_statements_runs_them_on_one_thread(heron_server) -> None:
+    """Through a real server: a burst of small prepared statements, then a long one, seen
+    in DuckDB's own `threads` setting."""
+    psycopg = pytest.importorskip("psycopg")
+
+    def threads(conn) -> int:
+        return int(conn.execute(
+            "SELECT value FROM duckdb_settings() WHERE name = 'threads'").fetchone()[0])
+
+    with psycopg.connect(heron_server.dsn, autocommit=True) as conn:
+        full = threads(conn)
+        if full == 1:
+            pytest.skip("DuckDB runs on one thread here already")
+        ended = time.monotonic() + 2.5 * WINDOW_S
+        while time.monotonic() < ended:
+            conn.execute("SELECT %s::int + 1", [1], prepare=True).fetchone()
+        assert threads(conn) == 1
+        conn.execute("SELECT sum(i) FROM range(30000000) r(i)").fetchone()  # a long statement
+        assert threads(conn) == full
