@@ -234,14 +234,22 @@ class Relations:
         key = self.key_of(schema, name)
         return None if key is None else self.by_name[key]
 
-    @classmethod
-    def load(cls, con: duckdb.DuckDBPyConnection) -> Relations:
-        """The tables and views `con`'s statements can name (the current database's and the
-        session's temporary tables; not the catalog shim's views), as of now."""
+    @staticmethod
+    def search_path(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+        """DuckDB's search path of `con` and its current schema: where its names are found."""
         path, current = con.execute(  # DuckDB's own setting (the shim's current_setting
             # answers PostgreSQL's; duckdb_settings() costs ~3 ms)
             "SELECT system.main.current_setting('search_path'), current_schema()"
         ).fetchall()[0]
+        return path, current
+
+    @classmethod
+    def load(cls, con: duckdb.DuckDBPyConnection, found: tuple[str, str] | None = None, *,
+             temporary: bool = True) -> Relations:
+        """The tables and views `con`'s statements can name (the current database's, and the
+        session's temporary tables unless not `temporary`; not the catalog shim's views), as
+        of now. `found` is `search_path(con)`, where the caller has it already."""
+        path, current = found or cls.search_path(con)
         schemas = [entry.strip().split(".")[-1].strip('"').lower()
                    for entry in path.split(",") if entry.strip()]
         relations = cls({}, tuple(dict.fromkeys(["", *schemas, current.lower()])))
@@ -267,9 +275,9 @@ class Relations:
             elif re.match(JSONB_CHECK, check):
                 jsonb.add((oid, column))
         keys = dict(con.execute(_PRIMARY_KEYS).fetchall())
-        for oid, temporary, schema, name, column, attnum, data_type in (
-                con.execute(_COLUMNS).fetchall()):
-            key = ("" if temporary else schema.lower(), name.lower())
+        for oid, temporary_table, schema, name, column, attnum, data_type in (
+                con.execute(_COLUMNS if temporary else _STORED_COLUMNS).fetchall()):
+            key = ("" if temporary_table else schema.lower(), name.lower())
             if oid in keys:
                 relations.primary_keys[key] = tuple(c.lower() for c in keys[oid])
             if _TEXTED_OTHERWISE.search(data_type):
@@ -760,6 +768,10 @@ _COLUMNS = """
     WHERE (database_name = current_database() AND NOT internal)
        OR (database_name = 'temp'
            AND table_oid IN (SELECT table_oid FROM duckdb_tables() WHERE database_name = 'temp'))
+    ORDER BY table_oid, column_index"""
+_STORED_COLUMNS = """
+    SELECT table_oid, false, schema_name, table_name, column_name, column_index, data_type
+    FROM duckdb_columns() WHERE database_name = current_database() AND NOT internal
     ORDER BY table_oid, column_index"""
 _VIEWS = """SELECT view_oid, schema_name, view_name, sql, comment FROM duckdb_views()
             WHERE database_name = current_database() AND NOT internal"""

@@ -91,6 +91,7 @@ from heron.planner.logical import Explain
 from heron.planner.pg_activity import NO_SERVER, Caller
 from heron.planner.progress import ProgressListener
 from heron.planner.settings import Settings
+from heron.planner.shared_reads import SharedReads
 from heron.planner.statement import Column, Kind, Result, Rows, Statement
 
 # Cheap test before parsing: statements that cannot contain AI calls skip sqlglot entirely.
@@ -100,6 +101,9 @@ MAYBE_AI = re.compile(r"\bAI(?:\s*\.\s*|_)\w+\s*\(", re.IGNORECASE)
 # a failed transaction block would refuse).
 _AI_KINDS = frozenset({Kind.SELECT, Kind.UTILITY_ROWS, Kind.INSERT, Kind.UPDATE, Kind.DELETE,
                        Kind.MERGE, Kind.CREATE, Kind.OTHER})
+# Statements that change the catalog but make no temporary tables or views: a session that ran
+# only these still reads the catalog as every other session does (`SharedReads`).
+_MAKES_NO_OBJECTS = frozenset({Kind.SET, Kind.RESET, Kind.DISCARD, Kind.ROLE, Kind.TRANSACTION})
 # Statements whose result columns `column_origins` can follow (a query's, RETURNING's).
 _RESULT_KINDS = frozenset({Kind.SELECT, Kind.INSERT, Kind.UPDATE, Kind.DELETE})
 _MAINTENANCE = frozenset({"VACUUM", "ANALYZE", "REINDEX", "CLUSTER"})
@@ -115,10 +119,12 @@ class Planner:
                  user: str = "heron", server_version: str = "16.4",
                  caller: Caller = NO_SERVER, progress: ProgressListener | None = None,
                  settings: Mapping[str, str] | None = None,
-                 generation: Callable[[], int] | None = None) -> None:
+                 generation: Callable[[], int] | None = None,
+                 shared: SharedReads | None = None) -> None:
         """`generation` counts the catalog's changes (the server's `CatalogGeneration`): what
         is read of the catalog serves while it stays the same; without one, each statement
-        reads it again (once)."""
+        reads it again (once). With it, `shared` (the server's) serves what every session
+        reads alike, while this one holds no objects of its own and runs outside a block."""
         self.con = con
         # Without the server's generation, each statement's own number: what one statement's
         # classification reads of the catalog is read once, and again for the next statement.
@@ -126,6 +132,8 @@ class Planner:
         self._statement = 0
         self._generation = generation or (lambda: self._statement)
         self._relations_read: tuple[int, column_origins.Relations] | None = None
+        self._shared = shared if generation is not None else None
+        self._own_objects = False  # it ran DDL: it may hold temporary tables or views
         self._keys_read: tuple[int, tuple[foreign_keys.Key, ...]] | None = None
         self._writes: dict[str, foreign_keys.Write | None] = {}  # by statement text
         self._deferred = foreign_keys.Deferred()  # the transaction block's
@@ -238,10 +246,29 @@ class Planner:
         generation = self._generation()
         if self._relations_read is None or self._relations_read[0] != generation:
             try:
-                self._relations_read = (generation, column_origins.Relations.load(self.con))
+                self._relations_read = (generation, self._read_relations(generation))
             except duckdb.Error:
                 return column_origins.Relations({}, ())
         return self._relations_read[1]
+
+    def _read_relations(self, generation: int) -> column_origins.Relations:
+        load, shared = column_origins.Relations.load, self._shares_reads
+        if shared is None:
+            return load(self.con)
+        path = column_origins.Relations.search_path(self.con)  # (the key: ~0.1 ms)
+        return shared.get(generation, ("relations", path), lambda: load(
+            self.con, path, temporary=False))
+
+    @property
+    def _shares_reads(self) -> SharedReads | None:
+        """The server's shared reads, where this session's reads are everyone's."""
+        return None if self._own_objects or self._in_transaction else self._shared
+
+    def _ai_views(self) -> dict[tuple[str, str], str]:
+        shared = self._shares_reads
+        if shared is None:
+            return views.ai_views(self.con)
+        return shared.get(self._generation(), "ai views", lambda: views.ai_views(self.con))
 
     def _altered(self, stmt: Statement, params: Sequence[Any], aside: indexes_aside.Aside,
                  skip: str | None) -> Result:
@@ -258,7 +285,7 @@ class Planner:
         if stmt.kind not in _AI_KINDS:
             return stmt
         calls_ai = MAYBE_AI.search(stmt.sql) is not None
-        if not calls_ai and not views.may_read_ai_views(self.con, stmt.sql):
+        if not calls_ai and not views.names_any(stmt.sql, {v for _, v in self._ai_views()}):
             return stmt
         match = _EXPLAIN.match(stmt.sql)
         mode = Explain.NONE if match is None else (
@@ -334,6 +361,7 @@ class Planner:
                     # run within the same catalog generation (a materialized view's table
                     # made from its query's view, just created).
                     self._relations_read = self._keys_read = None
+                    self._own_objects |= stmt.kind not in _MAKES_NO_OBJECTS
             if stmt.kind is Kind.BEGIN:  # (DuckDB's, options and all, where no session answers)
                 self._in_transaction = True
             if not self._in_transaction and stmt.kind is not Kind.SELECT:

@@ -11,7 +11,8 @@ holding the call's text as written and the list of its prompt values. `expand(co
 replaces, in a parsed statement, every reference to an AI view — a view whose query calls AI
 functions, directly or through other views — by that view's query with the calls restored (a
 CTE of the same name shadows the view, as in SQL), recursively; it returns whether anything was
-replaced. `may_read_ai_views(con, sql)` answers cheaply whether a statement names one.
+replaced. `ai_views(con)` lists the AI views by name, and `names_any(sql, names)` answers cheaply
+whether a statement names one of them.
 """
 
 from __future__ import annotations
@@ -69,17 +70,13 @@ def ai_views(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
         grown = False
         names = {v for _, v in found}
         for schema, view, sql in views:
-            if (schema, view) not in found and _names_any(sql, names):
+            if (schema, view) not in found and names_any(sql, names):
                 found[(schema, view)] = sql
                 grown = True
     return found
 
 
-def may_read_ai_views(con: duckdb.DuckDBPyConnection, sql: str) -> bool:
-    return _names_any(sql, {v for _, v in ai_views(con)})
-
-
-def _names_any(sql: str, names: set[str]) -> bool:
+def names_any(sql: str, names: set[str]) -> bool:
     return bool(names) and re.search(
         r"\b(" + "|".join(re.escape(n) for n in names) + r")\b", sql, re.IGNORECASE) is not None
 

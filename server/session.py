@@ -85,6 +85,7 @@ from heron.planner.pg_activity import NO_SERVER
 from heron.planner.pg_advisory import Mode
 from heron.planner.pg_types import is_list
 from heron.planner.role_statements import run as run_role_statement
+from heron.planner.shared_reads import SharedReads
 from heron.planner.statement import DATA_KINDS, Rows
 from heron.server import write_conflicts
 from heron.server.activity import Backend
@@ -159,11 +160,13 @@ _BOOLEAN = {"on": True, "true": True, "yes": True, "1": True, "off": False, "fal
 class CatalogGeneration:
     """How many statements that can change what a name binds to (DDL, DuckDB settings, the end
     of a transaction that ran DDL) have run, in any session of one database: a statement
-    classified at a generation binds the same way while it lasts."""
+    classified at a generation binds the same way while it lasts. `reads` are what the
+    sessions read of the catalog alike, kept per generation."""
 
     def __init__(self) -> None:
         self.value = 0
         self._lock = threading.Lock()
+        self.reads = SharedReads()
 
     def advance(self) -> None:
         with self._lock:
@@ -204,7 +207,8 @@ class Session:
                                server_version=SERVER_VERSION,
                                caller=self.backend.caller if self.backend else NO_SERVER,
                                progress=self.backend, settings=self._published(),
-                               generation=lambda: self.generation.value)
+                               generation=lambda: self.generation.value,
+                               shared=self.generation.reads)
         if self._settings["timezone"][1] != TIME_ZONE:  # (new connections start in it)
             self._time_zone(self._settings["timezone"][1])
         self.transaction = Transaction(self.planner, Writer(self.writers))
