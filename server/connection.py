@@ -90,6 +90,11 @@ ENCODE_BATCH_ROWS = 8192  # rows read and encoded per thread-pool call, so huge 
 VECTORIZED_MIN_ROWS = 64
 FLUSH_BYTES = 64 * 1024  # buffered output that triggers a write before Sync/Flush
 WATCH_CLIENT_AFTER_S = 0.05  # a call lasting longer has the client's messages read meanwhile
+# Statements that run no DuckDB work that threads could share (`server.parallelism`).
+_SHARES_NO_WORK = frozenset({
+    Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK, Kind.TRANSACTION, Kind.SET, Kind.RESET, Kind.SHOW,
+    Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.CLOSE, Kind.LISTEN, Kind.NOTIFY,
+    Kind.LOCK, Kind.SET_CONSTRAINTS, Kind.ROLE})
 PACES_KEPT = 256  # statements whose `Pace` a connection keeps; past it, the map starts again
 
 
@@ -181,7 +186,6 @@ class ServerContext:
 
     def __post_init__(self) -> None:
         self.parallelism = Parallelism(self.database.set_threads, self.database.threads)
-        self.workers.call_ended = self.parallelism.ran
         self.activity = Activity(self.database.roles, self.database.catalog_name)
         # The functions pg_stat_activity and friends call live as long as the connection that
         # registered them: one kept for the server's lifetime.
@@ -341,7 +345,6 @@ class Connection:
         connection ends without running what the client sent before. With a `pace`, the call
         is timed, and runs on the loop's thread when it is quick and the lane idle; one that
         called the server's SQL functions never runs there again."""
-        self.context.parallelism.starting()
         if pace is not None:
             backend = self.backend
             assert backend is not None
@@ -353,7 +356,6 @@ class Connection:
                         return pace.run(fn, *args)
                     finally:
                         backend.on_loop = False
-                        self.context.parallelism.ran(pace.last_s)
                 return await self.call(pace.run, fn, *args)
             finally:
                 if backend.server_calls != calls:
@@ -749,6 +751,10 @@ class Connection:
             self.send(protocol.empty_query_response())
             return
         self._start_running()
+        pace = self._pace(portal)
+        if not portal.started and statement.kind not in _SHARES_NO_WORK:
+            # (a plain SELECT is known by its text; anything else may have work to share)
+            self.context.parallelism.starting(statement.sql if pace is not None else None)
         try:
             if statement.kind in (Kind.COPY_IN, Kind.COPY_OUT):
                 tag = await copy.run(self, portal)
@@ -756,7 +762,9 @@ class Connection:
                 return
             timezone = encode.session_timezone(self.session.setting("TimeZone"))
             chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone,
-                                    self._encodings, pace=self._pace(portal))
+                                    self._encodings, pace=pace)
+            if pace is not None:
+                self.context.parallelism.ran(statement.sql, pace.last_s)
             result = portal.result
             assert result is not None
             self._send_notices(result)

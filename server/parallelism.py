@@ -1,25 +1,29 @@
 """How many threads DuckDB may run one statement on: all of them, unless the server is busy
-with small statements only.
+with statements known to be small, and only those.
 
-Contract: `Parallelism(set_threads, threads)` starts with DuckDB at `threads`. Each call that
-may run DuckDB work reports how long it took, `ran(seconds)`, from whichever thread ran it, and
-`starting()` is said before a call runs. Once a stretch of `WINDOW_S` has seen calls at a rate
-of at least `SMALL_CALLS_PER_S` and none lasting `LONG_S` or more, DuckDB runs each statement on
-the thread that runs it alone (`set_threads(1)`). The first long call, a stretch at a lower
-rate, or a pause of two stretches without calls gives it every thread back
-(`set_threads(threads)`). `set_threads` runs only on a change, on the thread whose report
-brought it; a change that fails leaves DuckDB as it was and is tried again at the next one.
-Safe from any thread.
+Contract: `Parallelism(set_threads, threads)` starts with DuckDB at `threads`. Before a
+statement that may run DuckDB work starts, `starting(sql)` names it: a plain SELECT by its
+text, anything else by None; after a plain SELECT's first rows are read, `ran(sql, seconds)`
+says how long that took. A SELECT is small once a run of it (on any connection; `KEPT` texts
+are kept) would have taken less than `LONG_S` on one thread (less than `LONG_S / threads` while
+DuckDB may use them all), and until one takes `LONG_S` or more. Once a stretch of `WINDOW_S` has
+seen runs of small SELECTs at a rate of at least `SMALL_RUNS_PER_S` and no other statement
+starting, DuckDB runs each statement on the thread that runs it alone (`set_threads(1)`). A
+statement not known to be small gives it every thread back before it starts
+(`set_threads(threads)`), as do a long run, a stretch at a lower rate, and a pause of two
+stretches. `set_threads` runs only on a change, on the thread that brings it; a change that
+fails leaves DuckDB as it was and is tried again at the next one. Safe from any thread.
 
 Why: DuckDB's background threads wake for every statement, whether or not it has work to share.
-A prepared `SELECT $1::int + 1` takes ~100 us of wall and ~117 us of CPU with one background
-thread (2 cores), ~62 us with none, and more with more threads (8: ~170 us). Under 50
-connections of small queries that is ~9 % of the server's queries per second (bench/NOTES.md,
-2026-12-07). A statement of milliseconds gains from the threads; one of 100 us cannot, and when
-small statements come in their hundreds per second the cores are busy with them and their
-clients anyway (as PostgreSQL's parallel workers are scarce under load). The price: a long
-statement that starts while the server is in that state runs on one thread; it gives the
-threads back to the statements after it.
+A prepared `SELECT $1::int + 1` (`python bench/duckdb_threads.py`) takes ~97 us of wall and CPU
+on one thread; with 2 threads ~130 us and ~145 us of CPU on the 2-core dev machine, and on a
+16-core one 115-180 us and 165-240 us of CPU at 4 to 16 threads. The server's statements run
+one at a time on its event loop's thread once they are known quick, so that wall is the
+server's throughput: under 50 connections of small queries, one thread gave ~17 % more queries
+per second (bench/NOTES.md, 2026-12-07). A statement of 100 us has no work to share; one of
+milliseconds does (a 20M-row aggregate: 192 ms on one thread, 15 ms on 16), which is why a
+statement of unknown pace never runs in the one-thread state: only statements that ran quick
+before do, and only while they come in their hundreds per second.
 
 DuckDB's `threads` is one setting for the whole database: a superuser's `SET threads` holds
 until the next change made here.
@@ -31,9 +35,12 @@ import threading
 import time
 from collections.abc import Callable
 
-WINDOW_S = 1.0  # the stretch of calls each choice looks at
-SMALL_CALLS_PER_S = 200  # the rate of short calls, at least, for one thread per statement
-LONG_S = 0.02  # a call this long may gain from DuckDB's threads (the worker pool's long call)
+from heron.server.worker import LONG_CALL_S
+
+WINDOW_S = 1.0  # the stretch of runs each choice looks at
+SMALL_RUNS_PER_S = 200  # the rate of small runs, at least, for one thread per statement
+LONG_S = LONG_CALL_S  # a run this long has work to share
+KEPT = 4096  # the texts of small SELECTs kept; past it, the set starts again
 
 
 class Parallelism:
@@ -45,28 +52,40 @@ class Parallelism:
         self._lock = threading.Lock()
         self._single = False  # DuckDB runs each statement on the thread that runs it alone
         self._window_started = clock()
-        self._calls = 0  # that ended in the current window
-        self._long = False  # a long call ended in the current window
+        self._small: set[str] = set()  # the texts of the SELECTs known to be small
+        self._runs = 0  # small runs that ended in the current window
+        self._shared = False  # a statement that may share work started in the current window
 
     @property
     def single(self) -> bool:
         """Whether DuckDB runs each statement on one thread now."""
         return self._single
 
-    def starting(self) -> None:
-        """A call is about to run (it reads no lock unless a change may be due)."""
-        if self._single and self._clock() - self._window_started >= 2 * WINDOW_S:
-            with self._lock:
-                self._decide(self._clock())
-
-    def ran(self, seconds: float) -> None:
-        """A call that may have run DuckDB work took `seconds`."""
+    def starting(self, sql: str | None) -> None:
+        """A statement is about to start: a plain SELECT's text, else None."""
+        if sql in self._small:  # (a set's lookup, atomic)
+            if self._single and self._clock() - self._window_started >= 2 * WINDOW_S:
+                with self._lock:  # (a pause: the rate before it says nothing now)
+                    self._decide(self._clock())
+            return
         with self._lock:
-            self._calls += 1
+            self._shared = True
+            if self._single:
+                self._change(False)
+
+    def ran(self, sql: str, seconds: float) -> None:
+        """Reading the first rows of the SELECT `sql` took `seconds`."""
+        with self._lock:
             if seconds >= LONG_S:
-                self._long = True
+                self._small.discard(sql)
+                self._shared = True
                 if self._single:
                     self._change(False)
+            elif self._single or seconds * self.threads < LONG_S:
+                if len(self._small) >= KEPT and sql not in self._small:
+                    self._small.clear()
+                self._small.add(sql)
+                self._runs += 1
             now = self._clock()
             if now - self._window_started >= WINDOW_S:
                 self._decide(now)
@@ -76,11 +95,11 @@ class Parallelism:
         elapsed = now - self._window_started
         if elapsed < WINDOW_S:
             return  # another thread has just decided
-        # A window that ran past two is a pause: the rate before it says nothing now.
-        busy = elapsed < 2 * WINDOW_S and self._calls >= SMALL_CALLS_PER_S * elapsed
-        self._window_started, self._calls, long, self._long = now, 0, self._long, False
-        if (busy and not long) != self._single:
-            self._change(not self._single)
+        busy = elapsed < 2 * WINDOW_S and self._runs >= SMALL_RUNS_PER_S * elapsed
+        single = busy and not self._shared
+        self._window_started, self._runs, self._shared = now, 0, False
+        if single != self._single:
+            self._change(single)
 
     def _change(self, single: bool) -> None:
         try:

@@ -6,15 +6,13 @@ connection's `Worker`: `submit(fn, *args)` (on `loop`'s thread) queues a call an
 `asyncio.Future` of `loop` that the call's result or exception settles; a lane's calls run one
 at a time, in the order submitted, and a call whose future was cancelled before it started does
 not run. `busy` says whether a call is queued or running. `close()` lets the calls queued before
-it finish; calls submitted after it fail with `RuntimeError`. `call_ended`, when set, is told
-how long each call took, on the pool's thread that ran it (`server.parallelism` counts them). A
-call that has run for `LONG_CALL_S` no longer counts as one of the pool's ready threads: while
-calls wait and fewer than `threads` threads are free or running short calls, the pool starts
-another thread, which ends once it is surplus again. So a session that waits (on the engine, on
-a blocking read, on a long scan) never holds up another's `SELECT 1` for more than about
-`2 * LONG_CALL_S`, as PostgreSQL's process per connection never does. The threads are daemons:
-one stuck in a call that never returns (a read of a FIFO that no one writes) never keeps the
-server from exiting.
+it finish; calls submitted after it fail with `RuntimeError`. A call that has run for
+`LONG_CALL_S` no longer counts as one of the pool's ready threads: while calls wait and fewer than
+`threads` threads are free or running short calls, the pool starts another thread, which ends
+once it is surplus again. So a session that waits (on the engine, on a blocking read, on a long
+scan) never holds up another's `SELECT 1` for more than about `2 * LONG_CALL_S`, as PostgreSQL's
+process per connection never does. The threads are daemons: one stuck in a call that never
+returns (a read of a FIFO that no one writes) never keeps the server from exiting.
 
 A call known to be quick runs on the event loop's thread instead (`Pace`): handing it to a pool
 thread and its outcome back costs two thread wake-ups, more than a small statement's own work.
@@ -108,7 +106,6 @@ class WorkerPool:
         self._started = 0  # threads alive
         self._running: dict[int, float] = {}  # thread ident -> when its current call started
         self._waiting = threading.Event()  # calls were queued since the watch last found none
-        self.call_ended: Callable[[float], None] | None = None  # told how long each call took
         for _ in range(threads):
             self._start_thread()
         threading.Thread(target=self._watch, name="heron-pool-watch", daemon=True).start()
@@ -136,7 +133,7 @@ class WorkerPool:
         me = threading.get_ident()
         while True:
             lane, future, fn, args = self._calls.get()
-            started = self._running[me] = time.monotonic()
+            self._running[me] = time.monotonic()
             result, error = None, None
             if not future.cancelled():  # (a racy read is harmless: the call then runs)
                 try:
@@ -144,8 +141,6 @@ class WorkerPool:
                 except BaseException as exc:  # noqa: BLE001 - the caller gets it with the future
                     error = exc
             del self._running[me]
-            if self.call_ended is not None:
-                self.call_ended(time.monotonic() - started)
             retire = self._surplus() and self._retire()
             # Settled last: the loop's thread wakes to it and waits for the GIL until this
             # thread blocks in get(), so no work of ours may stand between the two.

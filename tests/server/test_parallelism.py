@@ -1,6 +1,7 @@
-"""DuckDB's threads per statement: one while the server runs small statements only, at a high
-rate; all of them back at the first long call, a lower rate or a pause. A clock of the test's
-own drives `Parallelism`; the last test runs a real server."""
+"""DuckDB's threads per statement: one while the server runs SELECTs known to be small only, at
+a high rate; all of them back before any other statement starts, and at a long run, a lower
+rate or a pause. A clock of the test's own drives `Parallelism`; the last test runs a real
+server."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import time
 
 import pytest
 
-from heron.server.parallelism import LONG_S, SMALL_CALLS_PER_S, WINDOW_S, Parallelism
+from heron.server.parallelism import KEPT, LONG_S, SMALL_RUNS_PER_S, WINDOW_S, Parallelism
+
+SMALL = "SELECT $1 + 1"
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,14 +25,14 @@ class Clock:
         return self.now
 
 
-def busy_window(parallelism: Parallelism, clock: Clock, *, calls: int = SMALL_CALLS_PER_S * 2,
-                seconds: float = 0.0005) -> None:
-    """`calls` calls of `seconds` each, spread over one window, the last at its end."""
+def busy_window(parallelism: Parallelism, clock: Clock, *, runs: int = SMALL_RUNS_PER_S * 2,
+                seconds: float = 0.0005, sql: str = SMALL) -> None:
+    """`runs` runs of `sql` of `seconds` each, spread over one window, the last at its end."""
     started = clock.now
-    for i in range(1, calls + 1):
-        clock.now = started + WINDOW_S * i / calls
-        parallelism.starting()
-        parallelism.ran(seconds)
+    for i in range(1, runs + 1):
+        clock.now = started + WINDOW_S * i / runs
+        parallelism.starting(sql)
+        parallelism.ran(sql, seconds)
 
 
 def made() -> tuple[Parallelism, Clock, list[int]]:
@@ -37,8 +40,10 @@ def made() -> tuple[Parallelism, Clock, list[int]]:
     return Parallelism(changes.append, 8, clock=clock), clock, changes
 
 
-def test_many_short_calls_run_duckdb_on_one_thread_a_window_later() -> None:
+def test_many_small_selects_run_duckdb_on_one_thread_a_window_later() -> None:
     parallelism, clock, changes = made()
+    busy_window(parallelism, clock)  # the first run starts unknown: that window has threads
+    assert changes == [] and not parallelism.single
     busy_window(parallelism, clock)
     assert changes == [1] and parallelism.single
     busy_window(parallelism, clock)
@@ -47,15 +52,47 @@ def test_many_short_calls_run_duckdb_on_one_thread_a_window_later() -> None:
 
 def test_a_lower_rate_keeps_every_thread() -> None:
     parallelism, clock, changes = made()
-    busy_window(parallelism, clock, calls=SMALL_CALLS_PER_S // 2)
-    busy_window(parallelism, clock, calls=SMALL_CALLS_PER_S // 2)
+    busy_window(parallelism, clock, runs=SMALL_RUNS_PER_S // 2)
+    busy_window(parallelism, clock, runs=SMALL_RUNS_PER_S // 2)
     assert changes == [] and not parallelism.single
 
 
-def test_a_long_call_gives_the_threads_back_at_once_and_for_its_window() -> None:
-    parallelism, clock, changes = made()
+def busy(parallelism: Parallelism, clock: Clock) -> None:
+    """Two windows of small runs: one thread from then on."""
     busy_window(parallelism, clock)
-    parallelism.ran(LONG_S)
+    busy_window(parallelism, clock)
+    assert parallelism.single
+
+
+def test_a_statement_not_known_small_gets_the_threads_back_before_it_starts() -> None:
+    for sql in (None, "SELECT a new one"):
+        parallelism, clock, changes = made()
+        busy(parallelism, clock)
+        parallelism.starting(sql)
+        assert changes == [1, 8] and not parallelism.single
+        busy_window(parallelism, clock)  # its window ends: still every thread
+        assert changes == [1, 8]
+        busy_window(parallelism, clock)
+        assert changes == [1, 8, 1]
+
+
+def test_a_select_is_small_after_a_run_that_one_thread_would_keep_short() -> None:
+    parallelism, clock, changes = made()
+    parallelism.starting("SELECT medium")
+    parallelism.ran("SELECT medium", LONG_S / 2)  # at 8 threads: maybe 4 x LONG_S on one
+    busy(parallelism, clock)
+    parallelism.starting("SELECT medium")
+    assert not parallelism.single
+    parallelism.ran("SELECT medium", LONG_S / 10)  # on 8 threads, then in the window after
+    busy(parallelism, clock)
+    parallelism.starting("SELECT medium")
+    assert parallelism.single
+
+
+def test_a_long_run_gives_the_threads_back_at_once_and_for_its_window() -> None:
+    parallelism, clock, changes = made()
+    busy(parallelism, clock)
+    parallelism.ran(SMALL, LONG_S)
     assert changes == [1, 8] and not parallelism.single
     busy_window(parallelism, clock)  # the long call's window ends: still every thread
     assert changes == [1, 8]
@@ -63,25 +100,33 @@ def test_a_long_call_gives_the_threads_back_at_once_and_for_its_window() -> None
     assert changes == [1, 8, 1]
 
 
-def test_a_window_with_a_long_call_never_goes_to_one_thread() -> None:
+def test_a_window_with_a_long_run_never_goes_to_one_thread() -> None:
     parallelism, clock, changes = made()
-    parallelism.ran(LONG_S * 5)
+    busy_window(parallelism, clock)
+    parallelism.ran("SELECT long", LONG_S * 5)
     busy_window(parallelism, clock)
     assert changes == []
 
 
-def test_a_pause_gives_the_threads_back_before_the_next_call_runs() -> None:
+def test_the_small_selects_kept_are_bounded() -> None:
+    parallelism, clock, _ = made()
+    for i in range(KEPT + 10):
+        parallelism.ran(f"SELECT {i}", 0.0001)
+    assert len(parallelism._small) <= KEPT
+
+
+def test_a_pause_gives_the_threads_back_before_the_next_run() -> None:
     parallelism, clock, changes = made()
-    busy_window(parallelism, clock)
+    busy(parallelism, clock)
     clock.now += 2 * WINDOW_S
-    parallelism.starting()
+    parallelism.starting(SMALL)
     assert changes == [1, 8] and not parallelism.single
 
 
 def test_the_rate_falling_gives_the_threads_back() -> None:
     parallelism, clock, changes = made()
-    busy_window(parallelism, clock)
-    busy_window(parallelism, clock, calls=SMALL_CALLS_PER_S // 4)
+    busy(parallelism, clock)
+    busy_window(parallelism, clock, runs=SMALL_RUNS_PER_S // 4)
     assert changes == [1, 8]
 
 
@@ -95,6 +140,7 @@ def test_a_change_that_fails_is_tried_again() -> None:
 
     parallelism = Parallelism(set_threads, 4, clock=clock)
     busy_window(parallelism, clock)
+    busy_window(parallelism, clock)
     assert not parallelism.single  # DuckDB stays as it was
     failing[0] = False
     busy_window(parallelism, clock)
@@ -103,15 +149,17 @@ def test_a_change_that_fails_is_tried_again() -> None:
 
 def test_reports_from_many_threads_change_it_once() -> None:
     parallelism, clock, changes = made()
+    busy_window(parallelism, clock)
     lock = threading.Lock()
 
     def report(calls: int) -> None:
         for _ in range(calls):
             with lock:
-                clock.now += WINDOW_S / (SMALL_CALLS_PER_S * 4)
-            parallelism.ran(0.0001)
+                clock.now += WINDOW_S / (SMALL_RUNS_PER_S * 4)
+            parallelism.starting(SMALL)
+            parallelism.ran(SMALL, 0.0001)
 
-    threads = [threading.Thread(target=report, args=(SMALL_CALLS_PER_S,)) for _ in range(8)]
+    threads = [threading.Thread(target=report, args=(SMALL_RUNS_PER_S,)) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
