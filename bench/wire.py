@@ -15,7 +15,10 @@ Run `python bench/wire.py` (from the repository root, with the dev install). It 
 
 Every line prints Heron's figure, PostgreSQL's and their ratio (throughput ratios are Heron /
 PostgreSQL, so 1.0 is parity and higher is better; latency and time ratios are Heron /
-PostgreSQL, lower is better). `--quick` runs smaller sizes for a smoke test.
+PostgreSQL, lower is better). Each figure is the median of `--repeats` runs (3), the two
+servers taking turns, as PostgreSQL's own concurrent rate moves by a third from run to run on
+the 2-core dev machine (memory: the first run's). `--quick` runs smaller sizes, once, for a
+smoke test.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -143,9 +147,11 @@ def first_rows_memory_mib(target: Target, rows: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, once (a smoke test)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (the median)")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
+    repeats = 1 if args.quick else max(1, args.repeats)
     with tempfile.TemporaryDirectory(prefix="heron-bench-") as folder:
         heron = start_heron(Path(folder) / "data")
         postgres = start_postgres()
@@ -155,14 +161,15 @@ def main() -> None:
                 Target("postgres", postgres.dsn,
                        lambda conn: conn.execute("SELECT pg_backend_pid()").fetchone()[0]),
             ]
-            run(targets, scale)
+            run(targets, scale, repeats)
         finally:
             heron.stop()
             postgres.stop()
 
 
-def run(targets: list[Target], scale: int) -> None:
-    print(f"cpu: {os.cpu_count()} cores; client: psycopg {psycopg.__version__}")
+def run(targets: list[Target], scale: int, repeats: int) -> None:
+    print(f"cpu: {os.cpu_count()} cores; client: psycopg {psycopg.__version__}; "
+          f"median of {repeats} runs")
     measures = [
         ("SELECT 1 prepared, p50 ms", lambda t: select1_latency(t, 2000 // scale)[0], False),
         ("SELECT 1 prepared, p99 ms", lambda t: select1_latency(t, 2000 // scale)[1], False),
@@ -180,7 +187,12 @@ def run(targets: list[Target], scale: int) -> None:
     ]
     print(f"{'measure':48} {'heron':>12} {'postgres':>12} {'ratio':>8}")
     for label, measure, higher_is_better in measures:
-        heron, postgres = (measure(t) for t in targets)
+        runs: list[list[float]] = [[] for _ in targets]
+        # (a server's memory grows once: a second run would measure what the first left)
+        for _ in range(1 if "MiB" in label else repeats):
+            for figures, target in zip(runs, targets, strict=True):
+                figures.append(measure(target))
+        heron, postgres = (statistics.median(figures) for figures in runs)
         ratio = heron / postgres if postgres else float("inf")
         note = "heron/pg, higher is better" if higher_is_better else "heron/pg, lower is better"
         print(f"{label:48} {heron:12.3f} {postgres:12.3f} {ratio:8.2f}  ({note})", flush=True)
