@@ -43,6 +43,7 @@ class SqlState(enum.StrEnum):
     INVALID_ARGUMENT_FOR_LOGARITHM = "2201E"
     INVALID_ARGUMENT_FOR_POWER_FUNCTION = "2201F"
     INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION = "2201G"
+    ARRAY_SUBSCRIPT_ERROR = "2202E"
     NULL_VALUE_NOT_ALLOWED = "22004"
     INVALID_PARAMETER_VALUE = "22023"
     INVALID_ESCAPE_SEQUENCE = "22025"
@@ -313,6 +314,8 @@ _WORDINGS: tuple[_Wording, ...] = (
        _S.INVALID_ARGUMENT_FOR_POWER_FUNCTION, "{what}"),
     _W(re.compile(r"(?P<what>count must be greater than zero|lower bound cannot equal upper "
                   r"bound)"), _S.INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "{what}"),
+    _W(re.compile(r"(?P<what>number of elements to trim must be between 0 and \d+)"),
+       _S.ARRAY_SUBSCRIPT_ERROR, "{what}"),
     _W(re.compile(r"cannot take logarithm of (?P<what>zero|a negative number)"),
        _S.INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of {what}"),
     _W(re.compile(r'Duplicate key "(?P<key>.*)" violates (?:primary key|unique) constraint'),

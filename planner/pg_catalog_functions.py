@@ -192,6 +192,35 @@ _WIDTH_BUCKET = (
     "END::INTEGER")
 
 
+# string_to_array(text, delimiter): PostgreSQL's split, where DuckDB's differs at the edges: an
+# empty text is an empty array ([''] in DuckDB), an empty delimiter keeps the text whole (DuckDB
+# splits it into characters, which a NULL delimiter does in PostgreSQL: DuckDB keeps it whole).
+_STRING_TO_ARRAY = (
+    "CASE WHEN text_arg = '' THEN []::VARCHAR[] "
+    "WHEN delimiter_arg IS NULL THEN system.main.string_split(text_arg, '') "
+    "WHEN delimiter_arg = '' THEN [text_arg::VARCHAR] "
+    "ELSE system.main.string_split(text_arg, delimiter_arg) END")
+# A DuckDB list of lists is PostgreSQL's array of several dimensions: how many its type tells
+# (`INTEGER[][]`), their lengths the first element's at each depth (PostgreSQL's are regular).
+_DEPTH = "(length(typeof(arr_arg)) - length(replace(typeof(arr_arg), '[]', ''))) // 2"
+_INNER_LENGTHS = ("json_array_length(to_json(arr_arg), '$[0]')",
+                  "json_array_length(to_json(arr_arg), '$[0][0]')")
+
+
+def _array_dims() -> str:
+    """array_dims(array): '[1:3]', '[1:2][1:2]' (up to three dimensions)."""
+    inner = " || ".join(f"CASE WHEN {_DEPTH} > {depth} THEN '[1:' || {length} || ']' ELSE '' END"
+                        for depth, length in enumerate(_INNER_LENGTHS, start=1))
+    return f"CASE WHEN len(arr_arg) > 0 THEN '[1:' || len(arr_arg) || ']' || {inner} END"
+
+
+def _cardinality() -> str:
+    """cardinality(array): its elements in every dimension (DuckDB's len counts the first)."""
+    product = " * ".join(f"CASE WHEN {_DEPTH} > {depth} THEN {length} ELSE 1 END"
+                         for depth, length in enumerate(_INNER_LENGTHS, start=1))
+    return f"CASE WHEN {_DEPTH} > 1 THEN len(arr_arg) * {product} ELSE len(arr_arg) END"
+
+
 def _session_macros() -> Macros:
     settings = _session_value("lower(name_arg)")
     unknown = "error('unrecognized configuration parameter \"' || name_arg || '\"')"
@@ -253,6 +282,25 @@ def _session_macros() -> Macros:
         "array_remove": (("arr_arg, element_arg",
                           "list_filter(arr_arg, lambda heron_x: heron_x IS DISTINCT FROM "
                           "element_arg)"),),
+        "string_to_array": (
+            ("text_arg, delimiter_arg", _STRING_TO_ARRAY),
+            ("text_arg, delimiter_arg, null_arg",  # elements equal to null_arg are NULL
+             f"list_transform({_STRING_TO_ARRAY}, lambda heron_x: CASE WHEN heron_x = null_arg "
+             "THEN NULL ELSE heron_x END)")),
+        "array_ndims": (("arr_arg", f"CASE WHEN len(arr_arg) > 0 THEN ({_DEPTH})::INTEGER END"),),
+        "array_dims": (("arr_arg", _array_dims()),),
+        "cardinality": (("arr_arg", _cardinality()),),
+        "array_positions": (("arr_arg, element_arg",
+                             "list_filter(range(1, len(arr_arg) + 1), lambda heron_i: "
+                             "arr_arg[heron_i] IS NOT DISTINCT FROM element_arg)::INTEGER[]"),),
+        "array_fill": (("value_arg, dims_arg",
+                        "CASE WHEN len(dims_arg) = 1 THEN list_transform(range(dims_arg[1]), "
+                        "lambda heron_i: value_arg) ELSE error('array_fill: Heron fills one "
+                        "dimension') END"),),
+        "trim_array": (("arr_arg, n_arg",
+                        "CASE WHEN n_arg < 0 OR n_arg > len(arr_arg) THEN error('number of "
+                        "elements to trim must be between 0 and ' || len(arr_arg)) "
+                        "ELSE arr_arg[1:len(arr_arg) - n_arg] END"),),
         "array_replace": (("arr_arg, from_arg, to_arg",
                            "list_transform(arr_arg, lambda heron_x: CASE WHEN heron_x IS NOT "
                            "DISTINCT FROM from_arg THEN to_arg ELSE heron_x END)"),),

@@ -112,6 +112,16 @@ CASES: tuple[Case, ...] = (
          ([1, 2],), setup=_PEOPLE),
     Case("array_replace_and_quote_nullable", "SELECT array_replace(ARRAY[1, 2, NULL, 2], 2, 9) "
          "AS a, quote_nullable(NULL) AS b, quote_nullable('it''s') AS c"),
+    Case("string_to_array_at_its_edges", "SELECT string_to_array('abc', NULL) AS a, "
+         "string_to_array('abc', '') AS b, string_to_array('', ',') AS c, "
+         "string_to_array('a,b,x,,c', ',', 'x') AS d, string_to_array('a,,c', ',', '') AS e"),
+    Case("array_dimensions", "SELECT array_dims(ARRAY[1, 2, 3]) AS a, "
+         "array_dims(ARRAY[[1, 2], [3, 4], [5, 6]]) AS b, array_ndims(ARRAY[[1, 2], [3, 4]]) AS c, "
+         "array_ndims(ARRAY[]::int[]) AS d, cardinality(ARRAY[[1, 2], [3, 4]]) AS e, "
+         "cardinality(ARRAY[]::int[]) AS f, cardinality(ARRAY[4, 5]) AS g"),
+    Case("array_positions_fill_and_trim", "SELECT array_positions(ARRAY[1, 2, 1], 1) AS a, "
+         "array_fill(7, ARRAY[3]) AS b, trim_array(ARRAY[1, 2, 3], 1) AS c"),
+    Case("trim_array_past_its_length", "SELECT trim_array(ARRAY[1, 2, 3], 4)"),
     Case("num_nulls", "SELECT num_nulls(1, NULL, 'a'), num_nonnulls(id, score) AS n "
          "FROM w_people ORDER BY id", setup=_PEOPLE),
     Case("date_trunc_of_a_date", "SELECT date_trunc('month', d) AS m, count(*) FROM w_dates "
