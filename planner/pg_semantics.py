@@ -253,6 +253,7 @@ _TRIGGER = re.compile(
     r"jsonb?_extract_path(?:_text)?|jsonb?_array_length|jsonb?_object_keys|jsonb?_each(?:_text)?|"
     r"jsonb?_array_elements(?:_text)?|jsonb_set|jsonb_strip_nulls|jsonb_pretty|to_jsonb|"
     r"every|to_hex|initcap|btrim|encode|decode|to_char|to_date|to_timestamp|extract|date_part|using|array_cat|"
+    r"concat(?:_ws)?|"
     r"pow|power|ntile|percentile_cont|num_(?:non)?nulls|"
     r"regexp_match(?:es)?|regexp_split_to_table|substr(?:ing)?|array_to_string|unnest|any|all)"
     r"\s*\(|\bnatural\b|\bsimilar\b|\bbool(?:ean)?\b|#>|"
@@ -399,7 +400,7 @@ def rewrite(sql: str, relations: Relations | Callable[[], Relations] | None = No
                   + _with_ties(tree) + _like_escapes(tree)
                   + _integer_results(tree, sql) + _series(tree, sql) + _split_tables(tree)
                   + _rounding(tree, sql) + _powers(tree, sql) + _time_parts(tree, sql)
-                  + _unknown_operands(tree) + _enum_literals(tree, relations)
+                  + _unknown_operands(tree) + _enum_literals(tree, relations) + _outputs(tree)
                   + _null_arrays(tree)
                   + list(tree.find_all(exp.BitwiseXor))  # `#`: printed as DuckDB's xor
                   # BETWEEN SYMMETRIC: printed as two BETWEENs
@@ -534,7 +535,7 @@ def _texts(tree: exp.Expression) -> list[exp.Expression]:
                 if type(cast) is exp.Cast and cast.to.this in _TEXT_TYPES | {_T.TEXT}
                 and not cast.to.expressions]
     for call in tree.find_all(exp.Concat, exp.ConcatWs):
-        operands += call.expressions
+        operands += [e for e in call.expressions if not _is_output(e)]
     operands += [side for pipe in tree.find_all(exp.DPipe)
                  for side in (pipe.this, pipe.expression)
                  if _interval_operand(side) or _float_cast(side)]
@@ -551,6 +552,26 @@ def _texts(tree: exp.Expression) -> list[exp.Expression]:
             holder.replace(exp.Anonymous(this=pg_text.TEXT_MACRO, expressions=[operand]))
         changed.append(operand)
     return changed
+
+
+def _outputs(tree: exp.Expression) -> list[exp.Expression]:
+    """Each argument of concat and concat_ws that is no literal as `pg_text.OUTPUT_MACRO` of it:
+    they print a value as its type's output function does (a boolean `t`, DuckDB's `true`); the
+    arguments changed. (format()'s are `pg_format`'s.)"""
+    changed = []
+    for call in tree.find_all(exp.Concat, exp.ConcatWs):
+        for argument in list(call.expressions):
+            if isinstance(argument, exp.Literal | exp.Null) or _is_output(argument):
+                continue
+            holder = exp.null()  # (the holder first: `argument` moves into the call)
+            argument.replace(holder)
+            holder.replace(exp.Anonymous(this=pg_text.OUTPUT_MACRO, expressions=[argument]))
+            changed.append(argument)
+    return changed
+
+
+def _is_output(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name == pg_text.OUTPUT_MACRO
 
 
 def length_casts(tree: exp.Expression) -> None:
@@ -1954,7 +1975,11 @@ def pg_format(template: str, args: list[exp.Expression]) -> exp.Expression | Non
             continue
         if not rest:
             return None
-        value = exp.cast(rest.pop(0), exp.DataType.build("VARCHAR"))
+        argument = rest.pop(0)
+        # (a value as its type's output function prints it: a boolean `t`)
+        value = exp.cast(argument, exp.DataType.build("VARCHAR")) if isinstance(
+            argument, exp.Literal | exp.Null) else exp.Anonymous(
+            this=pg_text.OUTPUT_MACRO, expressions=[argument])
         if kind == "I":
             value = exp.Anonymous(this="quote_ident", expressions=[value])
         elif kind == "L":

@@ -16,6 +16,9 @@ Contract:
   and NULL), `FLOAT8_FUNCTION` / `FLOAT4_FUNCTION` of a double / float, DuckDB's cast of
   anything else. DuckDB binds `typeof(x)` to a constant and folds the CASE on it, so the macro
   costs a statement nothing where its operand is none of these.
+- `OUTPUT_MACRO` is the text a type's output function gives (what concat, concat_ws and
+  format() print; a cast to text may differ): `TEXT_MACRO`'s, but a boolean is `t` or `f`
+  (its cast to text is `true` or `false`).
 - `register(con)` registers those functions; `array_text(json, type_name)` is what
   `ARRAY_FUNCTION` computes for one value, `float_texts(array)` what the float functions
   compute for an Arrow array of floats (the wire's text of floats too: `server.encode`),
@@ -42,6 +45,7 @@ import pyarrow.compute as pc
 from heron.planner import pg_interval
 
 TEXT_MACRO = "heron_text"
+OUTPUT_MACRO = "heron_output"
 ARRAY_FUNCTION = "heron_array_out"
 FLOAT8_FUNCTION = "heron_float8_out"
 FLOAT4_FUNCTION = "heron_float4_out"
@@ -57,7 +61,10 @@ MACROS = {TEXT_MACRO: (("heron_x", "CASE WHEN typeof(heron_x) = 'INTERVAL' THEN 
                                    "CAST(CAST(heron_x AS VARCHAR) AS DOUBLE)) "
                                    f"WHEN typeof(heron_x) = 'FLOAT' THEN {FLOAT4_FUNCTION}("
                                    "CAST(CAST(heron_x AS VARCHAR) AS FLOAT)) "
-                                   "ELSE CAST(heron_x AS VARCHAR) END"),)}
+                                   "ELSE CAST(heron_x AS VARCHAR) END"),),
+          OUTPUT_MACRO: (("heron_x", "CASE WHEN typeof(heron_x) = 'BOOLEAN' THEN "
+                                     "left(CAST(heron_x AS VARCHAR), 1) "
+                                     f"ELSE {TEXT_MACRO}(heron_x) END"),)}
 
 _SPECIAL = frozenset('{},"\\ \t\n\r\v\f')
 _ROW_SPECIAL = frozenset('(),"\\ \t\n\r\v\f')

@@ -115,6 +115,8 @@ CASES: tuple[Case, ...] = (
     Case("string_to_array_at_its_edges", "SELECT string_to_array('abc', NULL) AS a, "
          "string_to_array('abc', '') AS b, string_to_array('', ',') AS c, "
          "string_to_array('a,b,x,,c', ',', 'x') AS d, string_to_array('a,,c', ',', '') AS e"),
+    Case("booleans_in_concat_and_format", "SELECT concat('a', true, NULL::boolean) AS a, "
+         "concat_ws(',', false, 1) AS b, format('%s %L', true, false) AS c, true::text AS d"),
     Case("array_dimensions", "SELECT array_dims(ARRAY[1, 2, 3]) AS a, "
          "array_dims(ARRAY[[1, 2], [3, 4], [5, 6]]) AS b, array_ndims(ARRAY[[1, 2], [3, 4]]) AS c, "
          "array_ndims(ARRAY[]::int[]) AS d, cardinality(ARRAY[[1, 2], [3, 4]]) AS e, "

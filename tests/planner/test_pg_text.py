@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from heron.planner import pg_catalog, pg_text
+from heron.planner import pg_catalog, pg_semantics, pg_text
 
 
 @pytest.mark.parametrize(("value_json", "text"), [
@@ -42,3 +42,14 @@ def test_the_macro_prints_arrays_and_intervals_as_postgresql_and_the_rest_as_duc
         f"{pg_text.TEXT_MACRO}(1e7::FLOAT), {pg_text.TEXT_MACRO}([0.5::DOUBLE, 3])").fetchall() == [
         ("{1,NULL}", "{{t},{}}", '{"a b"}', "25:00:00", "1.5", None, "x", "2", "1e+07",
          "{0.5,3}")]
+
+
+def test_concat_and_format_print_booleans_as_their_output_function_does():
+    con = duckdb.connect()
+    pg_catalog.Catalog(con, "alice", "16.4")
+    # concat, concat_ws and format() print t and f (boolout); a cast to text prints true, false
+    assert con.execute(pg_semantics.rewrite(
+        "SELECT concat('a', true, false, NULL::boolean), concat_ws(',', 1 > 2, 'x'), "
+        "format('%s|%L', true, false), true::text, concat(b, n) "
+        "FROM (SELECT true AS b, 2.0::float8 AS n)")).fetchall() == [
+        ("atf", "f,x", "t|'f'", "true", "t2")]
