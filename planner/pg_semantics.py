@@ -1727,6 +1727,8 @@ class _Retyped:
 
 def _retyped(item: exp.Expression, sql: str) -> _Retyped | None:
     node = item.this if isinstance(item, exp.Alias) else item
+    while isinstance(node, exp.Paren):
+        node = node.this
     window = node if isinstance(node, exp.Window) else None
     inner = node.this if window is not None else node
     if isinstance(inner, exp.Sum):  # sum(int2 / int4) is bigint, DuckDB's HUGEINT

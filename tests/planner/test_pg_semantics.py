@@ -257,6 +257,7 @@ def test_signs_date_differences_and_truncated_dates_are_typed_as_postgresql_type
     assert typed("SELECT a - b, a - b AS d FROM days") == (
         [("?column?", "INTEGER"), ("d", "INTEGER")], [(64, 64)])
     assert typed("SELECT max(a) - min(b) AS m FROM days") == ([("m", "INTEGER")], [(64,)])
+    assert typed("SELECT ((a - b)) AS p FROM days") == ([("p", "INTEGER")], [(64,)])
     assert typed("SELECT sign(n), sign(x) AS s, sign(-1.5::double) FROM days") == (
         [("sign", "DOUBLE"), ("s", "DECIMAL(38,0)"), ("sign", "DOUBLE")], [(-1.0, 1, -1.0)])
     assert [t for _, t in typed("SELECT date_trunc('month', a) AS m, count(*) FROM days "
