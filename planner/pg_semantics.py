@@ -841,7 +841,15 @@ def _pg_function(call: exp.Func, sql: str) -> exp.Expression | None:
         return exp.cast(exp.Anonymous(this=pg_to_date.TIMESTAMP_FUNCTION, expressions=[
             exp.cast(argument, "VARCHAR") for argument in call.expressions]), "TIMESTAMPTZ")
     if isinstance(call, exp.Hex) and _function_name(call, sql) == "to_hex":  # not upper(...)
-        return exp.Lower(this=call.copy())
+        # to_hex(integer) of a negative one is its 32 bits' two's complement (DuckDB's: 64)
+        value = call.this
+        typed = exp.Anonymous(this="typeof", expressions=[value.copy()])
+        thirty_two_bits = exp.In(this=typed, expressions=[
+            exp.Literal.string(t) for t in ("TINYINT", "SMALLINT", "INTEGER")])
+        masked = exp.BitwiseAnd(this=exp.cast(value.copy(), "BIGINT"),
+                                expression=exp.Literal.number(0xFFFFFFFF))
+        return exp.Lower(this=exp.Hex(this=exp.Case(ifs=[exp.If(
+            this=thirty_two_bits, true=masked)], default=value.copy())))
     if isinstance(call, exp.ArrayToString) and call.args.get("null") is not None:
         return call.copy()  # sqlglot spells the NULLs' text out as DuckDB's list_transform
     if isinstance(call, exp.Initcap):  # (sqlglot adds its delimiters; PostgreSQL takes none)

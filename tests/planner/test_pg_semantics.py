@@ -344,6 +344,10 @@ def test_functions_duckdb_lacks_or_reads_otherwise():
     assert result.fetchall() == [("1-|%", '{"a":1}', "[1,2]", "[1, 2]", False, "ff",
                                   "Hello World", "a")]
     assert one(con, "SELECT upper(to_hex(10)), lower(to_hex(11))") == [("A", "b")]
+    # a negative integer's 32 bits, a negative bigint's 64 (DuckDB's hex: 64 for both)
+    assert one(con, "SELECT to_hex(-1), to_hex(-7::int), to_hex(-1::bigint), to_hex(x) "
+                    "FROM (SELECT -2 AS x)") == [
+        ("ffffffff", "fffffff9", "ffffffffffffffff", "fffffffe")]
 
 
 def test_encode_and_decode_in_hex_and_base64(con):
