@@ -314,6 +314,8 @@ _WORDINGS: tuple[_Wording, ...] = (
        _S.INVALID_ARGUMENT_FOR_POWER_FUNCTION, "{what}"),
     _W(re.compile(r"(?P<what>count must be greater than zero|lower bound cannot equal upper "
                   r"bound)"), _S.INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "{what}"),
+    _W(re.compile(r"(?P<what>field position must not be zero)"), _S.INVALID_PARAMETER_VALUE,
+       "{what}"),
     _W(re.compile(r"(?P<what>number of elements to trim must be between 0 and \d+)"),
        _S.ARRAY_SUBSCRIPT_ERROR, "{what}"),
     _W(re.compile(r"cannot take logarithm of (?P<what>zero|a negative number)"),

@@ -287,6 +287,13 @@ def _session_macros() -> Macros:
             ("text_arg, delimiter_arg, null_arg",  # elements equal to null_arg are NULL
              f"list_transform({_STRING_TO_ARRAY}, lambda heron_x: CASE WHEN heron_x = null_arg "
              "THEN NULL ELSE heron_x END)")),
+        # split_part: field 0 is an error, an empty delimiter keeps the text whole as field 1
+        # and -1 (DuckDB splits it into characters)
+        "split_part": (("text_arg, delimiter_arg, n_arg",
+                        "CASE WHEN n_arg = 0 THEN error('field position must not be zero') "
+                        "WHEN delimiter_arg = '' THEN CASE WHEN n_arg IN (1, -1) THEN "
+                        "text_arg::VARCHAR ELSE '' END "
+                        "ELSE system.main.split_part(text_arg, delimiter_arg, n_arg) END"),),
         "array_ndims": (("arr_arg", f"CASE WHEN len(arr_arg) > 0 THEN ({_DEPTH})::INTEGER END"),),
         "array_dims": (("arr_arg", _array_dims()),),
         "cardinality": (("arr_arg", _cardinality()),),
