@@ -290,7 +290,8 @@ def _session_macros() -> Macros:
         # split_part: field 0 is an error, an empty delimiter keeps the text whole as field 1
         # and -1 (DuckDB splits it into characters)
         "split_part": (("text_arg, delimiter_arg, n_arg",
-                        "CASE WHEN n_arg = 0 THEN error('field position must not be zero') "
+                        "CASE WHEN text_arg IS NULL OR delimiter_arg IS NULL THEN NULL "
+                        "WHEN n_arg = 0 THEN error('field position must not be zero') "
                         "WHEN delimiter_arg = '' THEN CASE WHEN n_arg IN (1, -1) THEN "
                         "text_arg::VARCHAR ELSE '' END "
                         "ELSE system.main.split_part(text_arg, delimiter_arg, n_arg) END"),),

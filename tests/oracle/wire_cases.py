@@ -119,7 +119,7 @@ CASES: tuple[Case, ...] = (
          "concat_ws(',', false, 1) AS b, format('%s %L', true, false) AS c, true::text AS d"),
     Case("split_part_at_its_edges", "SELECT split_part('abc', '', 1) AS a, "
          "split_part('abc', '', 2) AS b, split_part('a,b,c', ',', -1) AS c, "
-         "split_part('a,b', ',', 5) AS d"),
+         "split_part('a,b', ',', 5) AS d, split_part(NULL, ',', 0) AS e"),
     Case("split_part_of_field_zero", "SELECT split_part('a,b', ',', 0)"),
     Case("array_dimensions", "SELECT array_dims(ARRAY[1, 2, 3]) AS a, "
          "array_dims(ARRAY[[1, 2], [3, 4], [5, 6]]) AS b, array_ndims(ARRAY[[1, 2], [3, 4]]) AS c, "
