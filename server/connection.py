@@ -752,9 +752,12 @@ class Connection:
             return
         self._start_running()
         pace = self._pace(portal)
-        if not portal.started and statement.kind not in _SHARES_NO_WORK:
-            # (a plain SELECT is known by its text; anything else may have work to share)
-            self.context.parallelism.starting(statement.sql if pace is not None else None)
+        parallelism = self.context.parallelism if statement.kind not in _SHARES_NO_WORK else None
+        if parallelism is not None:
+            parallelism.enter()
+            if not portal.started:
+                # (a plain SELECT is known by its text; anything else may have work to share)
+                parallelism.starting(statement.sql if pace is not None else None)
         try:
             if statement.kind in (Kind.COPY_IN, Kind.COPY_OUT):
                 tag = await copy.run(self, portal)
@@ -763,8 +766,8 @@ class Connection:
             timezone = encode.session_timezone(self.session.setting("TimeZone"))
             chunk = await self.call(_next_rows, self.session, portal, max_rows, timezone,
                                     self._encodings, pace=pace)
-            if pace is not None:
-                self.context.parallelism.ran(statement.sql, pace.last_s)
+            if pace is not None and parallelism is not None:
+                parallelism.ran(statement.sql, pace.last_s)
             result = portal.result
             assert result is not None
             self._send_notices(result)
@@ -787,6 +790,8 @@ class Connection:
             self.send(protocol.command_complete(result.tag(sent)))
         finally:
             self._running = False
+            if parallelism is not None:
+                parallelism.leave()
             # statement_timeout counts while a message is worked on, not while a suspended
             # portal waits for the client's next Execute.
             self.session.disarm_timeout()

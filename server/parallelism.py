@@ -1,18 +1,21 @@
 """How many threads DuckDB may run one statement on: all of them, unless the server is busy
 with statements known to be small, and only those.
 
-Contract: `Parallelism(set_threads, threads)` starts with DuckDB at `threads`. Before a
-statement that may run DuckDB work starts, `starting(sql)` names it: a plain SELECT by its
-text, anything else by None; after a plain SELECT's first rows are read, `ran(sql, seconds)`
-says how long that took. A SELECT is small once a run of it (on any connection; `KEPT` texts
-are kept) would have taken less than `LONG_S` on one thread (less than `LONG_S / threads` while
-DuckDB may use them all), and until one takes `LONG_S` or more. Once a stretch of `WINDOW_S` has
-seen runs of small SELECTs at a rate of at least `SMALL_RUNS_PER_S` and no other statement
-starting, DuckDB runs each statement on the thread that runs it alone (`set_threads(1)`). A
-statement not known to be small gives it every thread back before it starts
-(`set_threads(threads)`), as do a long run, a stretch at a lower rate, and a pause of two
-stretches. `set_threads` runs only on a change, on the thread that brings it; a change that
-fails leaves DuckDB as it was and is tried again at the next one. Safe from any thread.
+Contract: `Parallelism(set_threads, threads)` starts with DuckDB at `threads`. Each statement
+that may run DuckDB work is bracketed by `enter()` and `leave()` (a portal's later Executes
+too); before a statement starts, `starting(sql)` names it: a plain SELECT by its text, anything
+else by None; after a plain SELECT's first rows are read, `ran(sql, seconds)` says how long that
+took. A SELECT is small once a run of it (on any connection; `KEPT` texts are kept) would have
+taken less than `LONG_S` on one thread (less than `LONG_S / threads` while DuckDB may use them
+all), and until one takes `LONG_S` or more. Once a stretch of `WINDOW_S` has seen runs of small
+SELECTs at a rate of at least `SMALL_RUNS_PER_S` and no other statement starting, DuckDB runs
+each statement on the thread that runs it alone (`set_threads(1)`), from the next moment no
+statement is between `enter()` and `leave()`: fewer threads waits for the tasks running on
+them (a big query's, seconds). A statement not known to be small gives it every thread back
+before it starts (`set_threads(threads)`, which waits for nothing), as do a long run, a stretch
+at a lower rate, and a pause of two stretches. `set_threads` runs only on a change, on the
+thread that brings it; a change that fails leaves DuckDB as it was and is tried again at the
+next one. Safe from any thread.
 
 Why: DuckDB's background threads wake for every statement, whether or not it has work to share.
 A prepared `SELECT $1::int + 1` (`python bench/duckdb_threads.py`) takes ~97 us of wall and CPU
@@ -55,11 +58,25 @@ class Parallelism:
         self._small: set[str] = set()  # the texts of the SELECTs known to be small
         self._runs = 0  # small runs that ended in the current window
         self._shared = False  # a statement that may share work started in the current window
+        self._running = 0  # statements between enter() and leave()
+        self._want_single = False  # one thread chosen, waiting for no statement to run
 
     @property
     def single(self) -> bool:
         """Whether DuckDB runs each statement on one thread now."""
         return self._single
+
+    def enter(self) -> None:
+        """A statement's DuckDB work begins (or a portal's next rows are read)."""
+        with self._lock:
+            self._running += 1
+
+    def leave(self) -> None:
+        """... and ends."""
+        with self._lock:
+            self._running -= 1
+            if self._running == 0 and self._want_single and not self._single:
+                self._change(True)
 
     def starting(self, sql: str | None) -> None:
         """A statement is about to start: a plain SELECT's text, else None."""
@@ -70,6 +87,7 @@ class Parallelism:
             return
         with self._lock:
             self._shared = True
+            self._want_single = False
             if self._single:
                 self._change(False)
 
@@ -79,6 +97,7 @@ class Parallelism:
             if seconds >= LONG_S:
                 self._small.discard(sql)
                 self._shared = True
+                self._want_single = False
                 if self._single:
                     self._change(False)
             elif self._single or seconds * self.threads < LONG_S:
@@ -96,10 +115,12 @@ class Parallelism:
         if elapsed < WINDOW_S:
             return  # another thread has just decided
         busy = elapsed < 2 * WINDOW_S and self._runs >= SMALL_RUNS_PER_S * elapsed
-        single = busy and not self._shared
+        self._want_single = busy and not self._shared
         self._window_started, self._runs, self._shared = now, 0, False
-        if single != self._single:
-            self._change(single)
+        if self._single and not self._want_single:
+            self._change(False)
+        elif self._want_single and not self._single and self._running == 0:
+            self._change(True)
 
     def _change(self, single: bool) -> None:
         try:

@@ -89,6 +89,20 @@ def test_a_select_is_small_after_a_run_that_one_thread_would_keep_short() -> Non
     assert parallelism.single
 
 
+def test_one_thread_waits_for_no_statement_to_be_running() -> None:
+    """Fewer threads waits for the tasks on them: not while a statement may have some."""
+    parallelism, clock, changes = made()
+    busy_window(parallelism, clock)
+    parallelism.enter()  # a statement begins (its next rows, say) and lasts
+    busy_window(parallelism, clock)
+    assert changes == [] and not parallelism.single
+    parallelism.enter()
+    parallelism.leave()
+    assert changes == []
+    parallelism.leave()  # none runs now
+    assert changes == [1] and parallelism.single
+
+
 def test_a_long_run_gives_the_threads_back_at_once_and_for_its_window() -> None:
     parallelism, clock, changes = made()
     busy(parallelism, clock)
@@ -186,3 +200,29 @@ def test_a_server_busy_with_small_statements_runs_them_on_one_thread(heron_serve
         assert threads(conn) == 1
         conn.execute("SELECT sum(i) FROM range(30000000) r(i)").fetchone()  # a long statement
         assert threads(conn) == full
+
+
+def test_a_long_statement_keeps_the_threads_and_holds_up_no_small_one(heron_server) -> None:
+    """A long statement running while small ones come at a high rate: DuckDB keeps its threads
+    while it runs (one thread would wait for its tasks: seconds, on the event loop's thread),
+    and the small statements' latency stays small."""
+    psycopg = pytest.importorskip("psycopg")
+    long_sql = ("SELECT count(DISTINCT r) FROM (SELECT hash(i) % 100000000 AS r "
+                "FROM range(40000000) t(i))")
+    with psycopg.connect(heron_server.dsn, autocommit=True) as small, psycopg.connect(
+            heron_server.dsn, autocommit=True) as big:
+        ended = time.monotonic() + 1.5 * WINDOW_S
+        while time.monotonic() < ended:  # the busy state: one thread
+            small.execute("SELECT %s::int + 1", [1], prepare=True).fetchone()
+        done = threading.Event()
+        worker = threading.Thread(target=lambda: (big.execute(long_sql).fetchone(), done.set()))
+        worker.start()
+        slowest = 0.0
+        ended = time.monotonic() + 3 * WINDOW_S
+        while time.monotonic() < ended and not done.is_set():
+            started = time.monotonic()
+            small.execute("SELECT %s::int + 1", [1], prepare=True).fetchone()
+            slowest = max(slowest, time.monotonic() - started)
+        worker.join(timeout=50)
+        assert done.is_set()
+        assert slowest < 0.5
