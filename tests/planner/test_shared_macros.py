@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support.planning import session_rows as rows
 
 from heron.catalog import Database
 from heron.planner import SqlError, SqlState, shared_macros
@@ -22,13 +23,6 @@ def database(tmp_path_factory: pytest.TempPathFactory):
     db.roles.create("alice", login=True)
     yield db
     db.close()
-
-
-def rows(session: Session, sql: str) -> list[tuple]:
-    result = session.execute(session.prepare(sql))
-    if result.rows is None:
-        return []
-    return [tuple(row.values()) for row in result.rows.read_all().to_pylist()]
 
 
 def test_each_session_reads_its_own_values(database):

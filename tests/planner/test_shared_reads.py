@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.planning import session_rows as rows
 
 from heron.catalog import Database
 from heron.planner.shared_reads import SharedReads
@@ -49,13 +50,6 @@ def database(tmp_path: Path):
     db = Database(tmp_path / "data", load_demo=False)
     yield db
     db.close()
-
-
-def rows(session: Session, sql: str) -> list[tuple]:
-    result = session.execute(session.prepare(sql))
-    if result.rows is None:
-        return []
-    return [tuple(row.values()) for row in result.rows.read_all().to_pylist()]
 
 
 def origin(session: Session, sql: str) -> int:
