@@ -22,7 +22,7 @@ A prepared `SELECT $1::int + 1` (`python bench/duckdb_threads.py`) takes ~97 us 
 on one thread; with 2 threads ~130 us and ~145 us of CPU on the 2-core dev machine, and on a
 16-core one 115-180 us and 165-240 us of CPU at 4 to 16 threads. The server's statements run
 one at a time on its event loop's thread once they are known quick, so that wall is the
-server's throughput: under 50 connections of small queries, one thread gave ~17 % more queries
+server's throughput: under 50 connections of small queries, one thread gave ~9 % more queries
 per second (bench/NOTES.md, 2026-12-07). A statement of 100 us has no work to share; one of
 milliseconds does (a 20M-row aggregate: 192 ms on one thread, 15 ms on 16), which is why a
 statement of unknown pace never runs in the one-thread state: only statements that ran quick
