@@ -316,6 +316,10 @@ _WORDINGS: tuple[_Wording, ...] = (
                   r"bound)"), _S.INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "{what}"),
     _W(re.compile(r"(?P<what>field position must not be zero)"), _S.INVALID_PARAMETER_VALUE,
        "{what}"),
+    _W(re.compile(r"(?P<what>timestamps cannot be binned into intervals containing months or "
+                  r"years)"), _S.FEATURE_NOT_SUPPORTED, "{what}"),
+    _W(re.compile(r"(?P<what>stride must be greater than zero)"), _S.DATETIME_FIELD_OVERFLOW,
+       "{what}"),
     _W(re.compile(r"(?P<what>number of elements to trim must be between 0 and \d+)"),
        _S.ARRAY_SUBSCRIPT_ERROR, "{what}"),
     _W(re.compile(r"cannot take logarithm of (?P<what>zero|a negative number)"),

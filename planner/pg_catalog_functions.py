@@ -295,6 +295,15 @@ def _session_macros() -> Macros:
                         "WHEN delimiter_arg = '' THEN CASE WHEN n_arg IN (1, -1) THEN "
                         "text_arg::VARCHAR ELSE '' END "
                         "ELSE system.main.split_part(text_arg, delimiter_arg, n_arg) END"),),
+        # date_bin(stride, source, origin): DuckDB's time_bucket, which also bins by months
+        # (PostgreSQL refuses them)
+        "date_bin": (("stride_arg, source_arg, origin_arg",
+                      "CASE WHEN datepart('month', stride_arg::INTERVAL) <> 0 OR "
+                      "datepart('year', stride_arg::INTERVAL) <> 0 THEN error('timestamps "
+                      "cannot be binned into intervals containing months or years') "
+                      "WHEN stride_arg::INTERVAL <= INTERVAL 0 SECOND THEN "
+                      "error('stride must be greater than zero') "
+                      "ELSE time_bucket(stride_arg::INTERVAL, source_arg, origin_arg) END"),),
         "array_ndims": (("arr_arg", f"CASE WHEN len(arr_arg) > 0 THEN ({_DEPTH})::INTEGER END"),),
         "array_dims": (("arr_arg", _array_dims()),),
         "cardinality": (("arr_arg", _cardinality()),),

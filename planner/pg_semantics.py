@@ -1124,21 +1124,45 @@ def _encoded(call: exp.Encode | exp.Decode) -> exp.Expression | None:
 
 # to_char's template patterns for dates and times, longest first, and what prints each: a
 # strftime field, for a name with ^ / _ for upper / lower case and the width it is blank-padded
-# to (an FM prefix drops the padding, and a number's leading zeros); "quarter" and "weekday"
-# (1 for Sunday) are computed.
+# to (an FM prefix drops the padding, and a number's leading zeros); or a number computed
+# (`_TO_CHAR_COMPUTED`).
 _TO_CHAR_PATTERNS = (
+    ("IYYY", "%G"), ("FF1", "ff1"), ("FF2", "ff2"), ("FF3", "ff3"), ("FF4", "ff4"),
+    ("FF5", "ff5"), ("FF6", "ff6"),
     ("HH24", "%H"), ("HH12", "%I"), ("YYYY", "%Y"), ("MONTH", "%B^9"), ("Month", "%B9"),
     ("month", "%B_9"), ("DDD", "%j"), ("DAY", "%A^9"), ("Day", "%A9"), ("day", "%A_9"),
     ("MON", "%b^"), ("Mon", "%b"), ("mon", "%b_"), ("DY", "%a^"), ("Dy", "%a"), ("dy", "%a_"),
     ("HH", "%I"), ("MI", "%M"), ("SS", "%S"), ("MS", "%g"), ("US", "%f"), ("YY", "%y"),
     ("MM", "%m"), ("DD", "%d"), ("IW", "%V"), ("ID", "%u"), ("AM", "%p"), ("PM", "%p"),
-    ("am", "%p_"), ("pm", "%p_"),
-    ("Q", "quarter"), ("D", "weekday"))
+    ("am", "%p_"), ("pm", "%p_"), ("WW", "week"), ("CC", "century"),
+    ("Q", "quarter"), ("D", "weekday"), ("J", "julian"))
+
+
+def _to_char_number(field: str, value: exp.Expression) -> tuple[exp.Expression, int]:
+    """A computed to_char field of `value` as text, and the width its zeros pad it to."""
+    def fn(name: str, *args: exp.Expression) -> exp.Expression:
+        return exp.Anonymous(this=name, expressions=[value.copy(), *args])
+
+    one, seven, hundred = (exp.Literal.number(n) for n in (1, 7, 100))
+    if field.startswith("ff"):  # the first n digits of the microseconds
+        return exp.Left(this=fn("strftime", exp.Literal.string("%f")),
+                        expression=exp.Literal.number(int(field[2]))), 0
+    number: exp.Expression = {
+        "quarter": lambda: fn("quarter"),
+        "weekday": lambda: exp.Add(this=fn("dayofweek"), expression=one),  # 1 for Sunday
+        "week": lambda: exp.Add(this=exp.IntDiv(this=exp.Paren(this=exp.Sub(
+            this=fn("dayofyear"), expression=one)), expression=seven), expression=one.copy()),
+        "century": lambda: exp.Add(this=exp.IntDiv(this=exp.Paren(this=exp.Sub(
+            this=fn("year"), expression=one)), expression=hundred), expression=one.copy()),
+        "julian": lambda: exp.cast(exp.Floor(this=fn("julian")), "BIGINT"),
+    }[field]()
+    return exp.cast(number, "VARCHAR"), 2 if field in ("week", "century") else 0
 _TO_CHAR_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(FM)?(' + "|".join(
     p for p, _ in _TO_CHAR_PATTERNS) + ")", re.DOTALL)
 _TO_CHAR_FIELDS = dict(_TO_CHAR_PATTERNS)
 # A template for a date or time holds one of these (a number's template holds none).
-_DATE_TEMPLATE = re.compile(r"YYYY|YY|MM|DD|HH|SS|MS|US|Mon|MON|mon|Day|DAY|day|Dy|DY|IW|AM|PM")
+_DATE_TEMPLATE = re.compile(r"YYYY|YY|MM|DD|HH|SS|MS|US|Mon|MON|mon|Day|DAY|day|Dy|DY|dy|IW|AM|PM|"
+                            r"WW|CC|FF[1-6]|Q|J")
 
 
 def _to_char(value: exp.Expression, template: str) -> exp.Expression | None:
@@ -1163,12 +1187,12 @@ def _to_char(value: exp.Expression, template: str) -> exp.Expression | None:
             fmt.append(re.sub(r"\\(.)", r"\1", match[0][1:-1]).replace("%", "%%"))
             continue
         field, fill = _TO_CHAR_FIELDS[match[2]], match[1] is None
-        if field in ("quarter", "weekday"):
+        if not field.startswith("%"):
             flush()
-            number = exp.Anonymous(this="quarter", expressions=[value.copy()]) if (
-                field == "quarter") else exp.Add(this=exp.Anonymous(
-                    this="dayofweek", expressions=[value.copy()]), expression=exp.Literal.number(1))
-            pieces.append(exp.cast(number, "VARCHAR"))
+            text, width = _to_char_number(field, value)
+            pieces.append(exp.Anonymous(this="lpad", expressions=[
+                text, exp.Literal.number(width), exp.Literal.string("0")]) if width and fill
+                else text)
         elif len(field) == 2:  # a number: FM drops its leading zeros
             unpadded = field not in ("%p", "%g", "%f", "%Y", "%V", "%u")  # strftime's %-x
             fmt.append(f"%-{field[1]}" if unpadded and not fill else field)

@@ -121,6 +121,16 @@ CASES: tuple[Case, ...] = (
          "split_part('abc', '', 2) AS b, split_part('a,b,c', ',', -1) AS c, "
          "split_part('a,b', ',', 5) AS d, split_part(NULL, ',', 0) AS e"),
     Case("split_part_of_field_zero", "SELECT split_part('a,b', ',', 0)"),
+    Case("to_char_of_weeks_centuries_julian_days_and_fractions",
+         "SELECT to_char(timestamp '2024-02-29 13:45:30.123456', 'IYYY-IW WW CC J FF3 \"Q\"Q') "
+         "AS a, to_char(date '2001-01-01', 'FMCC FMWW dy') AS b, to_char(date '1999-12-31', "
+         "'CC J') AS c"),
+    Case("date_bin", "SELECT date_bin('15 minutes', timestamp '1999-12-31 23:59:59', "
+         "timestamp '2000-01-01') AS a, date_bin('1 hour 30 minutes', timestamp "
+         "'2024-02-29 13:45:30', timestamp '2024-02-29 00:07') AS b, date_bin('7 days', "
+         "timestamp '2024-02-29 13:45:30', timestamp '2001-01-01 03:00') AS c"),
+    Case("date_bin_by_months", "SELECT date_bin('1 month', timestamp '2024-02-29', "
+         "timestamp '2000-01-01')"),
     Case("array_dimensions", "SELECT array_dims(ARRAY[1, 2, 3]) AS a, "
          "array_dims(ARRAY[[1, 2], [3, 4], [5, 6]]) AS b, array_ndims(ARRAY[[1, 2], [3, 4]]) AS c, "
          "array_ndims(ARRAY[]::int[]) AS d, cardinality(ARRAY[[1, 2], [3, 4]]) AS e, "
