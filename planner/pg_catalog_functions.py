@@ -304,6 +304,9 @@ def _session_macros() -> Macros:
                       "WHEN stride_arg::INTERVAL <= INTERVAL 0 SECOND THEN "
                       "error('stride must be greater than zero') "
                       "ELSE time_bucket(stride_arg::INTERVAL, source_arg, origin_arg) END"),),
+        # isfinite of an interval (PostgreSQL 15's intervals are all finite), DuckDB's of the rest
+        "isfinite": (("value_arg INTERVAL", "CASE WHEN value_arg IS NOT NULL THEN true END"),
+                     ("value_arg", "system.main.isfinite(value_arg)")),
         "array_ndims": (("arr_arg", f"CASE WHEN len(arr_arg) > 0 THEN ({_DEPTH})::INTEGER END"),),
         "array_dims": (("arr_arg", _array_dims()),),
         "cardinality": (("arr_arg", _cardinality()),),

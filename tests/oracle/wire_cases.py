@@ -129,6 +129,9 @@ CASES: tuple[Case, ...] = (
          "timestamp '2000-01-01') AS a, date_bin('1 hour 30 minutes', timestamp "
          "'2024-02-29 13:45:30', timestamp '2024-02-29 00:07') AS b, date_bin('7 days', "
          "timestamp '2024-02-29 13:45:30', timestamp '2001-01-01 03:00') AS c"),
+    Case("isfinite_of_each_type", "SELECT isfinite(interval '1 day') AS a, "
+         "isfinite('infinity'::date) AS b, isfinite(timestamp '2024-01-01') AS c, "
+         "isfinite(NULL::interval) AS d"),
     Case("date_bin_by_months", "SELECT date_bin('1 month', timestamp '2024-02-29', "
          "timestamp '2000-01-01')"),
     Case("array_dimensions", "SELECT array_dims(ARRAY[1, 2, 3]) AS a, "
