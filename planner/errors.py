@@ -77,6 +77,7 @@ class SqlState(enum.StrEnum):
     INSUFFICIENT_PRIVILEGE = "42501"
     SYNTAX_ERROR = "42601"
     UNDEFINED_COLUMN = "42703"
+    INVALID_COLUMN_REFERENCE = "42P10"
     DUPLICATE_COLUMN = "42701"
     AMBIGUOUS_COLUMN = "42702"
     GROUPING_ERROR = "42803"
@@ -278,6 +279,12 @@ _WORDINGS: tuple[_Wording, ...] = (
                   r"on it"), _S.DEPENDENT_OBJECTS_STILL_EXIST,
        "cannot drop {name} because other objects depend on it",
        hint="Use DROP ... CASCADE to drop the dependent objects too."),
+    _W(re.compile(r"The specified columns as conflict target are not referenced by a UNIQUE/"
+                  r"PRIMARY KEY CONSTRAINT or INDEX"), _S.INVALID_COLUMN_REFERENCE,
+       "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+       hint="If the target is a unique index with a WHERE clause: Heron keeps one as an index "
+            "over expressions, which ON CONFLICT cannot name; test for the conflicting rows "
+            "with NOT EXISTS instead."),
     _W(re.compile(r'Referenced column "(?P<name>[^"]+)" not found'), _S.UNDEFINED_COLUMN,
        'column "{name}" does not exist'),
     _W(re.compile(r'Table "(?P<table>[^"]+)" does not have a column named "(?P<name>[^"]+)"'),

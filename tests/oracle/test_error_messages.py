@@ -56,6 +56,8 @@ CASES = {
                               "INSERT INTO e_pi VALUES (1, 'y')"),
                              "INSERT INTO e_pi VALUES (2, 'Y')"),
     "with_ties_without_order_by": ((), "SELECT 1 FETCH FIRST 1 ROW WITH TIES"),
+    "on_conflict_without_its_constraint": (_KEYED, "INSERT INTO e_keyed VALUES (1, 2, 'y') "
+                                                   "ON CONFLICT (b) DO NOTHING"),
 }
 EXPECTED_FAILURES = {
     "not_null": "PostgreSQL's detail shows the failing row ('Failing row contains (null).'), "
