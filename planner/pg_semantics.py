@@ -546,10 +546,8 @@ def _texts(tree: exp.Expression) -> list[exp.Expression]:
         cast = operand.parent
         if isinstance(cast, exp.Cast) and cast.this is operand:
             cast.replace(exp.Anonymous(this=pg_text.TEXT_MACRO, expressions=[operand]))
-        else:  # the holder first: `operand` moves into the call taking its place
-            holder = exp.null()
-            operand.replace(holder)
-            holder.replace(exp.Anonymous(this=pg_text.TEXT_MACRO, expressions=[operand]))
+        else:
+            _pass_through(operand, pg_text.TEXT_MACRO)
         changed.append(operand)
     return changed
 
@@ -563,11 +561,17 @@ def _outputs(tree: exp.Expression) -> list[exp.Expression]:
         for argument in list(call.expressions):
             if isinstance(argument, exp.Literal | exp.Null) or _is_output(argument):
                 continue
-            holder = exp.null()  # (the holder first: `argument` moves into the call)
-            argument.replace(holder)
-            holder.replace(exp.Anonymous(this=pg_text.OUTPUT_MACRO, expressions=[argument]))
+            _pass_through(argument, pg_text.OUTPUT_MACRO)
             changed.append(argument)
     return changed
+
+
+def _pass_through(node: exp.Expression, function: str) -> None:
+    """Put `function(node)` in `node`'s place, in place (the holder first: `node` moves into
+    the call taking its place)."""
+    holder = exp.null()
+    node.replace(holder)
+    holder.replace(exp.Anonymous(this=function, expressions=[node]))
 
 
 def _is_output(node: exp.Expression) -> bool:
